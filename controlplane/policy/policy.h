@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * controlplane/policy: the scheduling-policy interface and its registry.
+ *
+ * A policy is pure: time comes in as now_ns, randomness as the seeded RNG in
+ * struct policy, state changes as model events (on_event); the output is a
+ * struct policy_decision. loomd, the simulator and the trainer drive the same
+ * policy code and a policy never knows which of them called it.
+ *
+ * A decision orders every schedulable coflow (m->active) exactly once,
+ * highest priority first. Optionally it also gives:
+ *   - a class per position (policy-defined priority classes, 0 = highest,
+ *     non-decreasing along the order); otherwise the driver quantises;
+ *   - per-flow rates (bits/s, indexed by flow), as Varys' MADD does; the
+ *     fabric treats them as caps and then backfills leftover capacity;
+ *   - a wake-up time and byte thresholds ("call me again when coflow c, or
+ *     its job, has sent X bytes") for policies that react to progress.
+ */
+#ifndef LOOM_CONTROLPLANE_POLICY_POLICY_H
+#define LOOM_CONTROLPLANE_POLICY_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/errors.h"
+#include "common/rng.h"
+#include "controlplane/model/model.h"
+
+struct policy_watch {
+	uint32_t coflow;   /* coflow index */
+	bool job_level;    /* threshold on the coflow's job's sent bytes */
+	double sent_bytes; /* wake when sent bytes reach this */
+};
+
+struct policy_decision {
+	uint32_t norder;
+	uint32_t *order; /* capacity: ncoflows */
+	bool has_classes;
+	uint16_t *class_of; /* per position in order; capacity ncoflows */
+	bool has_rates;
+	double *rate_bps; /* per flow index; capacity nflows; read only when has_rates */
+	uint64_t wakeup_ns; /* CP_TIME_NEVER for none */
+	uint32_t nwatch;
+	struct policy_watch *watch; /* capacity: ncoflows */
+};
+
+/* Allocates a decision sized for m; 0 or -ENOMEM. Free with policy_decision_done(). */
+int policy_decision_init(struct policy_decision *d, const struct cp_model *m);
+void policy_decision_done(struct policy_decision *d);
+
+/* Empties d (no order, no classes, no rates, no wake-ups). */
+void policy_decision_clear(struct policy_decision *d);
+
+/*
+ * Checks that d orders exactly the active coflows of m, once each, and that
+ * classes (if any) are non-decreasing. stamp is scratch of ncoflows uint32_t
+ * initialised to 0 by the caller and reused across calls with increasing
+ * gen (gen > 0). Returns 0 or -EPROTO with err filled.
+ */
+int policy_decision_validate(const struct policy_decision *d, const struct cp_model *m,
+			     uint32_t *stamp, uint32_t gen, struct loom_err *err);
+
+struct policy_params {
+	uint32_t classes; /* number of priority classes the datapath has (K) */
+	uint64_t seed;
+};
+
+struct policy;
+
+struct policy_class {
+	const char *name;
+	const char *summary;  /* one line for --help */
+	bool clairvoyant;     /* needs flow sizes in advance */
+	/* Allocates private state into p->priv. 0 or -errno. */
+	int (*init)(struct policy *p, const struct cp_model *m);
+	/* Frees p->priv (may be NULL). */
+	void (*done)(struct policy *p);
+	/* Optional: observes one model event (before the next decide). */
+	void (*on_event)(struct policy *p, const struct cp_model *m, const struct cp_event *ev);
+	/* Orders m->active into d (already cleared by the caller). 0 or -errno. */
+	int (*decide)(struct policy *p, const struct cp_model *m, uint64_t now_ns,
+		      struct policy_decision *d);
+};
+
+struct policy {
+	const struct policy_class *cls;
+	struct policy_params params;
+	struct loom_rng rng;
+	void *priv;
+};
+
+/* Returns the class registered under name, or NULL. */
+const struct policy_class *policy_class_find(const char *name);
+
+/* Returns the registered classes (static storage) and their count in ret_n. */
+const struct policy_class *const *policy_class_list(size_t *ret_n);
+
+/*
+ * Returns a new policy instance for model m (borrowed), or NULL with errno
+ * (ENOENT: unknown name, listing the known ones in err).
+ */
+struct policy *policy_new(const char *name, const struct policy_params *params,
+			  const struct cp_model *m, struct loom_err *err);
+struct policy *policy_free(struct policy *p);
+
+static inline int policy_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns,
+				struct policy_decision *d)
+{
+	return p->cls->decide(p, m, now_ns, d);
+}
+
+static inline void policy_on_event(struct policy *p, const struct cp_model *m,
+				   const struct cp_event *ev)
+{
+	if (p->cls->on_event)
+		p->cls->on_event(p, m, ev);
+}
+
+/*
+ * MADD (Varys): walking order[0 .. n), gives each unfinished flow of coflow c
+ * the rate remaining_bytes / G_c where G_c = max over c's ports of (c's
+ * remaining bytes there / capacity still free there), so all of c's flows
+ * finish together; subtracts from free capacity. A coflow that a saturated
+ * port blocks gets rate 0 for every flow. free_bps (topo->nports doubles) is
+ * scratch, overwritten; port_load (nports doubles) must be all zero and is
+ * left all zero. Writes rate_bps[flow] for the flows of the ordered coflows.
+ */
+void policy_madd(const struct cp_model *m, const uint32_t *order, uint32_t n, double *free_bps,
+		 double *port_load, double *rate_bps);
+
+/* Registered policy classes. */
+extern const struct policy_class policy_fifo;
+extern const struct policy_class policy_fair;
+
+#endif

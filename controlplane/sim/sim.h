@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * controlplane/sim: the event-driven fabric simulator behind loom-replay and
+ * loom-train, its trace readers, the workload generator and the metrics.
+ *
+ * The engine advances from event to event (arrivals, releases, flow
+ * completions, wake-ups a policy asks for, optional epochs and periodic
+ * re-evaluation); rates are constant between events. At each event the
+ * policy orders the schedulable coflows and the fabric model turns the order
+ * into rates that never exceed any port's capacity:
+ *   - ideal mode: every coflow is its own strict-priority class; policy rates
+ *     (e.g. MADD) are honoured as caps, otherwise the coflow's flows share
+ *     what is left max-min fairly; leftover capacity is then backfilled
+ *     greedily in order (work conservation);
+ *   - classes mode: the order is quantised into K classes (or the policy's
+ *     own classes are used); strict priority across classes, per-flow max-min
+ *     fairness inside a class — what the live datapath enforces.
+ */
+#ifndef LOOM_CONTROLPLANE_SIM_SIM_H
+#define LOOM_CONTROLPLANE_SIM_SIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/errors.h"
+#include "controlplane/model/model.h"
+#include "controlplane/policy/policy.h"
+#include "topo/topo.h"
+
+/* ---- trace readers (trace.c) ------------------------------------------ */
+
+enum sim_trace_format {
+	SIM_TRACE_FB = 0,    /* coflow-benchmark (FB2010) */
+	SIM_TRACE_SINCRONIA, /* Sincronia per-flow */
+	SIM_TRACE_LOOM,      /* Loom's multi-stage job format (docs/trace-format.md) */
+};
+
+/* Parses "fb", "sincronia" or "loom". 0 or -EINVAL. */
+int sim_trace_format_parse(const char *s, enum sim_trace_format *ret_fmt);
+const char *sim_trace_format_name(enum sim_trace_format fmt);
+
+/*
+ * Parses a trace held in buf (len bytes, need not be NUL-terminated); name is
+ * used in messages. Returns the model (not yet bound to a fabric) and the
+ * number of hosts/ports the trace declares in ret_nhosts, or NULL with errno
+ * set and err = "name:line: reason".
+ */
+struct cp_model *sim_trace_parse(const char *buf, size_t len, const char *name,
+				 enum sim_trace_format fmt, uint32_t *ret_nhosts,
+				 struct loom_err *err);
+
+/* Reads and parses a trace file; as sim_trace_parse, err names the path. */
+struct cp_model *sim_trace_load(const char *path, enum sim_trace_format fmt,
+				uint32_t *ret_nhosts, struct loom_err *err);
+
+/* Writes m in Loom's format to f (exact: reading it back gives the same model). 0 or -errno. */
+int sim_trace_write_loom(const struct cp_model *m, FILE *f);
+
+/* ---- DAG shapes and the workload generator (gen.c) --------------------- */
+
+struct sim_dag {
+	uint32_t nnodes, nedges;
+	uint32_t (*edges)[2];  /* parent, child node indices */
+	double *mean_task_ms;  /* per node */
+	uint32_t *ntasks;      /* per node */
+	char label[32];        /* e.g. "2g-q5" */
+};
+
+struct sim_dags {
+	uint32_t n;
+	struct sim_dag *dags;
+};
+
+/* Parses a dags.txt buffer (../shared/data/tpch/FORMAT.md). NULL + errno, err "name:line: reason". */
+struct sim_dags *sim_dags_parse(const char *buf, size_t len, const char *name,
+				struct loom_err *err);
+struct sim_dags *sim_dags_load(const char *path, struct loom_err *err);
+struct sim_dags *sim_dags_free(struct sim_dags *d);
+
+struct sim_gen_params {
+	uint32_t njobs;
+	double load;          /* target offered load on the host uplinks, (0, 1] typical */
+	uint64_t seed;
+	double compute_scale; /* edge delay = stage mean task time * this; 0 = none */
+	double bytes_scale;   /* multiplies sampled coflow bytes; 1 = as in FB2010 */
+	double weight_max;    /* job weights uniform integers in [1, weight_max]; 1 = unweighted */
+};
+
+/* Fills defaults: 100 jobs, load 0.7, seed 1, compute_scale 1, bytes_scale 1, weight_max 1. */
+void sim_gen_params_default(struct sim_gen_params *p);
+
+/*
+ * Generates a multi-stage workload: each job takes a DAG shape from dags
+ * (uniformly), each edge parent->child becomes a coflow whose width and
+ * per-reducer bytes are those of a coflow sampled uniformly from fb (an FB2010
+ * model), mappers and reducers placed on distinct random hosts of t; Poisson
+ * job arrivals with the mean gap that makes the offered load p->load.
+ * Deterministic in p->seed. Returns the model (unbound) or NULL + errno/err.
+ */
+struct cp_model *sim_gen(const struct sim_gen_params *p, const struct sim_dags *dags,
+			 const struct cp_model *fb, const struct topo *t, struct loom_err *err);
+
+/* ---- the engine (sim.c, fabric.c) ----------------------------------------- */
+
+enum sim_mode {
+	SIM_MODE_IDEAL = 0,
+	SIM_MODE_CLASSES,
+};
+
+enum sim_quantize {
+	SIM_QUANT_TOP = 0, /* positions 0..K-2 get classes 0..K-2, the rest share K-1 */
+	SIM_QUANT_EVEN,    /* position i of n gets class i * K / n */
+};
+
+struct sim_progress {
+	uint64_t now_ns;
+	uint32_t jobs_done, njobs;
+	uint64_t events;
+};
+
+struct sim_opts {
+	enum sim_mode mode;
+	uint32_t classes; /* K in classes mode (default 8) */
+	enum sim_quantize quantize;
+	uint64_t epoch_ns;  /* admit job arrivals only at multiples of this; 0 = at once */
+	uint64_t reeval_ns; /* also re-decide every reeval_ns; 0 = only on events */
+	bool check;         /* verify capacities and byte conservation at every step */
+	/* Called about every progress_every events (0 = never). */
+	void (*progress)(void *ctx, const struct sim_progress *pr);
+	void *progress_ctx;
+	uint64_t progress_every;
+};
+
+/* Fills defaults: ideal mode, K = 8, quantise TOP, no epochs, no re-evaluation, no checks. */
+void sim_opts_default(struct sim_opts *o);
+
+struct sim_stats {
+	uint64_t events;    /* model events processed */
+	uint64_t steps;     /* distinct event times (allocations) */
+	uint64_t decisions; /* policy decide calls */
+	uint64_t makespan_ns;
+	/* filled when opts.check: */
+	double max_port_load; /* max over steps and ports of allocated / capacity */
+	double max_residual_bytes; /* max |bytes left - bytes moved| at a flow's completion */
+	uint64_t checked_steps;
+};
+
+/*
+ * Runs the model (bound to its fabric, reset here) under policy p until every
+ * job is done. Returns 0, or -errno with err filled: -EPROTO when the policy
+ * returns an invalid decision, -EDEADLK when work remains but nothing can move.
+ */
+int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
+	    struct sim_stats *ret_stats, struct loom_err *err);
+
+/* ---- metrics and reports (report.c) ----------------------------------- */
+
+struct sim_dist {
+	uint32_t n;
+	double avg, p50, p95, p99, max;
+};
+
+/* Summarises values[0 .. n) (reordered in place). */
+void sim_dist_compute(double *values, uint32_t n, struct sim_dist *ret);
+
+struct sim_summary {
+	char label[64]; /* e.g. "fifo" or "fifo/K8" */
+	struct sim_dist cct_s;
+	struct sim_dist bin_cct_s[CP_BIN_COUNT];
+	struct sim_dist jct_s;
+	double avg_wjct_s;        /* mean over jobs of weight * JCT */
+	double avg_isolation_s;   /* mean coflow isolation time (CCT lower bound) */
+	double avg_cct_slowdown;  /* mean over coflows of CCT / isolation time */
+	double makespan_s;
+	double utilisation;       /* bytes moved / (uplink capacity * makespan) */
+	struct sim_stats stats;
+	double wall_s;
+};
+
+/* Fills s from a finished run of m. 0 or -ENOMEM. */
+int sim_summarise(const struct cp_model *m, const struct sim_stats *st, const char *label,
+		  struct sim_summary *ret);
+
+/* Per-coflow CSV: coflow_id,job_id,release_ns,finish_ns,cct_ns,bytes,width,bin,isolation_ns. */
+int sim_write_coflows_csv(const struct cp_model *m, const char *path);
+/* Per-job CSV: job_id,arrival_ns,finish_ns,jct_ns,weight. */
+int sim_write_jobs_csv(const struct cp_model *m, const char *path);
+/* One row per summary. */
+int sim_write_summary_csv(const struct sim_summary *s, size_t n, const char *path);
+/* Prints the comparison table, each column normalised to s[0]. */
+void sim_print_table(FILE *f, const struct sim_summary *s, size_t n);
+
+/*
+ * Writes dir/plots.gp and, when gnuplot is on PATH, runs it: CCT and JCT
+ * CDFs per summary (reading dir/<label>-coflows.csv, dir/<label>-jobs.csv)
+ * and bars of average CCT/JCT normalised to s[0], as PNG and SVG.
+ * Returns 0, 1 when gnuplot is missing (script written, no images), or -errno.
+ */
+int sim_write_plots(const char *dir, const struct sim_summary *s, size_t n);
+
+/* Returns a file-name-safe copy of label ("fifo/K8" -> "fifo-K8") in buf. */
+const char *sim_label_file(const char *label, char *buf, size_t size);
+
+#endif

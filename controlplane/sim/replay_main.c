@@ -1,5 +1,501 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-int main(void)
+/*
+ * loom-replay: replays a trace through the simulator under one or more
+ * policies and reports CCT/JCT: a comparison table on stdout, CSV files and
+ * gnuplot plots in the output folder.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "controlplane/sim/sim.h"
+
+#define MAX_RUNS 64
+
+struct replay_args {
+	const char *trace;
+	const char *format;
+	const char *topo;
+	const char *policies;
+	const char *out;
+	const char *mode;
+	uint32_t classes;
+	enum sim_quantize quantize;
+	uint64_t rate_bps;
+	uint64_t epoch_ns;
+	uint64_t reeval_ns;
+	uint64_t seed;
+	bool plots;
+	bool check;
+	int progress; /* -1 auto, 0 off, 1 on */
+};
+
+static void usage(FILE *f)
 {
-	return 1;
+	size_t n;
+	const struct policy_class *const *cls = policy_class_list(&n);
+
+	fprintf(f,
+		"Usage: loom-replay --trace FILE [options]\n"
+		"Replays a coflow/job trace through Loom's simulator under each policy and\n"
+		"prints a comparison table (normalised to the first policy); writes CSV and plots.\n"
+		"\n"
+		"  -t, --trace FILE       trace to replay (required)\n"
+		"  -f, --format FMT       fb | sincronia | loom (default: detected from the file)\n"
+		"  -T, --topo FILE        topology JSON (default: big switch, one host per trace port)\n"
+		"  -r, --rate-bps BPS     port rate of the default topology (default %llu = 1 Gbit/s\n"
+		"                         as CoflowSim counts it)\n"
+		"  -p, --policy LIST      comma-separated policies (default: all)\n"
+		"  -m, --mode MODE        ideal | classes | both (default: ideal; --classes implies\n"
+		"                         classes unless --mode is given)\n"
+		"  -k, --classes K        priority classes in classes mode (default 8, 1..4096)\n"
+		"  -q, --quantize Q       how an order maps to K classes: top (first K-1 coflows get\n"
+		"                         their own class, the rest share the last) | even (default top)\n"
+		"  -e, --epoch-ms E       admit arrivals only every E ms (CoflowSim: 10240; default 0 =\n"
+		"                         at once)\n"
+		"  -R, --reeval-ms R      also re-run the policy every R ms (default 0 = on events only)\n"
+		"  -s, --seed S           seed for randomised policies (default 1)\n"
+		"  -o, --out DIR          output folder (default out/<trace name>)\n"
+		"      --no-plots         write CSV only\n"
+		"      --check            verify port capacities and byte conservation at every step\n"
+		"      --progress         always show progress; --no-progress never (default: on a tty)\n"
+		"  -v, --verbose          more logging\n"
+		"  -h, --help             this text\n"
+		"\nPolicies:\n",
+		(unsigned long long)TOPO_DEFAULT_BPS);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "  %-12s %s\n", cls[i]->name, cls[i]->summary);
+	fprintf(f, "\nOutputs in DIR: <label>-coflows.csv, <label>-jobs.csv, summary.csv,\n"
+		   "plots.gp and cct_cdf, jct_cdf, bars as .png and .svg (needs gnuplot).\n");
+}
+
+static int parse_u64_flag(const char *flag, const char *v, uint64_t min, uint64_t max,
+			  uint64_t *ret)
+{
+	unsigned long long x;
+
+	if (loom_parse_u64(v, &x) < 0 || x < min || x > max) {
+		log_err("%s: '%s' is not an integer in [%llu, %llu]", flag, v,
+			(unsigned long long)min, (unsigned long long)max);
+		return -EINVAL;
+	}
+	*ret = x;
+	return 0;
+}
+
+static int parse_ms_flag(const char *flag, const char *v, uint64_t *ret_ns)
+{
+	double ms;
+
+	if (loom_parse_double(v, &ms) < 0 || ms < 0 || ms > 1e12) {
+		log_err("%s: '%s' is not a duration in milliseconds (>= 0)", flag, v);
+		return -EINVAL;
+	}
+	*ret_ns = (uint64_t)(ms * 1e6 + 0.5);
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct replay_args *a)
+{
+	enum { OPT_NO_PLOTS = 256, OPT_CHECK, OPT_PROGRESS, OPT_NO_PROGRESS };
+	static const struct option opts[] = {
+		{"trace", required_argument, NULL, 't'},
+		{"format", required_argument, NULL, 'f'},
+		{"topo", required_argument, NULL, 'T'},
+		{"rate-bps", required_argument, NULL, 'r'},
+		{"policy", required_argument, NULL, 'p'},
+		{"mode", required_argument, NULL, 'm'},
+		{"classes", required_argument, NULL, 'k'},
+		{"quantize", required_argument, NULL, 'q'},
+		{"epoch-ms", required_argument, NULL, 'e'},
+		{"reeval-ms", required_argument, NULL, 'R'},
+		{"seed", required_argument, NULL, 's'},
+		{"out", required_argument, NULL, 'o'},
+		{"no-plots", no_argument, NULL, OPT_NO_PLOTS},
+		{"check", no_argument, NULL, OPT_CHECK},
+		{"progress", no_argument, NULL, OPT_PROGRESS},
+		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	bool classes_given = false;
+	uint64_t v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "t:f:T:r:p:m:k:q:e:R:s:o:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			a->trace = optarg;
+			break;
+		case 'f':
+			a->format = optarg;
+			break;
+		case 'T':
+			a->topo = optarg;
+			break;
+		case 'r':
+			if (parse_u64_flag("--rate-bps", optarg, 1, UINT64_MAX / 16, &a->rate_bps))
+				return -EINVAL;
+			break;
+		case 'p':
+			a->policies = optarg;
+			break;
+		case 'm':
+			if (strcmp(optarg, "ideal") && strcmp(optarg, "classes") &&
+			    strcmp(optarg, "both")) {
+				log_err("--mode: '%s' is not one of ideal, classes, both", optarg);
+				return -EINVAL;
+			}
+			a->mode = optarg;
+			break;
+		case 'k':
+			if (parse_u64_flag("--classes", optarg, 1, 4096, &v))
+				return -EINVAL;
+			a->classes = (uint32_t)v;
+			classes_given = true;
+			break;
+		case 'q':
+			if (strcmp(optarg, "top") == 0) {
+				a->quantize = SIM_QUANT_TOP;
+			} else if (strcmp(optarg, "even") == 0) {
+				a->quantize = SIM_QUANT_EVEN;
+			} else {
+				log_err("--quantize: '%s' is not one of top, even", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'e':
+			if (parse_ms_flag("--epoch-ms", optarg, &a->epoch_ns))
+				return -EINVAL;
+			break;
+		case 'R':
+			if (parse_ms_flag("--reeval-ms", optarg, &a->reeval_ns))
+				return -EINVAL;
+			break;
+		case 's':
+			if (parse_u64_flag("--seed", optarg, 0, UINT64_MAX, &a->seed))
+				return -EINVAL;
+			break;
+		case 'o':
+			a->out = optarg;
+			break;
+		case OPT_NO_PLOTS:
+			a->plots = false;
+			break;
+		case OPT_CHECK:
+			a->check = true;
+			break;
+		case OPT_PROGRESS:
+			a->progress = 1;
+			break;
+		case OPT_NO_PROGRESS:
+			a->progress = 0;
+			break;
+		case 'v':
+			loom_log_set_level(LOOM_LOG_DEBUG);
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			fprintf(stderr, "Try 'loom-replay --help'.\n");
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		log_err("unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	if (!a->trace) {
+		log_err("--trace is required (try --help)");
+		return -EINVAL;
+	}
+	if (!a->mode)
+		a->mode = classes_given ? "classes" : "ideal";
+	return 0;
+}
+
+/* Guesses the format: "loom-trace" header, else FB's "port:MB" tokens, else Sincronia. */
+static enum sim_trace_format detect_format(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	enum sim_trace_format fmt = SIM_TRACE_FB;
+	int n = 0;
+
+	if (!f)
+		return SIM_TRACE_FB; /* the loader reports the error */
+	while (n < 2 && fgets(line, sizeof(line), f)) {
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (strncmp(line, "loom-trace", 10) == 0) {
+			fmt = SIM_TRACE_LOOM;
+			break;
+		}
+		if (n == 1)
+			fmt = strchr(line, ':') ? SIM_TRACE_FB : SIM_TRACE_SINCRONIA;
+		n++;
+	}
+	fclose(f);
+	return fmt;
+}
+
+struct progress_ctx {
+	const char *label;
+	const struct loom_clock *clock;
+	uint64_t last_ns;
+	bool shown;
+};
+
+static void show_progress(void *ctx, const struct sim_progress *pr)
+{
+	struct progress_ctx *pc = ctx;
+	uint64_t wall = loom_clock_now_ns(pc->clock);
+	double frac = pr->njobs ? (double)pr->jobs_done / pr->njobs : 1;
+	char bar[31];
+	int filled = (int)(frac * 30);
+
+	if (pr->jobs_done < pr->njobs && wall - pc->last_ns < 100 * LOOM_NS_PER_MS)
+		return;
+	pc->last_ns = wall;
+	for (int i = 0; i < 30; i++)
+		bar[i] = i < filled ? '#' : '-';
+	bar[30] = '\0';
+	fprintf(stderr, "\r%-14s [%s] %5.1f%%  jobs %u/%u  sim t=%.1fs  events %llu", pc->label,
+		bar, frac * 100, pr->jobs_done, pr->njobs, (double)pr->now_ns * 1e-9,
+		(unsigned long long)pr->events);
+	pc->shown = true;
+}
+
+static int mkdir_p(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *s = buf + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int run_one(struct cp_model *m, const char *name, const struct replay_args *a,
+		   enum sim_mode mode, const char *dir, struct sim_summary *ret)
+{
+	struct policy_params pp = {.classes = a->classes, .seed = a->seed};
+	struct progress_ctx pc = {.clock = loom_clock_real()};
+	struct loom_err err = {{0}};
+	struct sim_stats st;
+	struct sim_opts o;
+	struct policy *p;
+	char label[64], file[64], path[PATH_MAX];
+	uint64_t t0;
+	int r;
+
+	sim_opts_default(&o);
+	o.mode = mode;
+	o.classes = a->classes;
+	o.quantize = a->quantize;
+	o.epoch_ns = a->epoch_ns;
+	o.reeval_ns = a->reeval_ns;
+	o.check = a->check;
+	if (mode == SIM_MODE_CLASSES)
+		snprintf(label, sizeof(label), "%s/K%u", name, a->classes);
+	else
+		snprintf(label, sizeof(label), "%s", name);
+	if (a->progress == 1 || (a->progress < 0 && isatty(STDERR_FILENO))) {
+		pc.label = label;
+		o.progress = show_progress;
+		o.progress_ctx = &pc;
+		o.progress_every = 64;
+	}
+	p = policy_new(name, &pp, m, &err);
+	if (!p) {
+		log_err("%s", loom_err_str(&err));
+		return -EINVAL;
+	}
+	t0 = loom_clock_now_ns(pc.clock);
+	r = sim_run(m, p, &o, &st, &err);
+	policy_free(p);
+	if (pc.shown)
+		fputc('\n', stderr);
+	if (r < 0) {
+		log_err("%s: %s", label, loom_err_str(&err));
+		return r;
+	}
+	r = sim_summarise(m, &st, label, ret);
+	if (r < 0) {
+		log_err("%s: cannot summarise: %s", label, strerror(-r));
+		return r;
+	}
+	ret->wall_s = (double)(loom_clock_now_ns(pc.clock) - t0) * 1e-9;
+	if (a->check)
+		log_info("%s: checked %llu steps: max port load %.9f of capacity, max residual "
+			 "%.3g bytes at flow completion",
+			 label, (unsigned long long)st.checked_steps, st.max_port_load,
+			 st.max_residual_bytes);
+	sim_label_file(label, file, sizeof(file));
+	snprintf(path, sizeof(path), "%s/%s-coflows.csv", dir, file);
+	r = sim_write_coflows_csv(m, path);
+	if (r >= 0) {
+		snprintf(path, sizeof(path), "%s/%s-jobs.csv", dir, file);
+		r = sim_write_jobs_csv(m, path);
+	}
+	if (r < 0) {
+		log_err("cannot write %s: %s", path, strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct replay_args a = {
+		.classes = 8, .rate_bps = TOPO_DEFAULT_BPS, .seed = 1, .plots = true, .progress = -1,
+	};
+	struct sim_summary runs[MAX_RUNS];
+	struct loom_err err = {{0}};
+	enum sim_trace_format fmt;
+	struct cp_model *m = NULL;
+	struct topo *t = NULL;
+	char outdir[PATH_MAX], path[PATH_MAX], *list = NULL, *save = NULL;
+	const char *base;
+	uint32_t nhosts = 0;
+	size_t nruns = 0, npol = 0;
+	const char *names[MAX_RUNS];
+	int r, ret = 1;
+
+	loom_log_set_ident("loom-replay");
+	if (parse_args(argc, argv, &a) < 0)
+		return 2;
+
+	if (a.format) {
+		if (sim_trace_format_parse(a.format, &fmt) < 0) {
+			log_err("--format: '%s' is not one of fb, sincronia, loom", a.format);
+			return 2;
+		}
+	} else {
+		fmt = detect_format(a.trace);
+	}
+	if (a.policies) {
+		list = strdup(a.policies);
+		for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			if (!policy_class_find(tok)) {
+				struct loom_err e2;
+
+				policy_new(tok, NULL, NULL, &e2);
+				log_err("--policy: %s", loom_err_str(&e2));
+				free(list);
+				return 2;
+			}
+			if (npol == MAX_RUNS / 2) {
+				log_err("--policy: at most %d policies", MAX_RUNS / 2);
+				free(list);
+				return 2;
+			}
+			names[npol++] = tok;
+		}
+	} else {
+		size_t n;
+		const struct policy_class *const *cls = policy_class_list(&n);
+
+		for (size_t i = 0; i < n && npol < MAX_RUNS / 2; i++)
+			names[npol++] = cls[i]->name;
+	}
+	if (npol == 0) {
+		log_err("--policy: no policy given");
+		goto out;
+	}
+
+	m = sim_trace_load(a.trace, fmt, &nhosts, &err);
+	if (!m) {
+		log_err("%s", loom_err_str(&err));
+		goto out;
+	}
+	if (a.topo) {
+		t = topo_load_json(a.topo, &err);
+		if (!t) {
+			log_err("%s", loom_err_str(&err));
+			goto out;
+		}
+	} else {
+		t = topo_new_bigswitch(nhosts, a.rate_bps);
+		if (!t) {
+			log_err("cannot build a %u-host fabric: %s", nhosts, strerror(errno));
+			goto out;
+		}
+	}
+	if (cp_model_bind(m, t) < 0) {
+		log_err("%s: the trace uses hosts beyond the topology's %u hosts", a.trace,
+			t->nhosts);
+		goto out;
+	}
+	base = strrchr(a.trace, '/');
+	base = base ? base + 1 : a.trace;
+	if (a.out)
+		snprintf(outdir, sizeof(outdir), "%s", a.out);
+	else
+		snprintf(outdir, sizeof(outdir), "out/%.*s", (int)strcspn(base, "."), base);
+	r = mkdir_p(outdir);
+	if (r < 0) {
+		log_err("cannot create output folder %s: %s", outdir, strerror(-r));
+		goto out;
+	}
+	log_info("%s (%s): %u jobs, %u coflows, %u flows on %u hosts (%u ports); output in %s",
+		 a.trace, sim_trace_format_name(fmt), m->njobs, m->ncoflows, m->nflows, t->nhosts,
+		 t->nports, outdir);
+
+	for (size_t i = 0; i < npol; i++) {
+		if (strcmp(a.mode, "classes") != 0) {
+			if (run_one(m, names[i], &a, SIM_MODE_IDEAL, outdir, &runs[nruns]) < 0)
+				goto out;
+			nruns++;
+		}
+		if (strcmp(a.mode, "ideal") != 0) {
+			if (run_one(m, names[i], &a, SIM_MODE_CLASSES, outdir, &runs[nruns]) < 0)
+				goto out;
+			nruns++;
+		}
+	}
+	sim_print_table(stdout, runs, nruns);
+	snprintf(path, sizeof(path), "%s/summary.csv", outdir);
+	r = sim_write_summary_csv(runs, nruns, path);
+	if (r < 0) {
+		log_err("cannot write %s: %s", path, strerror(-r));
+		goto out;
+	}
+	if (a.plots) {
+		r = sim_write_plots(outdir, runs, nruns);
+		if (r < 0)
+			log_warn("plots: %s", strerror(-r));
+		else if (r == 1)
+			log_warn("gnuplot not found: wrote %s/plots.gp but no images", outdir);
+		else
+			log_info("plots: %s/{cct_cdf,jct_cdf,bars}.{png,svg}", outdir);
+	}
+	log_info("CSV: %s/summary.csv and per-policy coflow/job files", outdir);
+	ret = 0;
+out:
+	free(list);
+	cp_model_free(m);
+	topo_free(t);
+	return ret;
 }

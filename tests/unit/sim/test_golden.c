@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Golden simulator cases computed by hand. Every port runs at 8e9 bit/s, so
+ * 1e9 bytes take exactly one second on an otherwise idle port.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "controlplane/sim/sim.h"
+
+#define RATE 8000000000ULL
+#define GB 1000000000ULL
+#define S(x) ((uint64_t)((x) * 1e9 + 0.5))
+
+struct golden {
+	struct topo *t;
+	struct cp_model *m;
+};
+
+static void golden_finish(struct golden *g, struct cp_builder *b, uint32_t nhosts)
+{
+	struct loom_err err;
+
+	g->m = cp_builder_finish(b, &err);
+	assert_non_null(g->m);
+	g->t = topo_new_bigswitch(nhosts, RATE);
+	assert_non_null(g->t);
+	assert_int_equal(cp_model_bind(g->m, g->t), 0);
+}
+
+static void golden_free(struct golden *g)
+{
+	cp_model_free(g->m);
+	topo_free(g->t);
+}
+
+static void run(struct golden *g, const char *policy, enum sim_mode mode, uint32_t k,
+		enum sim_quantize q)
+{
+	struct policy_params pp = {.classes = k, .seed = 1};
+	struct loom_err err = {{0}};
+	struct sim_stats st;
+	struct sim_opts o;
+	struct policy *p;
+
+	sim_opts_default(&o);
+	o.mode = mode;
+	o.classes = k;
+	o.quantize = q;
+	o.check = true;
+	p = policy_new(policy, &pp, g->m, &err);
+	assert_non_null(p);
+	assert_int_equal(sim_run(g->m, p, &o, &st, &err), 0);
+	policy_free(p);
+	assert_true(cp_model_all_done(g->m));
+	assert_true(st.max_port_load <= 1.0 + 1e-9);
+	assert_true(st.max_residual_bytes < 1.0);
+}
+
+/* CCT of the coflow with external id ext, in ns. */
+static uint64_t cct(const struct golden *g, uint64_t ext)
+{
+	for (uint32_t c = 0; c < g->m->ncoflows; c++)
+		if (g->m->coflows[c].ext_id == ext)
+			return g->m->coflows[c].finish_ns - g->m->coflows[c].release_ns;
+	fail_msg("no coflow %llu", (unsigned long long)ext);
+	return 0;
+}
+
+static void add_single(struct cp_builder *b, uint64_t id, double arrival_s, uint32_t src,
+		       uint32_t dst, uint64_t bytes)
+{
+	assert_int_equal(cp_builder_add_job(b, id, S(arrival_s), 1.0, NULL), 0);
+	assert_int_equal(cp_builder_add_coflow(b, id, id, 0, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, id, src, dst, bytes, NULL), 0);
+}
+
+/*
+ * A: h0->h2, 2 GB at 0 s; B: h1->h2, 1 GB at 0.5 s; both cross h2's downlink.
+ * fifo: A alone, done 2 s; B waits, runs 2..3 s: CCT A 2 s, B 2.5 s.
+ * fair: A alone 0..0.5 (0.5 GB), then halves: B done at 2.5 s (CCT 2 s),
+ *       A has 0.5 GB left, alone again: done 3 s (CCT 3 s).
+ */
+static void build_shared_port(struct golden *g)
+{
+	struct cp_builder *b = cp_builder_new(3);
+
+	add_single(b, 1, 0, 0, 2, 2 * GB);
+	add_single(b, 2, 0.5, 1, 2, GB);
+	golden_finish(g, b, 3);
+}
+
+static void test_shared_port_fifo(void **state)
+{
+	struct golden g;
+
+	(void)state;
+	build_shared_port(&g);
+	run(&g, "fifo", SIM_MODE_IDEAL, 8, SIM_QUANT_TOP);
+	assert_int_equal(cct(&g, 1), S(2));
+	assert_int_equal(cct(&g, 2), S(2.5));
+	golden_free(&g);
+}
+
+static void test_shared_port_fair(void **state)
+{
+	struct golden g;
+
+	(void)state;
+	build_shared_port(&g);
+	run(&g, "fair", SIM_MODE_IDEAL, 8, SIM_QUANT_TOP);
+	assert_int_equal(cct(&g, 1), S(3));
+	assert_int_equal(cct(&g, 2), S(2));
+	/* The same in classes mode: fair puts everything in one class. */
+	run(&g, "fair", SIM_MODE_CLASSES, 8, SIM_QUANT_TOP);
+	assert_int_equal(cct(&g, 1), S(3));
+	assert_int_equal(cct(&g, 2), S(2));
+	golden_free(&g);
+}
+
+/*
+ * MADD and backfill: coflow A has h0->h2 2 GB and h1->h3 1 GB. Its
+ * bottleneck is 2 s, so MADD gives 1 and 0.5 GB/s; backfill tops the second
+ * flow up to the full 1 GB/s, so it ends at 1 s and A at 2 s. Coflow B,
+ * h1->h4 1 GB released at 1.5 s, finds h1's uplink free: CCT 1 s.
+ */
+static void test_madd_backfill(void **state)
+{
+	struct cp_builder *b = cp_builder_new(5);
+	struct golden g;
+
+	(void)state;
+	assert_int_equal(cp_builder_add_job(b, 1, 0, 1.0, NULL), 0);
+	assert_int_equal(cp_builder_add_coflow(b, 1, 1, 0, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 1, 0, 2, 2 * GB, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 1, 1, 3, GB, NULL), 0);
+	add_single(b, 2, 1.5, 1, 4, GB);
+	golden_finish(&g, b, 5);
+	run(&g, "fifo", SIM_MODE_IDEAL, 8, SIM_QUANT_TOP);
+	assert_int_equal(cct(&g, 1), S(2));
+	assert_int_equal(cct(&g, 2), S(1));
+	assert_int_equal(g.m->flows[1].finish_ns, S(1)); /* backfilled flow */
+	golden_free(&g);
+}
+
+/*
+ * A three-stage job arriving at 1 s: C1 -> C2 -> C3, each one 1 GB flow on
+ * its own hosts; edge delays 0.5 s and 0.25 s; C1 has a release offset of
+ * 0.1 s. C1 runs 1.1..2.1, C2 2.6..3.6, C3 3.85..4.85: JCT 3.85 s.
+ */
+static void test_three_stage_job(void **state)
+{
+	struct cp_builder *b = cp_builder_new(6);
+	struct golden g;
+
+	(void)state;
+	assert_int_equal(cp_builder_add_job(b, 7, S(1), 2.0, NULL), 0);
+	assert_int_equal(cp_builder_add_coflow(b, 10, 7, S(0.1), NULL), 0);
+	assert_int_equal(cp_builder_add_coflow(b, 20, 7, 0, NULL), 0);
+	assert_int_equal(cp_builder_add_coflow(b, 30, 7, 0, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 10, 0, 1, GB, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 20, 2, 3, GB, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 30, 4, 5, GB, NULL), 0);
+	assert_int_equal(cp_builder_add_edge(b, 10, 20, S(0.5), NULL), 0);
+	assert_int_equal(cp_builder_add_edge(b, 20, 30, S(0.25), NULL), 0);
+	golden_finish(&g, b, 6);
+	for (int pol = 0; pol < 2; pol++) {
+		run(&g, pol ? "fair" : "fifo", SIM_MODE_IDEAL, 8, SIM_QUANT_TOP);
+		assert_int_equal(g.m->coflows[0].release_ns, S(1.1));
+		assert_int_equal(g.m->coflows[1].release_ns, S(2.6));
+		assert_int_equal(g.m->coflows[2].release_ns, S(3.85));
+		assert_int_equal(g.m->jobs[0].finish_ns - g.m->jobs[0].arrival_ns, S(3.85));
+	}
+	golden_free(&g);
+}
+
+/*
+ * Diamond with contention: C1 (h0->h1, 1 GB) gates C2 (h2->h4, 1 GB) and C3
+ * (h3->h4, 2 GB), which both gate C4 (h5->h6, 1 GB); no delays. Under fair,
+ * C2 and C3 share h4's downlink from 1 s: C2 done at 3 s, C3 alone after,
+ * done at 4 s; C4 runs 4..5 s. JCT 5 s. Under fifo (C2 before C3 by index),
+ * C2 runs 1..2, C3 2..4, C4 4..5: JCT 5 s, but C2's CCT is 1 s.
+ */
+static void test_diamond(void **state)
+{
+	struct cp_builder *b = cp_builder_new(7);
+	struct golden g;
+
+	(void)state;
+	assert_int_equal(cp_builder_add_job(b, 1, 0, 1.0, NULL), 0);
+	for (uint64_t c = 1; c <= 4; c++)
+		assert_int_equal(cp_builder_add_coflow(b, c, 1, 0, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 1, 0, 1, GB, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 2, 2, 4, GB, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 3, 3, 4, 2 * GB, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 4, 5, 6, GB, NULL), 0);
+	assert_int_equal(cp_builder_add_edge(b, 1, 2, 0, NULL), 0);
+	assert_int_equal(cp_builder_add_edge(b, 1, 3, 0, NULL), 0);
+	assert_int_equal(cp_builder_add_edge(b, 2, 4, 0, NULL), 0);
+	assert_int_equal(cp_builder_add_edge(b, 3, 4, 0, NULL), 0);
+	golden_finish(&g, b, 7);
+	run(&g, "fair", SIM_MODE_IDEAL, 8, SIM_QUANT_TOP);
+	assert_int_equal(cct(&g, 2), S(2));
+	assert_int_equal(cct(&g, 3), S(3));
+	assert_int_equal(g.m->jobs[0].finish_ns, S(5));
+	run(&g, "fifo", SIM_MODE_IDEAL, 8, SIM_QUANT_TOP);
+	assert_int_equal(cct(&g, 2), S(1));
+	assert_int_equal(cct(&g, 3), S(3));
+	assert_int_equal(g.m->jobs[0].finish_ns, S(5));
+	golden_free(&g);
+}
+
+/*
+ * K-class quantisation changes the outcome: three 1 GB coflows at 0 s, in
+ * order A (h0->h3), B (h1->h4), C (h2->h4). Ideal fifo: A and B run at once
+ * (disjoint ports) and end at 1 s, C waits for h4 and ends at 2 s.
+ * K = 2, top: A in class 0, B and C share class 1, so they split h4 until
+ * A ends at 1 s; the order is then re-quantised (B in class 0): B has
+ * 0.5 GB left and ends at 1.5 s, C at 2 s. K = 2, even: classes 0, 0, 1, the
+ * same as ideal.
+ */
+static void test_quantisation(void **state)
+{
+	struct cp_builder *b = cp_builder_new(5);
+	struct golden g;
+
+	(void)state;
+	add_single(b, 1, 0, 0, 3, GB);
+	add_single(b, 2, 0, 1, 4, GB);
+	add_single(b, 3, 0, 2, 4, GB);
+	golden_finish(&g, b, 5);
+	run(&g, "fifo", SIM_MODE_IDEAL, 8, SIM_QUANT_TOP);
+	assert_int_equal(cct(&g, 1), S(1));
+	assert_int_equal(cct(&g, 2), S(1));
+	assert_int_equal(cct(&g, 3), S(2));
+	run(&g, "fifo", SIM_MODE_CLASSES, 2, SIM_QUANT_TOP);
+	assert_int_equal(cct(&g, 1), S(1));
+	assert_int_equal(cct(&g, 2), S(1.5));
+	assert_int_equal(cct(&g, 3), S(2));
+	run(&g, "fifo", SIM_MODE_CLASSES, 2, SIM_QUANT_EVEN);
+	assert_int_equal(cct(&g, 1), S(1));
+	assert_int_equal(cct(&g, 2), S(1));
+	assert_int_equal(cct(&g, 3), S(2));
+	/* With K >= 3 the classes mode equals the ideal order. */
+	run(&g, "fifo", SIM_MODE_CLASSES, 3, SIM_QUANT_TOP);
+	assert_int_equal(cct(&g, 2), S(1));
+	assert_int_equal(cct(&g, 3), S(2));
+	golden_free(&g);
+}
+
+/* Epoch admission: arrivals at 0.3 s and 1.2 s admitted at 1 s and 2 s. */
+static void test_epochs(void **state)
+{
+	struct cp_builder *b = cp_builder_new(4);
+	struct policy_params pp = {.classes = 8};
+	struct loom_err err;
+	struct sim_opts o;
+	struct policy *p;
+	struct golden g;
+
+	(void)state;
+	add_single(b, 1, 0.3, 0, 1, GB);
+	add_single(b, 2, 1.2, 2, 3, GB);
+	golden_finish(&g, b, 4);
+	sim_opts_default(&o);
+	o.epoch_ns = S(1);
+	p = policy_new("fifo", &pp, g.m, &err);
+	assert_non_null(p);
+	assert_int_equal(sim_run(g.m, p, &o, NULL, &err), 0);
+	policy_free(p);
+	assert_int_equal(g.m->coflows[0].release_ns, S(1));
+	assert_int_equal(g.m->coflows[1].release_ns, S(2));
+	assert_int_equal(g.m->jobs[0].finish_ns, S(2));
+	assert_int_equal(g.m->jobs[1].finish_ns, S(3));
+	golden_free(&g);
+}
+
+/* A coflow without flows completes when released and still gates its child. */
+static void test_empty_coflow(void **state)
+{
+	struct cp_builder *b = cp_builder_new(2);
+	struct golden g;
+
+	(void)state;
+	assert_int_equal(cp_builder_add_job(b, 1, S(0.5), 1.0, NULL), 0);
+	assert_int_equal(cp_builder_add_coflow(b, 1, 1, 0, NULL), 0);
+	assert_int_equal(cp_builder_add_coflow(b, 2, 1, 0, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 2, 0, 1, GB, NULL), 0);
+	assert_int_equal(cp_builder_add_edge(b, 1, 2, S(0.5), NULL), 0);
+	golden_finish(&g, b, 2);
+	run(&g, "fair", SIM_MODE_IDEAL, 8, SIM_QUANT_TOP);
+	assert_int_equal(cct(&g, 1), 0);
+	assert_int_equal(g.m->coflows[1].release_ns, S(1));
+	assert_int_equal(g.m->jobs[0].finish_ns, S(2));
+	golden_free(&g);
+}
+
+/* A policy that drops a schedulable coflow is caught, not simulated. */
+static int bad_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns,
+		      struct policy_decision *d)
+{
+	(void)p;
+	(void)now_ns;
+	d->norder = m->nactive ? m->nactive - 1 : 0;
+	for (uint32_t i = 0; i < d->norder; i++)
+		d->order[i] = m->active[i];
+	return 0;
+}
+
+static void test_invalid_decision(void **state)
+{
+	static const struct policy_class bad = {.name = "bad", .decide = bad_decide};
+	struct policy p = {.cls = &bad};
+	struct loom_err err = {{0}};
+	struct sim_opts o;
+	struct golden g;
+
+	(void)state;
+	build_shared_port(&g);
+	sim_opts_default(&o);
+	assert_int_equal(sim_run(g.m, &p, &o, NULL, &err), -EPROTO);
+	assert_non_null(strstr(err.msg, "schedulable"));
+	golden_free(&g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_shared_port_fifo),
+		cmocka_unit_test(test_shared_port_fair),
+		cmocka_unit_test(test_madd_backfill),
+		cmocka_unit_test(test_three_stage_job),
+		cmocka_unit_test(test_diamond),
+		cmocka_unit_test(test_quantisation),
+		cmocka_unit_test(test_epochs),
+		cmocka_unit_test(test_empty_coflow),
+		cmocka_unit_test(test_invalid_decision),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

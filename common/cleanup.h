@@ -31,9 +31,9 @@ static inline void loom_closep(int *fd)
 		close(*fd);
 }
 
-#define _cleanup_free_ _cleanup_(loom_freep)
+#define _cleanup_free_   _cleanup_(loom_freep)
 #define _cleanup_fclose_ _cleanup_(loom_fclosep)
-#define _cleanup_close_ _cleanup_(loom_closep)
+#define _cleanup_close_  _cleanup_(loom_closep)
 
 /* Returns the pointer and sets the variable to NULL so cleanup skips it. */
 #define TAKE_PTR(p)                                                                                \

@@ -14,7 +14,7 @@
 
 #define LOOM_NS_PER_US 1000ULL
 #define LOOM_NS_PER_MS 1000000ULL
-#define LOOM_NS_PER_S 1000000000ULL
+#define LOOM_NS_PER_S  1000000000ULL
 
 struct loom_clock {
 	/* Returns the current time in nanoseconds on this clock. */

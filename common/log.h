@@ -34,11 +34,11 @@ void loom_log_set_ident(const char *ident);
 
 __attribute__((format(printf, 2, 3))) void loom_log(enum loom_log_level level, const char *fmt,
 						    ...);
-void loom_log_va(enum loom_log_level level, const char *fmt, va_list ap);
+__attribute__((format(printf, 2, 0))) void loom_log_va(enum loom_log_level level, const char *fmt, va_list ap);
 
-#define log_err(...) loom_log(LOOM_LOG_ERR, __VA_ARGS__)
-#define log_warn(...) loom_log(LOOM_LOG_WARN, __VA_ARGS__)
-#define log_info(...) loom_log(LOOM_LOG_INFO, __VA_ARGS__)
+#define log_err(...)   loom_log(LOOM_LOG_ERR, __VA_ARGS__)
+#define log_warn(...)  loom_log(LOOM_LOG_WARN, __VA_ARGS__)
+#define log_info(...)  loom_log(LOOM_LOG_INFO, __VA_ARGS__)
 #define log_debug(...) loom_log(LOOM_LOG_DEBUG, __VA_ARGS__)
 
 #endif

@@ -28,15 +28,15 @@
 #include "common/errors.h"
 
 /* CoflowSim's port rate: 1 Gbit/s as 1024 * 1048576 bit/s. */
-#define TOPO_DEFAULT_BPS (1024ULL * 1048576ULL)
-#define TOPO_MAX_HOSTS (1u << 20)
+#define TOPO_DEFAULT_BPS    (1024ULL * 1048576ULL)
+#define TOPO_MAX_HOSTS      (1u << 20)
 #define TOPO_MAX_FLOW_PORTS 4
 
 struct topo {
 	uint32_t nhosts;
-	uint32_t nracks;  /* 0: big switch, no rack ports */
-	uint32_t nports;  /* 2 * nhosts + 2 * nracks */
-	uint32_t *rack_of; /* nhosts entries, or NULL when nracks == 0 */
+	uint32_t nracks;    /* 0: big switch, no rack ports */
+	uint32_t nports;    /* 2 * nhosts + 2 * nracks */
+	uint32_t *rack_of;  /* nhosts entries, or NULL when nracks == 0 */
 	uint64_t *port_bps; /* capacity of each port, nports entries */
 };
 

@@ -17,7 +17,7 @@ struct fabric_heap_ent {
 
 struct sim_fabric {
 	uint32_t nports;
-	double *cap;           /* port capacities as doubles */
+	double *cap; /* port capacities as doubles */
 	double *free_bps;
 	uint32_t *cnt;     /* unfrozen flows per port in the current water-fill */
 	uint32_t *pstart;  /* per port: first index in plist */
@@ -40,8 +40,8 @@ void sim_fabric_done(struct sim_fabric *fb);
  * coflow's rate_bps) from decision d, in opts' mode. Never exceeds a port's
  * capacity.
  */
-void sim_fabric_allocate(struct sim_fabric *fb, struct cp_model *m,
-			 const struct policy_decision *d, const struct sim_opts *o);
+void sim_fabric_allocate(struct sim_fabric *fb, struct cp_model *m, const struct policy_decision *d,
+			 const struct sim_opts *o);
 
 /* Returns the largest allocated/capacity ratio over all ports (for checks). */
 double sim_fabric_max_load(const struct sim_fabric *fb, const struct cp_model *m);

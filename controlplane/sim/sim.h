@@ -51,8 +51,8 @@ struct cp_model *sim_trace_parse(const char *buf, size_t len, const char *name,
 				 struct loom_err *err);
 
 /* Reads and parses a trace file; as sim_trace_parse, err names the path. */
-struct cp_model *sim_trace_load(const char *path, enum sim_trace_format fmt,
-				uint32_t *ret_nhosts, struct loom_err *err);
+struct cp_model *sim_trace_load(const char *path, enum sim_trace_format fmt, uint32_t *ret_nhosts,
+				struct loom_err *err);
 
 /* Writes m in Loom's format to f (exact: reading it back gives the same model). 0 or -errno. */
 int sim_trace_write_loom(const struct cp_model *m, FILE *f);
@@ -61,10 +61,10 @@ int sim_trace_write_loom(const struct cp_model *m, FILE *f);
 
 struct sim_dag {
 	uint32_t nnodes, nedges;
-	uint32_t (*edges)[2];  /* parent, child node indices */
-	double *mean_task_ms;  /* per node */
-	uint32_t *ntasks;      /* per node */
-	char label[32];        /* e.g. "2g-q5" */
+	uint32_t (*edges)[2]; /* parent, child node indices */
+	double *mean_task_ms; /* per node */
+	uint32_t *ntasks;     /* per node */
+	char label[32];       /* e.g. "2g-q5" */
 };
 
 struct sim_dags {
@@ -80,7 +80,7 @@ struct sim_dags *sim_dags_free(struct sim_dags *d);
 
 struct sim_gen_params {
 	uint32_t njobs;
-	double load;          /* target offered load on the host uplinks, (0, 1] typical */
+	double load; /* target offered load on the host uplinks, (0, 1] typical */
 	uint64_t seed;
 	double compute_scale; /* edge delay = stage mean task time * this; 0 = none */
 	double bytes_scale;   /* multiplies sampled coflow bytes; 1 = as in FB2010 */
@@ -141,7 +141,7 @@ struct sim_stats {
 	uint64_t decisions; /* policy decide calls */
 	uint64_t makespan_ns;
 	/* filled when opts.check: */
-	double max_port_load; /* max over steps and ports of allocated / capacity */
+	double max_port_load;      /* max over steps and ports of allocated / capacity */
 	double max_residual_bytes; /* max |bytes left - bytes moved| at a flow's completion */
 	uint64_t checked_steps;
 };
@@ -169,11 +169,11 @@ struct sim_summary {
 	struct sim_dist cct_s;
 	struct sim_dist bin_cct_s[CP_BIN_COUNT];
 	struct sim_dist jct_s;
-	double avg_wjct_s;        /* mean over jobs of weight * JCT */
-	double avg_isolation_s;   /* mean coflow isolation time (CCT lower bound) */
-	double avg_cct_slowdown;  /* mean over coflows of CCT / isolation time */
+	double avg_wjct_s;       /* mean over jobs of weight * JCT */
+	double avg_isolation_s;  /* mean coflow isolation time (CCT lower bound) */
+	double avg_cct_slowdown; /* mean over coflows of CCT / isolation time */
 	double makespan_s;
-	double utilisation;       /* bytes moved / (uplink capacity * makespan) */
+	double utilisation; /* bytes moved / (uplink capacity * makespan) */
 	struct sim_stats stats;
 	double wall_s;
 };

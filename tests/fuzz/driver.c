@@ -22,7 +22,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_SEEDS 256
-#define MAX_INPUT (1u << 20)
+#define FUZZ_MAX_INPUT (1u << 20)
 
 struct buf {
 	uint8_t *p;
@@ -65,7 +65,7 @@ static void add_seed_file(const char *path)
 	if (!f)
 		return;
 	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-		b.n = (size_t)n > MAX_INPUT ? MAX_INPUT : (size_t)n;
+		b.n = (size_t)n > FUZZ_MAX_INPUT ? FUZZ_MAX_INPUT : (size_t)n;
 		b.p = malloc(b.n + 1);
 		if (b.p && fread(b.p, 1, b.n, f) == b.n)
 			seeds[nseeds++] = b;
@@ -113,8 +113,10 @@ static uint64_t rnd(void)
 }
 
 static const char *const interesting[] = {
-	"0", "-1", "1", "4294967295", "4294967296", "18446744073709551616", "1e308", "nan",
-	"-0", "0.0", "inf", "99999999999999999999", " ", "\n", ":", "|", ">", "{", "}", "\"",
+	"0",     "-1",  "1",  "4294967295", "4294967296", "18446744073709551616",
+	"1e308", "nan", "-0", "0.0",        "inf",        "99999999999999999999",
+	" ",     "\n",  ":",  "|",          ">",          "{",
+	"}",     "\"",
 };
 
 /* Applies 1..4 random mutations of src into dst (capacity cap); returns the new size. */
@@ -146,7 +148,8 @@ static size_t mutate(uint8_t *dst, size_t cap, const struct buf *src)
 			break;
 		}
 		case 3: { /* insert an interesting token */
-			const char *tok = interesting[rnd() % (sizeof(interesting) / sizeof(*interesting))];
+			const char *tok =
+				interesting[rnd() % (sizeof(interesting) / sizeof(*interesting))];
 			size_t len = strlen(tok);
 
 			if (n + len <= cap) {
@@ -207,12 +210,12 @@ int main(int argc, char **argv)
 		cur_size = seeds[i].n;
 		LLVMFuzzerTestOneInput(seeds[i].p, seeds[i].n);
 	}
-	work = malloc(MAX_INPUT + 4096);
+	work = malloc(FUZZ_MAX_INPUT + 4096);
 	if (!work)
 		return 1;
 	for (; done < runs; done++) {
 		const struct buf *s = &seeds[rnd() % nseeds];
-		size_t n = mutate(work, MAX_INPUT + 4096, s);
+		size_t n = mutate(work, FUZZ_MAX_INPUT + 4096, s);
 		uint8_t *copy = malloc(n ? n : 1); /* exact size so ASan sees overreads */
 
 		if (!copy)

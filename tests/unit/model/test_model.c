@@ -160,9 +160,9 @@ static void test_transitions(void **state)
 	assert_int_equal(rec.n, 2);
 	assert_int_equal(rec.ev[0].type, CP_EV_JOB_ARRIVAL);
 	assert_int_equal(rec.ev[1].type, CP_EV_COFLOW_READY);
-	assert_int_equal(rec.ev[1].time_ns, 15); /* arrival + offset */
+	assert_int_equal(rec.ev[1].time_ns, 15);                      /* arrival + offset */
 	assert_int_equal(cp_model_coflow_release(m, 1, 15), -EINVAL); /* child not ready */
-	assert_int_equal(cp_model_flow_done(m, 0, 15), -EINVAL);     /* not released */
+	assert_int_equal(cp_model_flow_done(m, 0, 15), -EINVAL);      /* not released */
 	assert_int_equal(cp_model_coflow_release(m, 0, 15), 0);
 	assert_int_equal(m->nactive, 1);
 	assert_int_equal(m->active[0], 0);

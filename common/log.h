@@ -34,7 +34,8 @@ void loom_log_set_ident(const char *ident);
 
 __attribute__((format(printf, 2, 3))) void loom_log(enum loom_log_level level, const char *fmt,
 						    ...);
-__attribute__((format(printf, 2, 0))) void loom_log_va(enum loom_log_level level, const char *fmt, va_list ap);
+__attribute__((format(printf, 2, 0))) void loom_log_va(enum loom_log_level level, const char *fmt,
+						       va_list ap);
 
 #define log_err(...)   loom_log(LOOM_LOG_ERR, __VA_ARGS__)
 #define log_warn(...)  loom_log(LOOM_LOG_WARN, __VA_ARGS__)

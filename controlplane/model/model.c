@@ -187,7 +187,8 @@ int cp_builder_add_job(struct cp_builder *b, uint64_t job_id, uint64_t arrival_n
 		return loom_err_set(err, ENOMEM, "out of memory");
 	r = idmap_put(&b->job_ids, job_id, b->njobs);
 	if (r == -EEXIST)
-		return loom_err_set(err, EEXIST, "duplicate job id %llu", (unsigned long long)job_id);
+		return loom_err_set(err, EEXIST, "duplicate job id %llu",
+				    (unsigned long long)job_id);
 	if (r < 0)
 		return loom_err_set(err, -r, "out of memory");
 	b->jobs[b->njobs++] = (struct b_job){job_id, arrival_ns, weight};
@@ -244,17 +245,18 @@ int cp_builder_add_edge(struct cp_builder *b, uint64_t parent_coflow_id, uint64_
 	uint32_t c = idmap_get(&b->coflow_ids, child_coflow_id);
 
 	if (p == CP_NONE || c == CP_NONE)
-		return loom_err_set(err, ENOENT, "edge %llu->%llu: unknown coflow id %llu",
-				    (unsigned long long)parent_coflow_id,
-				    (unsigned long long)child_coflow_id,
-				    (unsigned long long)(p == CP_NONE ? parent_coflow_id
-								      : child_coflow_id));
+		return loom_err_set(
+			err, ENOENT, "edge %llu->%llu: unknown coflow id %llu",
+			(unsigned long long)parent_coflow_id, (unsigned long long)child_coflow_id,
+			(unsigned long long)(p == CP_NONE ? parent_coflow_id : child_coflow_id));
 	if (p == c)
-		return loom_err_set(err, EINVAL, "edge %llu->%llu: a coflow cannot depend on itself",
+		return loom_err_set(err, EINVAL,
+				    "edge %llu->%llu: a coflow cannot depend on itself",
 				    (unsigned long long)parent_coflow_id,
 				    (unsigned long long)child_coflow_id);
 	if (b->coflows[p].job != b->coflows[c].job)
-		return loom_err_set(err, EINVAL, "edge %llu->%llu: coflows belong to different jobs",
+		return loom_err_set(err, EINVAL,
+				    "edge %llu->%llu: coflows belong to different jobs",
 				    (unsigned long long)parent_coflow_id,
 				    (unsigned long long)child_coflow_id);
 	if (grow((void **)&b->edges, &b->cap_edges, b->nedges, sizeof(*b->edges)) < 0)
@@ -299,8 +301,8 @@ static int model_alloc(struct cp_model *m)
 	m->child_edge = calloc(m->nedges ? m->nedges : 1, sizeof(*m->child_edge));
 	m->flow_slot = calloc(m->nflows ? m->nflows : 1, sizeof(*m->flow_slot));
 	m->active = calloc(m->ncoflows ? m->ncoflows : 1, sizeof(*m->active));
-	if (!m->jobs || !m->coflows || !m->flows || !m->edges || !m->child_edge ||
-	    !m->flow_slot || !m->active)
+	if (!m->jobs || !m->coflows || !m->flows || !m->edges || !m->child_edge || !m->flow_slot ||
+	    !m->active)
 		return -ENOMEM;
 	return 0;
 }
@@ -468,7 +470,8 @@ struct cp_model *cp_builder_finish(struct cp_builder *b, struct loom_err *err)
 	if (cyc == CP_NONE - 1)
 		goto oom;
 	if (cyc != CP_NONE) {
-		r = loom_err_set(err, EINVAL, "cyclic DAG: coflow %llu of job %llu depends on itself",
+		r = loom_err_set(err, EINVAL,
+				 "cyclic DAG: coflow %llu of job %llu depends on itself",
 				 (unsigned long long)m->coflows[cyc].ext_id,
 				 (unsigned long long)m->jobs[m->coflows[cyc].job].ext_id);
 		goto out;
@@ -725,7 +728,7 @@ uint64_t cp_coflow_isolation_ns(const struct cp_model *m, uint32_t c, double *po
 const char *cp_event_type_name(enum cp_event_type type)
 {
 	static const char *const names[] = {"job_arrival", "coflow_release", "flow_done",
-					    "coflow_done", "job_done", "coflow_ready"};
+					    "coflow_done", "job_done",       "coflow_ready"};
 
 	return (unsigned)type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
 }

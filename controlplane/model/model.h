@@ -34,7 +34,7 @@
 #include "common/errors.h"
 #include "topo/topo.h"
 
-#define CP_NONE UINT32_MAX
+#define CP_NONE       UINT32_MAX
 #define CP_TIME_NEVER UINT64_MAX
 
 enum cp_coflow_state {
@@ -130,8 +130,8 @@ struct cp_model {
 	struct cp_job *jobs;
 	struct cp_coflow *coflows;
 	struct cp_flow *flows;
-	struct cp_edge *edges;  /* sorted by child */
-	uint32_t *child_edge;   /* edge indices grouped by parent */
+	struct cp_edge *edges;   /* sorted by child */
+	uint32_t *child_edge;    /* edge indices grouped by parent */
 	const struct topo *topo; /* borrowed, set by cp_model_bind() */
 
 	/* dynamic */
@@ -227,7 +227,7 @@ static inline uint32_t cp_coflow_index(const struct cp_model *m, const struct cp
 }
 
 /* Varys bins: short = longest flow < 5 MiB; narrow = at most 50 flows. */
-#define CP_BIN_SHORT_BYTES (5ULL * 1048576ULL)
+#define CP_BIN_SHORT_BYTES  (5ULL * 1048576ULL)
 #define CP_BIN_NARROW_FLOWS 50u
 
 enum cp_bin {

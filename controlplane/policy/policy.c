@@ -37,9 +37,11 @@ struct policy *policy_new(const char *name, const struct policy_params *params,
 		size_t off = 0;
 
 		for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++)
-			off += (size_t)snprintf(known + off, off < sizeof(known) ? sizeof(known) - off : 0,
+			off += (size_t)snprintf(known + off,
+						off < sizeof(known) ? sizeof(known) - off : 0,
 						"%s%s", i ? ", " : "", registry[i]->name);
-		loom_err_set(err, ENOENT, "unknown policy '%s' (known: %s)", name ? name : "", known);
+		loom_err_set(err, ENOENT, "unknown policy '%s' (known: %s)", name ? name : "",
+			     known);
 		errno = ENOENT;
 		return NULL;
 	}
@@ -119,17 +121,18 @@ int policy_decision_validate(const struct policy_decision *d, const struct cp_mo
 		uint32_t c = d->order[i];
 
 		if (c >= m->ncoflows || m->coflows[c].state != CP_COFLOW_ACTIVE)
-			return loom_err_set(err, EPROTO,
-					    "decision position %u: coflow index %u is not schedulable",
-					    i, c);
+			return loom_err_set(
+				err, EPROTO,
+				"decision position %u: coflow index %u is not schedulable", i, c);
 		if (stamp[c] == gen)
 			return loom_err_set(err, EPROTO, "decision lists coflow %llu twice",
 					    (unsigned long long)m->coflows[c].ext_id);
 		stamp[c] = gen;
 		if (d->has_classes && i > 0 && d->class_of[i] < d->class_of[i - 1])
-			return loom_err_set(err, EPROTO,
-					    "decision classes decrease at position %u (%u after %u)",
-					    i, d->class_of[i], d->class_of[i - 1]);
+			return loom_err_set(
+				err, EPROTO,
+				"decision classes decrease at position %u (%u after %u)", i,
+				d->class_of[i], d->class_of[i - 1]);
 	}
 	for (uint32_t i = 0; i < d->nwatch; i++)
 		if (d->watch[i].coflow >= m->ncoflows)

@@ -39,7 +39,7 @@ struct policy_decision {
 	bool has_classes;
 	uint16_t *class_of; /* per position in order; capacity ncoflows */
 	bool has_rates;
-	double *rate_bps; /* per flow index; capacity nflows; read only when has_rates */
+	double *rate_bps;   /* per flow index; capacity nflows; read only when has_rates */
 	uint64_t wakeup_ns; /* CP_TIME_NEVER for none */
 	uint32_t nwatch;
 	struct policy_watch *watch; /* capacity: ncoflows */
@@ -70,8 +70,16 @@ struct policy;
 
 struct policy_class {
 	const char *name;
-	const char *summary;  /* one line for --help */
-	bool clairvoyant;     /* needs flow sizes in advance */
+	const char *summary; /* one line for --help */
+	bool clairvoyant;    /* needs flow sizes in advance */
+	/*
+	 * Drivers consult the policy on every model event except a lone flow
+	 * completion (arrivals, releases, coflow and job completions), on its
+	 * wake-ups and thresholds, and on periodic ticks; between those the
+	 * fabric keeps the last decision and only redistributes the capacity
+	 * finished flows leave. Set this to be consulted on flow completions too.
+	 */
+	bool decide_on_flow_done;
 	/* Allocates private state into p->priv. 0 or -errno. */
 	int (*init)(struct policy *p, const struct cp_model *m);
 	/* Frees p->priv (may be NULL). */

@@ -12,24 +12,42 @@
 int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 {
 	uint32_t np = m->topo->nports;
-	size_t nf = m->nflows ? m->nflows : 1;
+	size_t nf = m->nflows ? m->nflows : 1, nc = m->ncoflows ? m->ncoflows : 1;
+	size_t nfp = nf * TOPO_MAX_FLOW_PORTS;
 
 	memset(fb, 0, sizeof(*fb));
 	fb->nports = np;
+	fb->nhosts = m->topo->nhosts;
+	fb->hcap = 64;
+	while (fb->hcap < 2 * nf)
+		fb->hcap *= 2;
 	fb->cap = calloc(np, sizeof(*fb->cap));
 	fb->free_bps = calloc(np, sizeof(*fb->free_bps));
-	fb->cnt = calloc(np, sizeof(*fb->cnt));
-	fb->pstart = calloc(np, sizeof(*fb->pstart));
-	fb->pfill = calloc(np, sizeof(*fb->pfill));
-	fb->touched = calloc(np, sizeof(*fb->touched));
+	fb->fport_start = calloc(np + 1, sizeof(*fb->fport_start));
+	fb->fport_list = calloc(nfp, sizeof(*fb->fport_list));
+	fb->pairs = calloc(nf, sizeof(*fb->pairs));
+	fb->members = calloc(nf, sizeof(*fb->members));
+	fb->pair_of = calloc(nf, sizeof(*fb->pair_of));
+	fb->classes = calloc(nc, sizeof(*fb->classes));
+	fb->tports = calloc(nfp, sizeof(*fb->tports));
+	fb->tl_start = calloc(nfp, sizeof(*fb->tl_start));
+	fb->tl_end = calloc(nfp, sizeof(*fb->tl_end));
+	fb->tlist = calloc(nfp, sizeof(*fb->tlist));
+	fb->cntw = calloc(np, sizeof(*fb->cntw));
+	fb->entry_of = calloc(np, sizeof(*fb->entry_of));
 	fb->ver = calloc(np, sizeof(*fb->ver));
-	fb->plist = calloc(nf * TOPO_MAX_FLOW_PORTS, sizeof(*fb->plist));
-	fb->flows = calloc(nf, sizeof(*fb->flows));
-	fb->fstamp = calloc(nf, sizeof(*fb->fstamp));
-	fb->heap_cap = (size_t)np + nf * TOPO_MAX_FLOW_PORTS + 1;
+	fb->pstamp = calloc(nf, sizeof(*fb->pstamp));
+	fb->heap_cap = (size_t)np + nfp + 1;
 	fb->heap = calloc(fb->heap_cap, sizeof(*fb->heap));
-	if (!fb->cap || !fb->free_bps || !fb->cnt || !fb->pstart || !fb->pfill || !fb->touched ||
-	    !fb->ver || !fb->plist || !fb->flows || !fb->fstamp || !fb->heap) {
+	fb->old_rate = calloc(nf, sizeof(*fb->old_rate));
+	fb->hkeys = calloc(fb->hcap, sizeof(*fb->hkeys));
+	fb->hvals = calloc(fb->hcap, sizeof(*fb->hvals));
+	fb->hstamp = calloc(fb->hcap, sizeof(*fb->hstamp));
+	fb->scratch = calloc(np + 1, sizeof(*fb->scratch));
+	if (!fb->cap || !fb->free_bps || !fb->fport_start || !fb->fport_list || !fb->pairs ||
+	    !fb->members || !fb->pair_of || !fb->classes || !fb->tports || !fb->tl_start ||
+	    !fb->tl_end || !fb->tlist || !fb->cntw || !fb->entry_of || !fb->ver || !fb->pstamp ||
+	    !fb->heap || !fb->old_rate || !fb->hkeys || !fb->hvals || !fb->hstamp || !fb->scratch) {
 		sim_fabric_done(fb);
 		return -ENOMEM;
 	}
@@ -42,15 +60,26 @@ void sim_fabric_done(struct sim_fabric *fb)
 {
 	free(fb->cap);
 	free(fb->free_bps);
-	free(fb->cnt);
-	free(fb->pstart);
-	free(fb->pfill);
-	free(fb->touched);
+	free(fb->fport_start);
+	free(fb->fport_list);
+	free(fb->pairs);
+	free(fb->members);
+	free(fb->pair_of);
+	free(fb->classes);
+	free(fb->tports);
+	free(fb->tl_start);
+	free(fb->tl_end);
+	free(fb->tlist);
+	free(fb->cntw);
+	free(fb->entry_of);
 	free(fb->ver);
-	free(fb->plist);
-	free(fb->flows);
-	free(fb->fstamp);
+	free(fb->pstamp);
 	free(fb->heap);
+	free(fb->old_rate);
+	free(fb->hkeys);
+	free(fb->hvals);
+	free(fb->hstamp);
+	free(fb->scratch);
 	memset(fb, 0, sizeof(*fb));
 }
 
@@ -93,104 +122,7 @@ static struct fabric_heap_ent heap_pop(struct fabric_heap_ent *h, size_t *n)
 	return top;
 }
 
-static inline double port_share(const struct sim_fabric *fb, uint32_t p)
-{
-	double f = fb->free_bps[p];
-
-	return f > 0 ? f / fb->cnt[p] : 0;
-}
-
-/*
- * Max-min fair rates for fb->flows[0 .. n) on the capacity still free
- * (progressive filling): repeatedly the port with the smallest fair share
- * freezes its unfrozen flows at that share.
- */
-static void waterfill(struct sim_fabric *fb, struct cp_model *m, uint32_t n)
-{
-	uint32_t ntouched = 0, off = 0;
-	size_t hn = 0;
-	uint32_t gen = ++fb->gen;
-
-	if (gen == 0) { /* wrapped: restart stamps */
-		memset(fb->fstamp, 0, (m->nflows ? m->nflows : 1) * sizeof(*fb->fstamp));
-		gen = fb->gen = 1;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		const struct cp_flow *fl = &m->flows[fb->flows[i]];
-
-		for (uint32_t q = 0; q < fl->nports; q++) {
-			uint32_t p = fl->ports[q];
-
-			if (fb->cnt[p]++ == 0)
-				fb->touched[ntouched++] = p;
-		}
-	}
-	for (uint32_t i = 0; i < ntouched; i++) {
-		uint32_t p = fb->touched[i];
-
-		fb->pstart[p] = fb->pfill[p] = off;
-		off += fb->cnt[p];
-		fb->ver[p]++;
-		heap_push(fb->heap, &hn, (struct fabric_heap_ent){port_share(fb, p), p, fb->ver[p]});
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		const struct cp_flow *fl = &m->flows[fb->flows[i]];
-
-		for (uint32_t q = 0; q < fl->nports; q++)
-			fb->plist[fb->pfill[fl->ports[q]]++] = fb->flows[i];
-	}
-	while (hn > 0) {
-		struct fabric_heap_ent e = heap_pop(fb->heap, &hn);
-		uint32_t p = e.port;
-		double share;
-
-		if (e.ver != fb->ver[p] || fb->cnt[p] == 0)
-			continue;
-		share = e.share;
-		if (fb->free_bps[p] <= FREE_EPS * fb->cap[p])
-			share = 0;
-		for (uint32_t k = fb->pstart[p]; k < fb->pfill[p]; k++) {
-			uint32_t f = fb->plist[k];
-			struct cp_flow *fl = &m->flows[f];
-
-			if (fb->fstamp[f] == gen)
-				continue;
-			fb->fstamp[f] = gen;
-			fl->rate_bps = share;
-			for (uint32_t q = 0; q < fl->nports; q++) {
-				uint32_t p2 = fl->ports[q];
-
-				fb->free_bps[p2] -= share;
-				if (fb->free_bps[p2] < 0)
-					fb->free_bps[p2] = 0;
-				fb->cnt[p2]--;
-				if (p2 != p && fb->cnt[p2] > 0) {
-					fb->ver[p2]++;
-					heap_push(fb->heap, &hn,
-						  (struct fabric_heap_ent){port_share(fb, p2), p2,
-									   fb->ver[p2]});
-				}
-			}
-		}
-		fb->free_bps[p] = 0;
-	}
-}
-
-/* Collects the unfinished flows of the coflows at order positions [from, to). */
-static uint32_t gather(struct sim_fabric *fb, const struct cp_model *m,
-		       const struct policy_decision *d, uint32_t from, uint32_t to)
-{
-	uint32_t n = 0;
-
-	for (uint32_t i = from; i < to; i++) {
-		const struct cp_coflow *cf = &m->coflows[d->order[i]];
-
-		memcpy(&fb->flows[n], &m->flow_slot[cf->first_flow],
-		       cf->flows_left * sizeof(*fb->flows));
-		n += cf->flows_left;
-	}
-	return n;
-}
+/* ---- path headroom helpers ------------------------------------------------ */
 
 static inline double flow_headroom(const struct sim_fabric *fb, const struct cp_flow *fl)
 {
@@ -219,32 +151,65 @@ static inline void flow_take(struct sim_fabric *fb, const struct cp_flow *fl, do
 	}
 }
 
-/* Gives each flow of coflow c min(its policy rate, the headroom on its path). */
-static void apply_rates(struct sim_fabric *fb, struct cp_model *m, const struct cp_coflow *cf,
-			const double *rate_bps)
+/* ---- rate mode ------------------------------------------------------------ */
+
+/* Per-port lists of the unfinished flows in priority order (counting sort). */
+static void build_port_lists(struct sim_fabric *fb, const struct cp_model *m,
+			     const struct policy_decision *d)
 {
-	const uint32_t *slot = &m->flow_slot[cf->first_flow];
+	uint32_t *cnt = fb->scratch;
 
-	for (uint32_t k = 0; k < cf->flows_left; k++) {
-		struct cp_flow *fl = &m->flows[slot[k]];
-		double r = rate_bps[slot[k]];
-		double h;
+	memset(cnt, 0, (fb->nports + 1) * sizeof(*cnt));
+	for (uint32_t i = 0; i < d->norder; i++) {
+		const struct cp_coflow *cf = &m->coflows[d->order[i]];
+		const uint32_t *slot = &m->flow_slot[cf->first_flow];
 
-		if (!(r > 0)) {
-			fl->rate_bps = 0;
-			continue;
+		for (uint32_t k = 0; k < cf->flows_left; k++) {
+			const struct cp_flow *fl = &m->flows[slot[k]];
+
+			for (uint32_t q = 0; q < fl->nports; q++)
+				cnt[fl->ports[q] + 1]++;
 		}
-		h = flow_headroom(fb, fl);
-		if (r > h)
-			r = h;
-		fl->rate_bps = r;
-		flow_take(fb, fl, r);
+	}
+	for (uint32_t p = 0; p < fb->nports; p++)
+		cnt[p + 1] += cnt[p];
+	memcpy(fb->fport_start, cnt, (fb->nports + 1) * sizeof(*cnt));
+	for (uint32_t i = 0; i < d->norder; i++) {
+		const struct cp_coflow *cf = &m->coflows[d->order[i]];
+		const uint32_t *slot = &m->flow_slot[cf->first_flow];
+
+		for (uint32_t k = 0; k < cf->flows_left; k++) {
+			const struct cp_flow *fl = &m->flows[slot[k]];
+
+			for (uint32_t q = 0; q < fl->nports; q++)
+				fb->fport_list[cnt[fl->ports[q]]++] = slot[k];
+		}
 	}
 }
 
-/* Work conservation: hands leftover capacity to flows greedily, in order. */
-static void backfill(struct sim_fabric *fb, struct cp_model *m, const struct policy_decision *d)
+static void allocate_rates(struct sim_fabric *fb, struct cp_model *m,
+			   const struct policy_decision *d)
 {
+	for (uint32_t i = 0; i < d->norder; i++) {
+		const struct cp_coflow *cf = &m->coflows[d->order[i]];
+		const uint32_t *slot = &m->flow_slot[cf->first_flow];
+
+		for (uint32_t k = 0; k < cf->flows_left; k++) {
+			struct cp_flow *fl = &m->flows[slot[k]];
+			double r = d->rate_bps[slot[k]];
+			double h;
+
+			fl->rate_bps = 0;
+			if (!(r > 0))
+				continue;
+			h = flow_headroom(fb, fl);
+			if (r > h)
+				r = h;
+			fl->rate_bps = r;
+			flow_take(fb, fl, r);
+		}
+	}
+	/* Work conservation: leftover capacity to flows greedily, in order. */
 	for (uint32_t i = 0; i < d->norder; i++) {
 		const struct cp_coflow *cf = &m->coflows[d->order[i]];
 		const uint32_t *slot = &m->flow_slot[cf->first_flow];
@@ -259,6 +224,50 @@ static void backfill(struct sim_fabric *fb, struct cp_model *m, const struct pol
 			}
 		}
 	}
+	build_port_lists(fb, m, d);
+}
+
+/* Offers the free capacity of port p to its flows in priority order. */
+static void backfill_port(struct sim_fabric *fb, struct cp_model *m, uint32_t p,
+			  fabric_rate_fn set_rate, void *ctx)
+{
+	for (uint32_t k = fb->fport_start[p]; k < fb->fport_start[p + 1]; k++) {
+		uint32_t f = fb->fport_list[k];
+		const struct cp_flow *fl = &m->flows[f];
+		double h;
+
+		if (fb->free_bps[p] <= FREE_EPS * fb->cap[p])
+			return;
+		if (fl->done)
+			continue;
+		h = flow_headroom(fb, fl);
+		if (h > 0) {
+			flow_take(fb, fl, h);
+			set_rate(ctx, f, fl->rate_bps + h);
+		}
+	}
+}
+
+/* ---- water-fill mode ------------------------------------------------------ */
+
+static uint32_t pair_lookup(struct sim_fabric *fb, uint32_t src, uint32_t dst, bool *ret_new)
+{
+	uint64_t key = (uint64_t)src * fb->nhosts + dst;
+	uint64_t h = key * 0x9e3779b97f4a7c15ULL;
+	uint32_t i = (uint32_t)(h >> 32) & (fb->hcap - 1);
+
+	while (fb->hstamp[i] == fb->hgen) {
+		if (fb->hkeys[i] == key) {
+			*ret_new = false;
+			return fb->hvals[i];
+		}
+		i = (i + 1) & (fb->hcap - 1);
+	}
+	fb->hstamp[i] = fb->hgen;
+	fb->hkeys[i] = key;
+	fb->hvals[i] = fb->npairs;
+	*ret_new = true;
+	return fb->npairs++;
 }
 
 static uint32_t class_at(const struct policy_decision *d, const struct sim_opts *o, uint32_t i)
@@ -274,56 +283,287 @@ static uint32_t class_at(const struct policy_decision *d, const struct sim_opts 
 	return i < k - 1 ? i : k - 1;
 }
 
-void sim_fabric_allocate(struct sim_fabric *fb, struct cp_model *m,
-			 const struct policy_decision *d, const struct sim_opts *o)
+static void new_hash_generation(struct sim_fabric *fb)
 {
-	bool use_rates = d->has_rates && o->mode == SIM_MODE_IDEAL;
-	uint32_t i = 0;
-
-	memcpy(fb->free_bps, fb->cap, fb->nports * sizeof(*fb->free_bps));
-	while (i < d->norder) {
-		uint32_t cls = class_at(d, o, i), j = i + 1;
-
-		while (j < d->norder && class_at(d, o, j) == cls)
-			j++;
-		if (use_rates && j == i + 1)
-			apply_rates(fb, m, &m->coflows[d->order[i]], d->rate_bps);
-		else
-			waterfill(fb, m, gather(fb, m, d, i, j));
-		i = j;
-	}
-	if (use_rates)
-		backfill(fb, m, d);
-	for (i = 0; i < d->norder; i++) {
-		struct cp_coflow *cf = &m->coflows[d->order[i]];
-		const uint32_t *slot = &m->flow_slot[cf->first_flow];
-		double sum = 0;
-
-		for (uint32_t k = 0; k < cf->flows_left; k++)
-			sum += m->flows[slot[k]].rate_bps;
-		cf->rate_bps = sum;
+	if (++fb->hgen == 0) {
+		memset(fb->hstamp, 0, fb->hcap * sizeof(*fb->hstamp));
+		fb->hgen = 1;
 	}
 }
 
-double sim_fabric_max_load(const struct sim_fabric *fb, const struct cp_model *m)
+/* Groups the unfinished flows into classes and (class, src, dst) pairs. */
+static void build_pairs(struct sim_fabric *fb, struct cp_model *m, const struct policy_decision *d,
+			const struct sim_opts *o)
 {
-	double *load = fb->free_bps; /* reused as scratch: allocation is over */
-	double worst = 0;
+	uint32_t i = 0, nt = 0, nl = 0;
 
-	memset(load, 0, fb->nports * sizeof(*load));
-	for (uint32_t a = 0; a < m->nactive; a++) {
-		const struct cp_coflow *cf = &m->coflows[m->active[a]];
+	fb->npairs = 0;
+	fb->nclasses = 0;
+	while (i < d->norder) {
+		uint32_t cls = class_at(d, o, i), j = i + 1;
+		struct fabric_class *fc = &fb->classes[fb->nclasses++];
+
+		while (j < d->norder && class_at(d, o, j) == cls)
+			j++;
+		new_hash_generation(fb);
+		fc->pstart = fb->npairs;
+		for (uint32_t x = i; x < j; x++) {
+			const struct cp_coflow *cf = &m->coflows[d->order[x]];
+			const uint32_t *slot = &m->flow_slot[cf->first_flow];
+
+			for (uint32_t k = 0; k < cf->flows_left; k++) {
+				const struct cp_flow *fl = &m->flows[slot[k]];
+				bool is_new;
+				uint32_t g = pair_lookup(fb, fl->src, fl->dst, &is_new);
+				struct fabric_pair *pr = &fb->pairs[g];
+
+				if (is_new) {
+					pr->src = fl->src;
+					pr->dst = fl->dst;
+					pr->nports = fl->nports;
+					memcpy(pr->ports, fl->ports, sizeof(pr->ports));
+					pr->n = 0;
+					pr->rate_bps = 0;
+				}
+				pr->n++;
+				fb->pair_of[slot[k]] = g;
+			}
+		}
+		fc->pend = fb->npairs;
+		/* Ports this class touches, and its pairs by port. */
+		fc->tstart = nt;
+		for (uint32_t g = fc->pstart; g < fc->pend; g++) {
+			const struct fabric_pair *pr = &fb->pairs[g];
+
+			for (uint32_t q = 0; q < pr->nports; q++) {
+				uint32_t p = pr->ports[q];
+
+				if (fb->scratch[p] != fb->nclasses) {
+					fb->scratch[p] = fb->nclasses;
+					fb->entry_of[p] = nt;
+					fb->tports[nt] = p;
+					fb->tl_start[nt] = 0;
+					nt++;
+				}
+				fb->tl_start[fb->entry_of[p]]++;
+			}
+		}
+		fc->tend = nt;
+		for (uint32_t e = fc->tstart; e < fc->tend; e++) {
+			uint32_t cnt = fb->tl_start[e];
+
+			fb->tl_start[e] = fb->tl_end[e] = nl;
+			nl += cnt;
+		}
+		for (uint32_t g = fc->pstart; g < fc->pend; g++) {
+			const struct fabric_pair *pr = &fb->pairs[g];
+
+			for (uint32_t q = 0; q < pr->nports; q++)
+				fb->tlist[fb->tl_end[fb->entry_of[pr->ports[q]]]++] = g;
+		}
+		i = j;
+	}
+	/* Members of each pair. */
+	for (uint32_t g = 0, off = 0; g < fb->npairs; g++) {
+		fb->pairs[g].mstart = fb->pairs[g].mend = off;
+		off += fb->pairs[g].n;
+	}
+	for (i = 0; i < d->norder; i++) {
+		const struct cp_coflow *cf = &m->coflows[d->order[i]];
 		const uint32_t *slot = &m->flow_slot[cf->first_flow];
 
-		for (uint32_t k = 0; k < cf->flows_left; k++) {
-			const struct cp_flow *fl = &m->flows[slot[k]];
+		for (uint32_t k = 0; k < cf->flows_left; k++)
+			fb->members[fb->pairs[fb->pair_of[slot[k]]].mend++] = slot[k];
+	}
+}
 
-			for (uint32_t q = 0; q < fl->nports; q++)
-				load[fl->ports[q]] += fl->rate_bps;
+static inline double entry_share(const struct sim_fabric *fb, uint32_t p)
+{
+	double f = fb->free_bps[p];
+
+	return f > 0 ? f / fb->cntw[p] : 0;
+}
+
+/* Classes touching more ports than this use a heap to find the bottleneck. */
+#define LINEAR_SCAN_MAX_PORTS 1024
+
+/* Freezes the unfrozen pairs of tports entry e at share; returns nothing. */
+static void freeze_entry(struct sim_fabric *fb, uint32_t e, double share, uint32_t gen, size_t *hn,
+			 bool use_heap)
+{
+	uint32_t p = fb->tports[e];
+
+	for (uint32_t k = fb->tl_start[e]; k < fb->tl_end[e]; k++) {
+		uint32_t g = fb->tlist[k];
+		struct fabric_pair *pr = &fb->pairs[g];
+
+		if (pr->n == 0 || fb->pstamp[g] == gen)
+			continue;
+		fb->pstamp[g] = gen;
+		pr->rate_bps = share;
+		for (uint32_t q = 0; q < pr->nports; q++) {
+			uint32_t p2 = pr->ports[q];
+
+			fb->free_bps[p2] -= share * pr->n;
+			if (fb->free_bps[p2] < 0)
+				fb->free_bps[p2] = 0;
+			fb->cntw[p2] -= pr->n;
+			if (use_heap && p2 != p && fb->cntw[p2] > 0) {
+				fb->ver[p2]++;
+				heap_push(fb->heap, hn,
+					  (struct fabric_heap_ent){entry_share(fb, p2),
+								   fb->entry_of[p2], fb->ver[p2]});
+			}
 		}
 	}
-	for (uint32_t p = 0; p < fb->nports; p++)
-		if (load[p] / fb->cap[p] > worst)
-			worst = load[p] / fb->cap[p];
-	return worst;
+	fb->free_bps[p] = 0;
+	fb->cntw[p] = 0;
+}
+
+/*
+ * Max-min fair rates for the pairs of class c on the capacity still free
+ * (progressive filling, weighted by each pair's number of flows): the port
+ * with the smallest fair share freezes its pairs at that share, until every
+ * pair is frozen. The bottleneck is found by a linear scan over the class's
+ * ports (a few hundred in a rack-scale fabric: cheaper than a heap keyed by
+ * thousands of pair updates) or, for very wide classes, a lazy heap.
+ */
+static void waterfill_class(struct sim_fabric *fb, const struct fabric_class *c)
+{
+	uint32_t gen = ++fb->gen;
+	bool use_heap = c->tend - c->tstart > LINEAR_SCAN_MAX_PORTS;
+	size_t hn = 0;
+
+	if (gen == 0) {
+		memset(fb->pstamp, 0, fb->npairs * sizeof(*fb->pstamp));
+		gen = fb->gen = 1;
+	}
+	for (uint32_t e = c->tstart; e < c->tend; e++) {
+		fb->cntw[fb->tports[e]] = 0;
+		fb->entry_of[fb->tports[e]] = e;
+	}
+	for (uint32_t g = c->pstart; g < c->pend; g++) {
+		struct fabric_pair *pr = &fb->pairs[g];
+
+		pr->rate_bps = 0;
+		for (uint32_t q = 0; q < pr->nports; q++)
+			fb->cntw[pr->ports[q]] += pr->n;
+	}
+	if (!use_heap) {
+		for (;;) {
+			uint32_t best = CP_NONE;
+			double best_free = 0, best_cnt = 1;
+
+			for (uint32_t e = c->tstart; e < c->tend; e++) {
+				uint32_t p = fb->tports[e];
+				double cnt = fb->cntw[p];
+
+				/* share = free / cnt; compare without dividing */
+				if (cnt > 0 && (best == CP_NONE ||
+						fb->free_bps[p] * best_cnt < best_free * cnt)) {
+					best = e;
+					best_free = fb->free_bps[p];
+					best_cnt = cnt;
+				}
+			}
+			if (best == CP_NONE)
+				break;
+			freeze_entry(fb, best,
+				     best_free <= FREE_EPS * fb->cap[fb->tports[best]] ?
+					     0 :
+					     best_free / best_cnt,
+				     gen, &hn, false);
+		}
+		return;
+	}
+	for (uint32_t e = c->tstart; e < c->tend; e++) {
+		uint32_t p = fb->tports[e];
+
+		fb->ver[p]++;
+		if (fb->cntw[p] > 0)
+			heap_push(fb->heap, &hn,
+				  (struct fabric_heap_ent){entry_share(fb, p), e, fb->ver[p]});
+	}
+	while (hn > 0) {
+		struct fabric_heap_ent he = heap_pop(fb->heap, &hn);
+		uint32_t p = fb->tports[he.entry];
+
+		if (he.ver != fb->ver[p] || fb->cntw[p] <= 0)
+			continue;
+		freeze_entry(fb, he.entry, fb->free_bps[p] <= FREE_EPS * fb->cap[p] ? 0 : he.share,
+			     gen, &hn, true);
+	}
+}
+
+static void waterfill_all(struct sim_fabric *fb)
+{
+	memcpy(fb->free_bps, fb->cap, fb->nports * sizeof(*fb->free_bps));
+	for (uint32_t c = 0; c < fb->nclasses; c++)
+		waterfill_class(fb, &fb->classes[c]);
+}
+
+/* ---- the interface -------------------------------------------------------- */
+
+void sim_fabric_allocate(struct sim_fabric *fb, struct cp_model *m, const struct policy_decision *d,
+			 const struct sim_opts *o)
+{
+	memcpy(fb->free_bps, fb->cap, fb->nports * sizeof(*fb->free_bps));
+	fb->rate_mode = d->has_rates && !d->has_classes && o->mode == SIM_MODE_IDEAL;
+	if (fb->rate_mode) {
+		allocate_rates(fb, m, d);
+		return;
+	}
+	memset(fb->scratch, 0, (fb->nports + 1) * sizeof(*fb->scratch));
+	build_pairs(fb, m, d, o);
+	waterfill_all(fb);
+	for (uint32_t g = 0; g < fb->npairs; g++) {
+		const struct fabric_pair *pr = &fb->pairs[g];
+
+		for (uint32_t k = pr->mstart; k < pr->mend; k++)
+			m->flows[fb->members[k]].rate_bps = pr->rate_bps;
+	}
+}
+
+void sim_fabric_flow_gone(struct sim_fabric *fb, const struct cp_model *m, uint32_t f,
+			  double rate_bps)
+{
+	const struct cp_flow *fl = &m->flows[f];
+
+	if (!fb->rate_mode) {
+		fb->pairs[fb->pair_of[f]].n--;
+		return;
+	}
+	for (uint32_t q = 0; q < fl->nports; q++) {
+		uint32_t p = fl->ports[q];
+
+		fb->free_bps[p] += rate_bps;
+		if (fb->free_bps[p] > fb->cap[p])
+			fb->free_bps[p] = fb->cap[p];
+	}
+}
+
+void sim_fabric_update(struct sim_fabric *fb, struct cp_model *m, const uint32_t *freed,
+		       uint32_t nfreed, fabric_rate_fn set_rate, void *ctx)
+{
+	if (fb->rate_mode) {
+		for (uint32_t i = 0; i < nfreed; i++) {
+			const struct cp_flow *fl = &m->flows[freed[i]];
+
+			for (uint32_t q = 0; q < fl->nports; q++)
+				backfill_port(fb, m, fl->ports[q], set_rate, ctx);
+		}
+		return;
+	}
+	for (uint32_t g = 0; g < fb->npairs; g++)
+		fb->old_rate[g] = fb->pairs[g].rate_bps;
+	waterfill_all(fb);
+	for (uint32_t g = 0; g < fb->npairs; g++) {
+		const struct fabric_pair *pr = &fb->pairs[g];
+
+		if (pr->n == 0 || pr->rate_bps == fb->old_rate[g])
+			continue;
+		for (uint32_t k = pr->mstart; k < pr->mend; k++)
+			if (!m->flows[fb->members[k]].done)
+				set_rate(ctx, fb->members[k], pr->rate_bps);
+	}
 }

@@ -1,8 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * controlplane/sim/fabric: turns a policy decision into per-flow rates
- * (private to the simulator). All scratch is sized at init; allocation
- * never mallocs.
+ * (private to the simulator). All scratch is sized at init; nothing here
+ * mallocs after sim_fabric_init().
+ *
+ * Two regimes, chosen per decision:
+ *   - rate mode (ideal order, policy rates, no policy classes): each flow
+ *     gets min(its policy rate, the headroom on its path) in order, then
+ *     leftover capacity is backfilled greedily in order. When flows finish,
+ *     their capacity is offered again to the flows crossing the freed ports,
+ *     in priority order (sim_fabric_update): no full recomputation.
+ *   - water-fill mode (classes): strict priority across classes, per-flow
+ *     max-min fairness inside a class. Flows of one class with the same
+ *     src and dst always get the same max-min rate, so the water-fill runs
+ *     over such pairs weighted by their number of unfinished flows; after
+ *     completions it is re-run over the pairs and only flows whose pair rate
+ *     changed are touched.
  */
 #ifndef LOOM_CONTROLPLANE_SIM_FABRIC_H
 #define LOOM_CONTROLPLANE_SIM_FABRIC_H
@@ -11,39 +24,85 @@
 
 struct fabric_heap_ent {
 	double share;
-	uint32_t port;
+	uint32_t entry; /* index into tports */
 	uint32_t ver;
 };
 
-struct sim_fabric {
+struct fabric_pair {
+	uint32_t src, dst;
 	uint32_t nports;
-	double *cap; /* port capacities as doubles */
-	double *free_bps;
-	uint32_t *cnt;     /* unfrozen flows per port in the current water-fill */
-	uint32_t *pstart;  /* per port: first index in plist */
-	uint32_t *pfill;   /* per port: next free index in plist */
-	uint32_t *plist;   /* flows by port, capacity TOPO_MAX_FLOW_PORTS * nflows */
-	uint32_t *touched; /* ports touched by the current water-fill */
-	uint32_t *ver;     /* per port: version for lazy heap deletion */
-	uint32_t *flows;   /* flows of the current group */
-	uint32_t *fstamp;  /* per flow: == gen when frozen in the current water-fill */
+	uint32_t ports[TOPO_MAX_FLOW_PORTS];
+	uint32_t n;            /* unfinished member flows */
+	double rate_bps;       /* each member's rate */
+	uint32_t mstart, mend; /* members[mstart .. mend) */
+};
+
+struct fabric_class {
+	uint32_t pstart, pend; /* pairs */
+	uint32_t tstart, tend; /* entries in tports (ports this class touches) */
+};
+
+/* Called for every flow whose rate changes in sim_fabric_update(). */
+typedef void (*fabric_rate_fn)(void *ctx, uint32_t flow, double rate_bps);
+
+struct sim_fabric {
+	uint32_t nports, nhosts;
+	double *cap;      /* port capacities as doubles */
+	double *free_bps; /* capacity not allocated */
+	bool rate_mode;   /* regime of the current decision */
+
+	/* rate mode: unfinished flows by port, in priority order */
+	uint32_t *fport_start; /* nports + 1 */
+	uint32_t *fport_list;  /* TOPO_MAX_FLOW_PORTS * nflows */
+
+	/* water-fill mode */
+	struct fabric_pair *pairs;
+	uint32_t npairs;
+	uint32_t *members; /* flows grouped by pair */
+	uint32_t *pair_of; /* per flow */
+	struct fabric_class *classes;
+	uint32_t nclasses;
+	uint32_t *tports;   /* per class: touched ports */
+	uint32_t *tl_start; /* per tports entry: first index in tlist */
+	uint32_t *tl_end;
+	uint32_t *tlist;    /* pairs by (class, port) */
+	double *cntw;       /* per port: unfrozen flows (weighted) in the current class */
+	uint32_t *entry_of; /* per port: its tports entry in the current class */
+	uint32_t *ver;      /* per port: heap entry version */
+	uint32_t *pstamp;   /* per pair: frozen when == gen */
 	uint32_t gen;
 	struct fabric_heap_ent *heap;
 	size_t heap_cap;
+	double *old_rate; /* per pair, scratch for update */
+	/* (src, dst) -> pair lookup while building a class */
+	uint64_t *hkeys;
+	uint32_t *hvals;
+	uint32_t *hstamp;
+	uint32_t hcap, hgen;
+	uint32_t *scratch; /* nports + 1 */
 };
 
 int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m);
 void sim_fabric_done(struct sim_fabric *fb);
 
 /*
- * Sets rate_bps of every unfinished flow of every active coflow (and each
- * coflow's rate_bps) from decision d, in opts' mode. Never exceeds a port's
- * capacity.
+ * Sets rate_bps of every unfinished flow of every active coflow from
+ * decision d in opts' mode (writes the flows directly; the caller has
+ * brought their remaining bytes up to date). Never exceeds a port's capacity.
  */
 void sim_fabric_allocate(struct sim_fabric *fb, struct cp_model *m, const struct policy_decision *d,
 			 const struct sim_opts *o);
 
-/* Returns the largest allocated/capacity ratio over all ports (for checks). */
-double sim_fabric_max_load(const struct sim_fabric *fb, const struct cp_model *m);
+/* Flow f (rate rate_bps) has finished: returns its capacity / leaves its pair. */
+void sim_fabric_flow_gone(struct sim_fabric *fb, const struct cp_model *m, uint32_t f,
+			  double rate_bps);
+
+/*
+ * Redistributes capacity after sim_fabric_flow_gone() calls: reports each
+ * flow whose rate changes through set_rate (which must update the flow).
+ * freed lists the flows that finished (their ports are where capacity was freed).
+ */
+void sim_fabric_update(struct sim_fabric *fb, struct cp_model *m, const uint32_t *freed,
+		       uint32_t nfreed, fabric_rate_fn set_rate, void *ctx);
 
 #endif

@@ -105,7 +105,12 @@ static int parse_ms_flag(const char *flag, const char *v, uint64_t *ret_ns)
 
 static int parse_args(int argc, char **argv, struct replay_args *a)
 {
-	enum { OPT_NO_PLOTS = 256, OPT_CHECK, OPT_PROGRESS, OPT_NO_PROGRESS };
+	enum {
+		OPT_NO_PLOTS = 256,
+		OPT_CHECK,
+		OPT_PROGRESS,
+		OPT_NO_PROGRESS
+	};
 	static const struct option opts[] = {
 		{"trace", required_argument, NULL, 't'},
 		{"format", required_argument, NULL, 'f'},
@@ -369,7 +374,11 @@ static int run_one(struct cp_model *m, const char *name, const struct replay_arg
 int main(int argc, char **argv)
 {
 	struct replay_args a = {
-		.classes = 8, .rate_bps = TOPO_DEFAULT_BPS, .seed = 1, .plots = true, .progress = -1,
+		.classes = 8,
+		.rate_bps = TOPO_DEFAULT_BPS,
+		.seed = 1,
+		.plots = true,
+		.progress = -1,
 	};
 	struct sim_summary runs[MAX_RUNS];
 	struct loom_err err = {{0}};
@@ -397,7 +406,8 @@ int main(int argc, char **argv)
 	}
 	if (a.policies) {
 		list = strdup(a.policies);
-		for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (char *tok = strtok_r(list, ",", &save); tok;
+		     tok = strtok_r(NULL, ",", &save)) {
 			if (!policy_class_find(tok)) {
 				struct loom_err e2;
 

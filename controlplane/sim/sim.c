@@ -1,4 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The event loop. Flow state is kept lazily: a flow's remaining bytes are
+ * exact as of t_at[f] and move at its constant rate until the rate changes,
+ * so a step costs what changes in it, not the number of flows in flight.
+ * Completion times sit in an indexed min-heap.
+ */
 #include "controlplane/sim/sim.h"
 
 #include <errno.h>
@@ -16,7 +22,7 @@ void sim_opts_default(struct sim_opts *o)
 	o->quantize = SIM_QUANT_TOP;
 }
 
-/* A pending coflow release (the only timed model event besides arrivals). */
+/* A pending coflow release. */
 struct release {
 	uint64_t t_ns;
 	uint32_t coflow;
@@ -31,59 +37,233 @@ struct engine {
 	struct policy_decision d;
 	uint32_t *stamp;
 	uint32_t stamp_gen;
-	uint64_t *eta_ns; /* per flow: completion time at current rates */
-	uint32_t *done;   /* flows completing at the current step */
-	struct release *heap;
-	size_t nheap;
-	struct cp_event *evs; /* events produced during a step, for the policy */
+	uint64_t now;
+
+	uint64_t *t_at;   /* per flow: time its remaining_bytes refers to */
+	uint64_t *eta_ns; /* per flow: completion time at its current rate */
+	uint32_t *hpos;   /* per flow: index in fheap, CP_NONE if absent */
+	uint32_t *fheap;  /* flows by eta */
+	uint32_t nfheap;
+	uint64_t *cf_t_at; /* per coflow: time its sent_bytes refers to */
+	uint64_t *job_t_at;
+	double *job_rate;
+	double *alloc_bps; /* per port, only with opts.check */
+	uint32_t *done;    /* flows finishing in the current step */
+
+	struct release *rheap;
+	size_t nrheap;
+	struct cp_event *evs; /* events of the current step, for the policy */
 	size_t nevs, cap_evs;
+	bool significant; /* the step had an event the policy must see */
 	int emit_err;
-	double *job_rate; /* scratch for job-level watches */
 };
+
+/* ---- release heap --------------------------------------------------------- */
 
 static void rel_push(struct engine *e, uint64_t t, uint32_t c)
 {
-	size_t i = e->nheap++;
+	size_t i = e->nrheap++;
 
 	while (i > 0) {
 		size_t parent = (i - 1) / 2;
 
-		if (e->heap[parent].t_ns <= t)
+		if (e->rheap[parent].t_ns <= t)
 			break;
-		e->heap[i] = e->heap[parent];
+		e->rheap[i] = e->rheap[parent];
 		i = parent;
 	}
-	e->heap[i] = (struct release){t, c};
+	e->rheap[i] = (struct release){t, c};
 }
 
 static struct release rel_pop(struct engine *e)
 {
-	struct release top = e->heap[0], last = e->heap[--e->nheap];
-	size_t i = 0, n = e->nheap;
+	struct release top = e->rheap[0], last = e->rheap[--e->nrheap];
+	size_t i = 0, n = e->nrheap;
 
 	for (;;) {
 		size_t c = 2 * i + 1;
 
 		if (c >= n)
 			break;
-		if (c + 1 < n && e->heap[c + 1].t_ns < e->heap[c].t_ns)
+		if (c + 1 < n && e->rheap[c + 1].t_ns < e->rheap[c].t_ns)
 			c++;
-		if (last.t_ns <= e->heap[c].t_ns)
+		if (last.t_ns <= e->rheap[c].t_ns)
 			break;
-		e->heap[i] = e->heap[c];
+		e->rheap[i] = e->rheap[c];
 		i = c;
 	}
 	if (n)
-		e->heap[i] = last;
+		e->rheap[i] = last;
 	return top;
 }
+
+/* ---- indexed flow heap on eta --------------------------------------------- */
+
+static inline void fh_place(struct engine *e, uint32_t i, uint32_t f)
+{
+	e->fheap[i] = f;
+	e->hpos[f] = i;
+}
+
+static void fh_up(struct engine *e, uint32_t i)
+{
+	uint32_t f = e->fheap[i];
+	uint64_t key = e->eta_ns[f];
+
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+
+		if (e->eta_ns[e->fheap[parent]] <= key)
+			break;
+		fh_place(e, i, e->fheap[parent]);
+		i = parent;
+	}
+	fh_place(e, i, f);
+}
+
+static void fh_down(struct engine *e, uint32_t i)
+{
+	uint32_t f = e->fheap[i];
+	uint64_t key = e->eta_ns[f];
+
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+
+		if (c >= e->nfheap)
+			break;
+		if (c + 1 < e->nfheap && e->eta_ns[e->fheap[c + 1]] < e->eta_ns[e->fheap[c]])
+			c++;
+		if (key <= e->eta_ns[e->fheap[c]])
+			break;
+		fh_place(e, i, e->fheap[c]);
+		i = c;
+	}
+	fh_place(e, i, f);
+}
+
+static void fh_remove(struct engine *e, uint32_t f)
+{
+	uint32_t i = e->hpos[f], last;
+
+	if (i == CP_NONE)
+		return;
+	e->hpos[f] = CP_NONE;
+	last = e->fheap[--e->nfheap];
+	if (i == e->nfheap)
+		return;
+	fh_place(e, i, last);
+	fh_up(e, i);
+	fh_down(e, e->hpos[last]);
+}
+
+/* Puts f at its eta (or removes it when it never completes). */
+static void fh_update(struct engine *e, uint32_t f)
+{
+	if (e->eta_ns[f] == CP_TIME_NEVER) {
+		fh_remove(e, f);
+		return;
+	}
+	if (e->hpos[f] == CP_NONE) {
+		fh_place(e, e->nfheap++, f);
+		fh_up(e, e->hpos[f]);
+		return;
+	}
+	fh_up(e, e->hpos[f]);
+	fh_down(e, e->hpos[f]);
+}
+
+/* ---- lazy accounting ------------------------------------------------------ */
+
+/* Time to move `bytes` at `rate_bps`, rounded up to a whole nanosecond (>= 1). */
+static inline uint64_t time_to_send(double bytes, double rate_bps)
+{
+	double ns = ceil(bytes * 8e9 / rate_bps);
+
+	if (ns < 1)
+		return 1;
+	if (ns >= 1.8e19)
+		return CP_TIME_NEVER;
+	return (uint64_t)ns;
+}
+
+static inline void flow_sync(struct engine *e, uint32_t f)
+{
+	struct cp_flow *fl = &e->m->flows[f];
+
+	if (fl->rate_bps > 0)
+		fl->remaining_bytes -= fl->rate_bps * (double)(e->now - e->t_at[f]) * 1.25e-10;
+	e->t_at[f] = e->now;
+}
+
+static inline void coflow_sync(struct engine *e, uint32_t c)
+{
+	struct cp_coflow *cf = &e->m->coflows[c];
+	struct cp_job *jb = &e->m->jobs[cf->job];
+
+	if (cf->rate_bps > 0)
+		cf->sent_bytes += cf->rate_bps * (double)(e->now - e->cf_t_at[c]) * 1.25e-10;
+	e->cf_t_at[c] = e->now;
+	if (e->job_rate[cf->job] > 0)
+		jb->sent_bytes +=
+			e->job_rate[cf->job] * (double)(e->now - e->job_t_at[cf->job]) * 1.25e-10;
+	e->job_t_at[cf->job] = e->now;
+}
+
+static void flow_plan(struct engine *e, uint32_t f)
+{
+	const struct cp_flow *fl = &e->m->flows[f];
+	uint64_t dt;
+
+	e->eta_ns[f] = CP_TIME_NEVER;
+	if (fl->rate_bps > 0) {
+		dt = time_to_send(fl->remaining_bytes > 0 ? fl->remaining_bytes : 0, fl->rate_bps);
+		if (dt != CP_TIME_NEVER)
+			e->eta_ns[f] = e->now + dt;
+	}
+}
+
+static void alloc_add(struct engine *e, const struct cp_flow *fl, double delta)
+{
+	for (uint32_t q = 0; q < fl->nports; q++) {
+		uint32_t p = fl->ports[q];
+		double load;
+
+		e->alloc_bps[p] += delta;
+		load = e->alloc_bps[p] / (double)e->m->topo->port_bps[p];
+		if (load > e->st->max_port_load)
+			e->st->max_port_load = load;
+	}
+}
+
+/* Changes one flow's rate at the current time (the fabric's callback). */
+static void set_rate(void *ctx, uint32_t f, double rate_bps)
+{
+	struct engine *e = ctx;
+	struct cp_flow *fl = &e->m->flows[f];
+	struct cp_coflow *cf = &e->m->coflows[fl->coflow];
+	double delta = rate_bps - fl->rate_bps;
+
+	flow_sync(e, f);
+	coflow_sync(e, fl->coflow);
+	cf->rate_bps += delta;
+	e->job_rate[cf->job] += delta;
+	if (e->o->check)
+		alloc_add(e, fl, delta);
+	fl->rate_bps = rate_bps;
+	flow_plan(e, f);
+	fh_update(e, f);
+}
+
+/* ---- model events --------------------------------------------------------- */
 
 static void on_model_event(void *ctx, const struct cp_event *ev)
 {
 	struct engine *e = ctx;
 
 	if (ev->type == CP_EV_COFLOW_READY)
-		rel_push(e, ev->time_ns, ev->id); /* heap holds at most ncoflows */
+		rel_push(e, ev->time_ns > e->now ? ev->time_ns : e->now, ev->id);
+	if (ev->type != CP_EV_FLOW_DONE || e->p->cls->decide_on_flow_done)
+		e->significant = true;
 	if (e->nevs == e->cap_evs) {
 		size_t ncap = e->cap_evs ? e->cap_evs * 2 : 1024;
 		struct cp_event *v = realloc(e->evs, ncap * sizeof(*v));
@@ -103,27 +283,42 @@ static void engine_done(struct engine *e)
 	sim_fabric_done(&e->fabric);
 	policy_decision_done(&e->d);
 	free(e->stamp);
+	free(e->t_at);
 	free(e->eta_ns);
-	free(e->done);
-	free(e->heap);
-	free(e->evs);
+	free(e->hpos);
+	free(e->fheap);
+	free(e->cf_t_at);
+	free(e->job_t_at);
 	free(e->job_rate);
+	free(e->alloc_bps);
+	free(e->done);
+	free(e->rheap);
+	free(e->evs);
 	cp_model_set_emit(e->m, NULL, NULL);
 }
 
 static int engine_init(struct engine *e, struct cp_model *m)
 {
 	size_t nf = m->nflows ? m->nflows : 1, nc = m->ncoflows ? m->ncoflows : 1;
+	size_t nj = m->njobs ? m->njobs : 1;
 
 	if (sim_fabric_init(&e->fabric, m) < 0 || policy_decision_init(&e->d, m) < 0)
 		return -ENOMEM;
 	e->stamp = calloc(nc, sizeof(*e->stamp));
-	e->eta_ns = malloc(nf * sizeof(*e->eta_ns));
+	e->t_at = calloc(nf, sizeof(*e->t_at));
+	e->eta_ns = calloc(nf, sizeof(*e->eta_ns));
+	e->hpos = malloc(nf * sizeof(*e->hpos));
+	e->fheap = malloc(nf * sizeof(*e->fheap));
+	e->cf_t_at = calloc(nc, sizeof(*e->cf_t_at));
+	e->job_t_at = calloc(nj, sizeof(*e->job_t_at));
+	e->job_rate = calloc(nj, sizeof(*e->job_rate));
+	e->alloc_bps = calloc(m->topo->nports, sizeof(*e->alloc_bps));
 	e->done = malloc(nf * sizeof(*e->done));
-	e->heap = malloc(nc * sizeof(*e->heap));
-	e->job_rate = calloc(m->njobs ? m->njobs : 1, sizeof(*e->job_rate));
-	if (!e->stamp || !e->eta_ns || !e->done || !e->heap || !e->job_rate)
+	e->rheap = malloc(nc * sizeof(*e->rheap));
+	if (!e->stamp || !e->t_at || !e->eta_ns || !e->hpos || !e->fheap || !e->cf_t_at ||
+	    !e->job_t_at || !e->job_rate || !e->alloc_bps || !e->done || !e->rheap)
 		return -ENOMEM;
+	memset(e->hpos, 0xff, nf * sizeof(*e->hpos));
 	return 0;
 }
 
@@ -136,100 +331,67 @@ static uint64_t admit_time(const struct engine *e, uint32_t j)
 	return (t / ep + 1) * ep;
 }
 
-/* Time to move `bytes` at `rate_bps`, rounded up to a whole nanosecond (>= 1). */
-static inline uint64_t time_to_send(double bytes, double rate_bps)
-{
-	double ns = ceil(bytes * 8e9 / rate_bps);
-
-	if (ns < 1)
-		return 1;
-	if (ns >= 1.8e19)
-		return CP_TIME_NEVER;
-	return (uint64_t)ns;
-}
-
-/*
- * Moves every unfinished flow from now to t at its current rate and collects
- * the flows due by t. Returns how many are due.
- */
-static uint32_t advance(struct engine *e, uint64_t now, uint64_t t)
+/* Brings every active flow, coflow and job up to now (before a decision). */
+static void sync_all(struct engine *e)
 {
 	struct cp_model *m = e->m;
-	double dt_s = (double)(t - now) * 1e-9;
-	uint32_t ndone = 0;
 
+	for (uint32_t a = 0; a < m->nactive; a++) {
+		uint32_t c = m->active[a];
+		const struct cp_coflow *cf = &m->coflows[c];
+		const uint32_t *slot = &m->flow_slot[cf->first_flow];
+
+		coflow_sync(e, c);
+		for (uint32_t k = 0; k < cf->flows_left; k++)
+			flow_sync(e, slot[k]);
+	}
+}
+
+/* After a full allocation: etas, the heap, coflow and job rates, checks. */
+static void replan_all(struct engine *e)
+{
+	struct cp_model *m = e->m;
+	uint32_t n = 0;
+
+	for (uint32_t a = 0; a < m->nactive; a++)
+		e->job_rate[m->coflows[m->active[a]].job] = 0;
+	for (uint32_t i = 0; i < e->nfheap; i++)
+		e->hpos[e->fheap[i]] = CP_NONE;
+	if (e->o->check)
+		memset(e->alloc_bps, 0, m->topo->nports * sizeof(*e->alloc_bps));
 	for (uint32_t a = 0; a < m->nactive; a++) {
 		struct cp_coflow *cf = &m->coflows[m->active[a]];
 		const uint32_t *slot = &m->flow_slot[cf->first_flow];
-		double moved = cf->rate_bps * dt_s / 8.0;
-
-		cf->sent_bytes += moved;
-		m->jobs[cf->job].sent_bytes += moved;
-		if (cf->rate_bps <= 0)
-			continue;
-		for (uint32_t k = 0; k < cf->flows_left; k++) {
-			uint32_t f = slot[k];
-			struct cp_flow *fl = &m->flows[f];
-
-			if (fl->rate_bps <= 0)
-				continue;
-			fl->remaining_bytes -= fl->rate_bps * dt_s / 8.0;
-			if (e->eta_ns[f] <= t)
-				e->done[ndone++] = f;
-		}
-	}
-	return ndone;
-}
-
-/* After an allocation: each flow's completion time; returns the earliest. */
-static uint64_t plan(struct engine *e, uint64_t now)
-{
-	struct cp_model *m = e->m;
-	uint64_t next = CP_TIME_NEVER;
-
-	for (uint32_t a = 0; a < m->nactive; a++) {
-		const struct cp_coflow *cf = &m->coflows[m->active[a]];
-		const uint32_t *slot = &m->flow_slot[cf->first_flow];
+		double sum = 0;
 
 		for (uint32_t k = 0; k < cf->flows_left; k++) {
 			uint32_t f = slot[k];
 			const struct cp_flow *fl = &m->flows[f];
-			uint64_t eta = CP_TIME_NEVER;
 
-			if (fl->rate_bps > 0) {
-				double left = fl->remaining_bytes > 0 ? fl->remaining_bytes : 0;
-				uint64_t dt = time_to_send(left, fl->rate_bps);
-
-				if (dt != CP_TIME_NEVER)
-					eta = now + dt;
-			}
-			e->eta_ns[f] = eta;
-			if (eta < next)
-				next = eta;
+			sum += fl->rate_bps;
+			flow_plan(e, f);
+			if (e->eta_ns[f] != CP_TIME_NEVER)
+				e->fheap[n++] = f;
+			if (e->o->check)
+				alloc_add(e, fl, fl->rate_bps);
 		}
+		cf->rate_bps = sum;
+		e->job_rate[cf->job] += sum;
 	}
-	return next;
+	e->nfheap = n;
+	for (uint32_t i = 0; i < n; i++)
+		e->hpos[e->fheap[i]] = i;
+	for (uint32_t i = n / 2; i-- > 0;)
+		fh_down(e, i);
 }
 
 /* Earliest time a watched threshold is reached at current rates. */
-static uint64_t watch_time(struct engine *e, uint64_t now)
+static uint64_t watch_time(struct engine *e)
 {
 	const struct policy_decision *d = &e->d;
 	struct cp_model *m = e->m;
 	uint64_t next = CP_TIME_NEVER;
-	bool jobs = false;
 
-	for (uint32_t i = 0; i < d->nwatch; i++)
-		jobs |= d->watch[i].job_level;
-	if (jobs) {
-		for (uint32_t a = 0; a < m->nactive; a++)
-			e->job_rate[m->coflows[m->active[a]].job] = 0;
-		for (uint32_t a = 0; a < m->nactive; a++) {
-			const struct cp_coflow *cf = &m->coflows[m->active[a]];
-
-			e->job_rate[cf->job] += cf->rate_bps;
-		}
-	}
 	for (uint32_t i = 0; i < d->nwatch; i++) {
 		const struct policy_watch *w = &d->watch[i];
 		const struct cp_coflow *cf = &m->coflows[w->coflow];
@@ -238,13 +400,14 @@ static uint64_t watch_time(struct engine *e, uint64_t now)
 
 		if (cf->state != CP_COFLOW_ACTIVE)
 			continue;
+		coflow_sync(e, w->coflow);
 		sent = w->job_level ? m->jobs[cf->job].sent_bytes : cf->sent_bytes;
 		rate = w->job_level ? e->job_rate[cf->job] : cf->rate_bps;
 		if (rate <= 0)
 			continue;
 		dt = sent >= w->sent_bytes ? 1 : time_to_send(w->sent_bytes - sent, rate);
-		if (dt != CP_TIME_NEVER && now + dt < next)
-			next = now + dt;
+		if (dt != CP_TIME_NEVER && e->now + dt < next)
+			next = e->now + dt;
 	}
 	return next;
 }
@@ -254,12 +417,67 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+/* Retires the flows due at now; returns how many. */
+static uint32_t retire_due(struct engine *e)
+{
+	struct cp_model *m = e->m;
+	uint32_t n = 0;
+
+	while (e->nfheap && e->eta_ns[e->fheap[0]] <= e->now) {
+		uint32_t f = e->fheap[0];
+		struct cp_flow *fl = &m->flows[f];
+		struct cp_coflow *cf = &m->coflows[fl->coflow];
+		double rate = fl->rate_bps, resid;
+
+		fh_remove(e, f);
+		flow_sync(e, f);
+		coflow_sync(e, fl->coflow);
+		resid = fabs(fl->remaining_bytes);
+		if (e->o->check && resid > e->st->max_residual_bytes)
+			e->st->max_residual_bytes = resid;
+		cf->rate_bps -= rate;
+		e->job_rate[cf->job] -= rate;
+		if (e->o->check)
+			alloc_add(e, fl, -rate);
+		sim_fabric_flow_gone(&e->fabric, m, f, rate);
+		e->done[n++] = f;
+		cp_model_flow_done(m, f, e->now);
+	}
+	return n;
+}
+
+static int decide(struct engine *e, struct loom_err *err)
+{
+	struct cp_model *m = e->m;
+	int r;
+
+	sync_all(e);
+	policy_decision_clear(&e->d);
+	r = policy_decide(e->p, m, e->now, &e->d);
+	e->st->decisions++;
+	if (r < 0)
+		return loom_err_set(err, -r, "policy '%s' failed at t=%llu ns", e->p->cls->name,
+				    (unsigned long long)e->now);
+	if (++e->stamp_gen == 0) {
+		memset(e->stamp, 0, m->ncoflows * sizeof(*e->stamp));
+		e->stamp_gen = 1;
+	}
+	r = policy_decision_validate(&e->d, m, e->stamp, e->stamp_gen, err);
+	if (r < 0)
+		return r;
+	sim_fabric_allocate(&e->fabric, m, &e->d, e->o);
+	replan_all(e);
+	if (e->o->check)
+		e->st->checked_steps++;
+	return 0;
+}
+
 int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 	    struct sim_stats *ret_stats, struct loom_err *err)
 {
 	struct engine e = {.m = m, .p = p, .o = o};
 	struct sim_stats st = {0};
-	uint64_t now = 0, next_done = CP_TIME_NEVER, next_watch = CP_TIME_NEVER;
+	uint64_t next_watch = CP_TIME_NEVER;
 	uint64_t next_tick = o->reeval_ns ? o->reeval_ns : CP_TIME_NEVER;
 	uint32_t next_job = 0;
 	int r = 0;
@@ -275,16 +493,18 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 	cp_model_set_emit(m, on_model_event, &e);
 
 	while (!cp_model_all_done(m)) {
-		uint64_t t = CP_TIME_NEVER;
+		uint64_t t = CP_TIME_NEVER,
+			 wake = e.d.wakeup_ns > e.now ? e.d.wakeup_ns : CP_TIME_NEVER;
 		uint32_t ndone;
 
 		if (next_job < m->njobs)
 			t = admit_time(&e, next_job);
-		if (e.nheap)
-			t = min_u64(t, e.heap[0].t_ns);
-		t = min_u64(t, next_done);
+		if (e.nrheap)
+			t = min_u64(t, e.rheap[0].t_ns);
+		if (e.nfheap)
+			t = min_u64(t, e.eta_ns[e.fheap[0]]);
 		t = min_u64(t, next_watch);
-		t = min_u64(t, e.d.wakeup_ns > now ? e.d.wakeup_ns : CP_TIME_NEVER);
+		t = min_u64(t, wake);
 		if (m->nactive)
 			t = min_u64(t, next_tick);
 		if (t == CP_TIME_NEVER) {
@@ -295,32 +515,23 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 			goto out;
 		}
 
-		/* Move the fabric to t and retire the flows that finished. */
-		ndone = advance(&e, now, t);
-		now = t;
+		e.now = t;
 		e.nevs = 0;
-		for (uint32_t i = 0; i < ndone; i++) {
-			struct cp_flow *fl = &m->flows[e.done[i]];
-			double resid = fabs(fl->remaining_bytes);
-
-			if (o->check && resid > st.max_residual_bytes)
-				st.max_residual_bytes = resid;
-			cp_model_flow_done(m, e.done[i], now);
-		}
-		while (next_job < m->njobs && admit_time(&e, next_job) <= now)
-			cp_model_job_arrive(m, next_job++, now);
-		while (e.nheap && e.heap[0].t_ns <= now) {
-			struct release rl = rel_pop(&e);
-
-			cp_model_coflow_release(m, rl.coflow, now);
-		}
+		e.significant = t == next_watch || t == wake;
+		ndone = retire_due(&e);
+		while (next_job < m->njobs && admit_time(&e, next_job) <= e.now)
+			cp_model_job_arrive(m, next_job++, e.now);
+		while (e.nrheap && e.rheap[0].t_ns <= e.now)
+			cp_model_coflow_release(m, rel_pop(&e).coflow, e.now);
 		if (e.emit_err) {
 			r = loom_err_set(err, -e.emit_err, "out of memory");
 			goto out;
 		}
-		if (next_tick <= now)
-			next_tick = o->reeval_ns ? (now / o->reeval_ns + 1) * o->reeval_ns
-						 : CP_TIME_NEVER;
+		if (next_tick <= e.now) {
+			e.significant = true;
+			next_tick = o->reeval_ns ? (e.now / o->reeval_ns + 1) * o->reeval_ns :
+						   CP_TIME_NEVER;
+		}
 		st.events += e.nevs;
 		st.steps++;
 		for (size_t i = 0; i < e.nevs; i++)
@@ -328,41 +539,23 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 		if (cp_model_all_done(m))
 			break;
 
-		/* Decide and turn the decision into rates. */
-		policy_decision_clear(&e.d);
-		r = policy_decide(p, m, now, &e.d);
-		st.decisions++;
-		if (r < 0) {
-			r = loom_err_set(err, -r, "policy '%s' failed at t=%llu ns", p->cls->name,
-					 (unsigned long long)now);
-			goto out;
+		if (e.significant) {
+			r = decide(&e, err);
+			if (r < 0)
+				goto out;
+		} else if (ndone) {
+			sim_fabric_update(&e.fabric, m, e.done, ndone, set_rate, &e);
 		}
-		if (++e.stamp_gen == 0) {
-			memset(e.stamp, 0, m->ncoflows * sizeof(*e.stamp));
-			e.stamp_gen = 1;
-		}
-		r = policy_decision_validate(&e.d, m, e.stamp, e.stamp_gen, err);
-		if (r < 0)
-			goto out;
-		sim_fabric_allocate(&e.fabric, m, &e.d, o);
-		if (o->check) {
-			double load = sim_fabric_max_load(&e.fabric, m);
-
-			if (load > st.max_port_load)
-				st.max_port_load = load;
-			st.checked_steps++;
-		}
-		next_done = plan(&e, now);
-		next_watch = e.d.nwatch ? watch_time(&e, now) : CP_TIME_NEVER;
+		next_watch = e.d.nwatch ? watch_time(&e) : CP_TIME_NEVER;
 		if (o->progress && o->progress_every && st.steps % o->progress_every == 0) {
-			struct sim_progress pr = {now, m->jobs_done, m->njobs, st.events};
+			struct sim_progress pr = {e.now, m->jobs_done, m->njobs, st.events};
 
 			o->progress(o->progress_ctx, &pr);
 		}
 	}
-	st.makespan_ns = now;
+	st.makespan_ns = e.now;
 	if (o->progress) {
-		struct sim_progress pr = {now, m->jobs_done, m->njobs, st.events};
+		struct sim_progress pr = {e.now, m->jobs_done, m->njobs, st.events};
 
 		o->progress(o->progress_ctx, &pr);
 	}

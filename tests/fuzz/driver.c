@@ -21,7 +21,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define MAX_SEEDS 256
+#define MAX_SEEDS      256
 #define FUZZ_MAX_INPUT (1u << 20)
 
 struct buf {

@@ -13,8 +13,8 @@
 #include "controlplane/sim/sim.h"
 
 #define RATE 8000000000ULL
-#define GB 1000000000ULL
-#define S(x) ((uint64_t)((x) * 1e9 + 0.5))
+#define GB   1000000000ULL
+#define S(x) ((uint64_t)((x)*1e9 + 0.5))
 
 struct golden {
 	struct topo *t;
@@ -330,14 +330,10 @@ static void test_invalid_decision(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_shared_port_fifo),
-		cmocka_unit_test(test_shared_port_fair),
-		cmocka_unit_test(test_madd_backfill),
-		cmocka_unit_test(test_three_stage_job),
-		cmocka_unit_test(test_diamond),
-		cmocka_unit_test(test_quantisation),
-		cmocka_unit_test(test_epochs),
-		cmocka_unit_test(test_empty_coflow),
+		cmocka_unit_test(test_shared_port_fifo), cmocka_unit_test(test_shared_port_fair),
+		cmocka_unit_test(test_madd_backfill),    cmocka_unit_test(test_three_stage_job),
+		cmocka_unit_test(test_diamond),          cmocka_unit_test(test_quantisation),
+		cmocka_unit_test(test_epochs),           cmocka_unit_test(test_empty_coflow),
 		cmocka_unit_test(test_invalid_decision),
 	};
 

@@ -8,6 +8,8 @@
 
 /* Capacity below this fraction of a port's rate counts as none (float residue). */
 #define FREE_EPS 1e-9
+/* At most this many doubles of per-class free-capacity snapshots. */
+#define SNAP_MAX_DOUBLES (1u << 20)
 
 int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 {
@@ -44,10 +46,16 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	fb->hvals = calloc(fb->hcap, sizeof(*fb->hvals));
 	fb->hstamp = calloc(fb->hcap, sizeof(*fb->hstamp));
 	fb->scratch = calloc(np + 1, sizeof(*fb->scratch));
-	if (!fb->cap || !fb->free_bps || !fb->fport_start || !fb->fport_list || !fb->pairs ||
-	    !fb->members || !fb->pair_of || !fb->classes || !fb->tports || !fb->tl_start ||
-	    !fb->tl_end || !fb->tlist || !fb->cntw || !fb->entry_of || !fb->ver || !fb->pstamp ||
-	    !fb->heap || !fb->old_rate || !fb->hkeys || !fb->hvals || !fb->hstamp || !fb->scratch) {
+	fb->snap_classes = SNAP_MAX_DOUBLES / np;
+	if (fb->snap_classes > nc)
+		fb->snap_classes = (uint32_t)nc;
+	fb->snap = calloc((size_t)fb->snap_classes * np + 1, sizeof(*fb->snap));
+	fb->dirty_class = CP_NONE;
+	if (!fb->snap || !fb->cap || !fb->free_bps || !fb->fport_start || !fb->fport_list ||
+	    !fb->pairs || !fb->members || !fb->pair_of || !fb->classes || !fb->tports ||
+	    !fb->tl_start || !fb->tl_end || !fb->tlist || !fb->cntw || !fb->entry_of || !fb->ver ||
+	    !fb->pstamp || !fb->heap || !fb->old_rate || !fb->hkeys || !fb->hvals || !fb->hstamp ||
+	    !fb->scratch) {
 		sim_fabric_done(fb);
 		return -ENOMEM;
 	}
@@ -80,6 +88,7 @@ void sim_fabric_done(struct sim_fabric *fb)
 	free(fb->hvals);
 	free(fb->hstamp);
 	free(fb->scratch);
+	free(fb->snap);
 	memset(fb, 0, sizeof(*fb));
 }
 
@@ -318,6 +327,7 @@ static void build_pairs(struct sim_fabric *fb, struct cp_model *m, const struct 
 				struct fabric_pair *pr = &fb->pairs[g];
 
 				if (is_new) {
+					pr->cls = fb->nclasses - 1;
 					pr->src = fl->src;
 					pr->dst = fl->dst;
 					pr->nports = fl->nports;
@@ -495,11 +505,20 @@ static void waterfill_class(struct sim_fabric *fb, const struct fabric_class *c)
 	}
 }
 
-static void waterfill_all(struct sim_fabric *fb)
+/* Water-fills classes from..nclasses-1, starting from the capacity before `from`. */
+static void waterfill_from(struct sim_fabric *fb, uint32_t from)
 {
-	memcpy(fb->free_bps, fb->cap, fb->nports * sizeof(*fb->free_bps));
-	for (uint32_t c = 0; c < fb->nclasses; c++)
+	size_t np = fb->nports;
+
+	if (from == 0)
+		memcpy(fb->free_bps, fb->cap, np * sizeof(*fb->free_bps));
+	else
+		memcpy(fb->free_bps, &fb->snap[(size_t)from * np], np * sizeof(*fb->free_bps));
+	for (uint32_t c = from; c < fb->nclasses; c++) {
+		if (c < fb->snap_classes)
+			memcpy(&fb->snap[(size_t)c * np], fb->free_bps, np * sizeof(*fb->free_bps));
 		waterfill_class(fb, &fb->classes[c]);
+	}
 }
 
 /* ---- the interface -------------------------------------------------------- */
@@ -515,7 +534,8 @@ void sim_fabric_allocate(struct sim_fabric *fb, struct cp_model *m, const struct
 	}
 	memset(fb->scratch, 0, (fb->nports + 1) * sizeof(*fb->scratch));
 	build_pairs(fb, m, d, o);
-	waterfill_all(fb);
+	fb->dirty_class = CP_NONE;
+	waterfill_from(fb, 0);
 	for (uint32_t g = 0; g < fb->npairs; g++) {
 		const struct fabric_pair *pr = &fb->pairs[g];
 
@@ -530,7 +550,11 @@ void sim_fabric_flow_gone(struct sim_fabric *fb, const struct cp_model *m, uint3
 	const struct cp_flow *fl = &m->flows[f];
 
 	if (!fb->rate_mode) {
-		fb->pairs[fb->pair_of[f]].n--;
+		struct fabric_pair *pr = &fb->pairs[fb->pair_of[f]];
+
+		pr->n--;
+		if (pr->cls < fb->dirty_class)
+			fb->dirty_class = pr->cls;
 		return;
 	}
 	for (uint32_t q = 0; q < fl->nports; q++) {
@@ -554,10 +578,18 @@ void sim_fabric_update(struct sim_fabric *fb, struct cp_model *m, const uint32_t
 		}
 		return;
 	}
-	for (uint32_t g = 0; g < fb->npairs; g++)
+	uint32_t from = fb->dirty_class, g0;
+
+	if (from == CP_NONE)
+		return;
+	if (from >= fb->snap_classes)
+		from = 0;
+	fb->dirty_class = CP_NONE;
+	g0 = fb->classes[from].pstart;
+	for (uint32_t g = g0; g < fb->npairs; g++)
 		fb->old_rate[g] = fb->pairs[g].rate_bps;
-	waterfill_all(fb);
-	for (uint32_t g = 0; g < fb->npairs; g++) {
+	waterfill_from(fb, from);
+	for (uint32_t g = g0; g < fb->npairs; g++) {
 		const struct fabric_pair *pr = &fb->pairs[g];
 
 		if (pr->n == 0 || pr->rate_bps == fb->old_rate[g])

@@ -32,6 +32,7 @@ struct fabric_pair {
 	uint32_t src, dst;
 	uint32_t nports;
 	uint32_t ports[TOPO_MAX_FLOW_PORTS];
+	uint32_t cls;          /* index into classes */
 	uint32_t n;            /* unfinished member flows */
 	double rate_bps;       /* each member's rate */
 	uint32_t mstart, mend; /* members[mstart .. mend) */
@@ -80,6 +81,14 @@ struct sim_fabric {
 	uint32_t *hstamp;
 	uint32_t hcap, hgen;
 	uint32_t *scratch; /* nports + 1 */
+	/*
+	 * free_bps before each class (class c at snap[c * nports]) for the first
+	 * snap_classes classes, so an update re-fills only from the highest class
+	 * that lost a flow: strict priority leaves the classes above it as they are.
+	 */
+	double *snap;
+	uint32_t snap_classes;
+	uint32_t dirty_class; /* lowest class index with a finished flow, or CP_NONE */
 };
 
 int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m);

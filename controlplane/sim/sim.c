@@ -48,7 +48,10 @@ struct engine {
 	uint64_t *job_t_at;
 	double *job_rate;
 	double *alloc_bps; /* per port, only with opts.check */
-	uint32_t *done;    /* flows finishing in the current step */
+	uint32_t *dirty;   /* ports whose allocation changed this step (check) */
+	uint32_t ndirty;
+	bool *is_dirty;
+	uint32_t *done; /* flows finishing in the current step */
 
 	struct release *rheap;
 	size_t nrheap;
@@ -222,17 +225,32 @@ static void flow_plan(struct engine *e, uint32_t f)
 	}
 }
 
+/* With opts.check: tracks each port's allocated rate (checked at the end of a step). */
 static void alloc_add(struct engine *e, const struct cp_flow *fl, double delta)
 {
 	for (uint32_t q = 0; q < fl->nports; q++) {
 		uint32_t p = fl->ports[q];
-		double load;
 
 		e->alloc_bps[p] += delta;
-		load = e->alloc_bps[p] / (double)e->m->topo->port_bps[p];
+		if (!e->is_dirty[p]) {
+			e->is_dirty[p] = true;
+			e->dirty[e->ndirty++] = p;
+		}
+	}
+}
+
+/* End of a step: no port may carry more than its capacity. */
+static void check_ports(struct engine *e)
+{
+	for (uint32_t i = 0; i < e->ndirty; i++) {
+		uint32_t p = e->dirty[i];
+		double load = e->alloc_bps[p] / (double)e->m->topo->port_bps[p];
+
 		if (load > e->st->max_port_load)
 			e->st->max_port_load = load;
+		e->is_dirty[p] = false;
 	}
+	e->ndirty = 0;
 }
 
 /* Changes one flow's rate at the current time (the fabric's callback). */
@@ -291,6 +309,8 @@ static void engine_done(struct engine *e)
 	free(e->job_t_at);
 	free(e->job_rate);
 	free(e->alloc_bps);
+	free(e->dirty);
+	free(e->is_dirty);
 	free(e->done);
 	free(e->rheap);
 	free(e->evs);
@@ -313,10 +333,13 @@ static int engine_init(struct engine *e, struct cp_model *m)
 	e->job_t_at = calloc(nj, sizeof(*e->job_t_at));
 	e->job_rate = calloc(nj, sizeof(*e->job_rate));
 	e->alloc_bps = calloc(m->topo->nports, sizeof(*e->alloc_bps));
+	e->dirty = calloc(m->topo->nports, sizeof(*e->dirty));
+	e->is_dirty = calloc(m->topo->nports, sizeof(*e->is_dirty));
 	e->done = malloc(nf * sizeof(*e->done));
 	e->rheap = malloc(nc * sizeof(*e->rheap));
 	if (!e->stamp || !e->t_at || !e->eta_ns || !e->hpos || !e->fheap || !e->cf_t_at ||
-	    !e->job_t_at || !e->job_rate || !e->alloc_bps || !e->done || !e->rheap)
+	    !e->job_t_at || !e->job_rate || !e->alloc_bps || !e->dirty || !e->is_dirty ||
+	    !e->done || !e->rheap)
 		return -ENOMEM;
 	memset(e->hpos, 0xff, nf * sizeof(*e->hpos));
 	return 0;
@@ -546,6 +569,8 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 		} else if (ndone) {
 			sim_fabric_update(&e.fabric, m, e.done, ndone, set_rate, &e);
 		}
+		if (o->check)
+			check_ports(&e);
 		next_watch = e.d.nwatch ? watch_time(&e) : CP_TIME_NEVER;
 		if (o->progress && o->progress_every && st.steps % o->progress_every == 0) {
 			struct sim_progress pr = {e.now, m->jobs_done, m->njobs, st.events};

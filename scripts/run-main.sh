@@ -15,9 +15,9 @@ echo "== Facebook coflow benchmark (FB2010): 526 coflows, 706,397 flows, 150 por
 "$bin/loom-replay" --trace data/fb2010/FB2010-1Hr-150-0.txt --mode both --out out/fb2010
 
 echo
-echo "== Multi-stage jobs: 200 TPC-H-shaped DAGs, FB2010-sampled coflows, load 0.7, 150 hosts =="
+echo "== Multi-stage jobs: 50 TPC-H-shaped DAGs, FB2010-sampled coflows, load 0.7, 150 hosts =="
 mkdir -p out/tpch
-"$bin/loom-gen" --out out/tpch/jobs-l0.7-s1.loom --jobs 200 --load 0.7 --seed 1
+"$bin/loom-gen" --out out/tpch/jobs-l0.7-s1.loom --jobs 50 --load 0.7 --seed 1
 "$bin/loom-replay" --trace out/tpch/jobs-l0.7-s1.loom --mode both --out out/tpch
 
 echo

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -502,6 +503,12 @@ int main(int argc, char **argv)
 			log_info("plots: %s/{cct_cdf,jct_cdf,bars}.{png,svg}", outdir);
 	}
 	log_info("CSV: %s/summary.csv and per-policy coflow/job files", outdir);
+	{
+		struct rusage ru;
+
+		if (getrusage(RUSAGE_SELF, &ru) == 0)
+			log_info("peak RSS %.1f MiB", (double)ru.ru_maxrss / 1024.0);
+	}
 	ret = 0;
 out:
 	free(list);

@@ -267,12 +267,11 @@ int cp_builder_add_edge(struct cp_builder *b, uint64_t parent_coflow_id, uint64_
 
 /* ---- finishing: validate and lay out flat -------------------------------- */
 
-static const struct b_job *sort_jobs_base;
-
-static int cmp_job_idx(const void *a, const void *b)
+static int cmp_job_idx(const void *a, const void *b, void *ctx)
 {
-	const struct b_job *x = &sort_jobs_base[*(const uint32_t *)a];
-	const struct b_job *y = &sort_jobs_base[*(const uint32_t *)b];
+	const struct b_job *jobs = ctx;
+	const struct b_job *x = &jobs[*(const uint32_t *)a];
+	const struct b_job *y = &jobs[*(const uint32_t *)b];
 
 	if (x->arrival_ns != y->arrival_ns)
 		return x->arrival_ns < y->arrival_ns ? -1 : 1;
@@ -378,8 +377,7 @@ struct cp_model *cp_builder_finish(struct cp_builder *b, struct loom_err *err)
 	/* Jobs by (arrival, id). */
 	for (uint32_t i = 0; i < b->njobs; i++)
 		job_perm[i] = i;
-	sort_jobs_base = b->jobs;
-	qsort(job_perm, b->njobs, sizeof(*job_perm), cmp_job_idx);
+	qsort_r(job_perm, b->njobs, sizeof(*job_perm), cmp_job_idx, b->jobs);
 	for (uint32_t i = 0; i < b->njobs; i++) {
 		const struct b_job *bj = &b->jobs[job_perm[i]];
 

@@ -51,12 +51,11 @@ static void fifo_done(struct policy *p)
 	p->priv = NULL;
 }
 
-static const struct cp_model *sort_model;
-
-static int cmp_arrival(const void *a, const void *b)
+static int cmp_arrival(const void *a, const void *b, void *ctx)
 {
-	const struct cp_coflow *x = &sort_model->coflows[*(const uint32_t *)a];
-	const struct cp_coflow *y = &sort_model->coflows[*(const uint32_t *)b];
+	const struct cp_model *m = ctx;
+	const struct cp_coflow *x = &m->coflows[*(const uint32_t *)a];
+	const struct cp_coflow *y = &m->coflows[*(const uint32_t *)b];
 	uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
 
 	if (x->release_ns != y->release_ns)
@@ -72,8 +71,7 @@ static int fifo_decide(struct policy *p, const struct cp_model *m, uint64_t now_
 	(void)now_ns;
 	memcpy(d->order, m->active, m->nactive * sizeof(*d->order));
 	d->norder = m->nactive;
-	sort_model = m;
-	qsort(d->order, d->norder, sizeof(*d->order), cmp_arrival);
+	qsort_r(d->order, d->norder, sizeof(*d->order), cmp_arrival, (void *)m);
 	policy_madd(m, d->order, d->norder, f->free_bps, f->port_load, d->rate_bps);
 	d->has_rates = true;
 	return 0;

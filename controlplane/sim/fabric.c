@@ -29,6 +29,9 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	fb->fport_list = calloc(nfp, sizeof(*fb->fport_list));
 	fb->pairs = calloc(nf, sizeof(*fb->pairs));
 	fb->members = calloc(nf, sizeof(*fb->members));
+	fb->entries = calloc(nf, sizeof(*fb->entries));
+	fb->flow_entry = calloc(nf, sizeof(*fb->flow_entry));
+	fb->last_cf = calloc(nf, sizeof(*fb->last_cf));
 	fb->pair_of = calloc(nf, sizeof(*fb->pair_of));
 	fb->classes = calloc(nc, sizeof(*fb->classes));
 	fb->tports = calloc(nfp, sizeof(*fb->tports));
@@ -72,6 +75,9 @@ void sim_fabric_done(struct sim_fabric *fb)
 	free(fb->fport_list);
 	free(fb->pairs);
 	free(fb->members);
+	free(fb->entries);
+	free(fb->flow_entry);
+	free(fb->last_cf);
 	free(fb->pair_of);
 	free(fb->classes);
 	free(fb->tports);
@@ -373,17 +379,56 @@ static void build_pairs(struct sim_fabric *fb, struct cp_model *m, const struct 
 		}
 		i = j;
 	}
-	/* Members of each pair. */
-	for (uint32_t g = 0, off = 0; g < fb->npairs; g++) {
-		fb->pairs[g].mstart = fb->pairs[g].mend = off;
-		off += fb->pairs[g].n;
+	/*
+	 * Members of each pair, and per pair its flows counted per coflow (the
+	 * engine keeps coflow rates from pair rates). Flows arrive coflow by
+	 * coflow, so a pair's entries are the runs of equal coflows.
+	 */
+	for (uint32_t g = 0; g < fb->npairs; g++) {
+		fb->last_cf[g] = CP_NONE;
+		fb->pairs[g].eend = 0;
 	}
 	for (i = 0; i < d->norder; i++) {
-		const struct cp_coflow *cf = &m->coflows[d->order[i]];
+		uint32_t c = d->order[i];
+		const struct cp_coflow *cf = &m->coflows[c];
 		const uint32_t *slot = &m->flow_slot[cf->first_flow];
 
-		for (uint32_t k = 0; k < cf->flows_left; k++)
-			fb->members[fb->pairs[fb->pair_of[slot[k]]].mend++] = slot[k];
+		for (uint32_t k = 0; k < cf->flows_left; k++) {
+			uint32_t g = fb->pair_of[slot[k]];
+
+			if (fb->last_cf[g] != c) {
+				fb->last_cf[g] = c;
+				fb->pairs[g].eend++;
+			}
+		}
+	}
+	for (uint32_t g = 0, off = 0, eoff = 0; g < fb->npairs; g++) {
+		struct fabric_pair *pr = &fb->pairs[g];
+		uint32_t ne = pr->eend;
+
+		pr->mstart = pr->mend = off;
+		off += pr->n;
+		pr->estart = pr->eend = eoff;
+		eoff += ne;
+		fb->last_cf[g] = CP_NONE;
+	}
+	for (i = 0; i < d->norder; i++) {
+		uint32_t c = d->order[i];
+		const struct cp_coflow *cf = &m->coflows[c];
+		const uint32_t *slot = &m->flow_slot[cf->first_flow];
+
+		for (uint32_t k = 0; k < cf->flows_left; k++) {
+			uint32_t f = slot[k], g = fb->pair_of[f];
+			struct fabric_pair *pr = &fb->pairs[g];
+
+			fb->members[pr->mend++] = f;
+			if (fb->last_cf[g] != c) {
+				fb->last_cf[g] = c;
+				fb->entries[pr->eend++] = (struct fabric_entry){c, 0};
+			}
+			fb->entries[pr->eend - 1].count++;
+			fb->flow_entry[f] = pr->eend - 1;
+		}
 	}
 }
 
@@ -550,9 +595,8 @@ void sim_fabric_flow_gone(struct sim_fabric *fb, const struct cp_model *m, uint3
 	const struct cp_flow *fl = &m->flows[f];
 
 	if (!fb->rate_mode) {
-		struct fabric_pair *pr = &fb->pairs[fb->pair_of[f]];
+		const struct fabric_pair *pr = &fb->pairs[fb->pair_of[f]];
 
-		pr->n--;
 		if (pr->cls < fb->dirty_class)
 			fb->dirty_class = pr->cls;
 		return;
@@ -567,7 +611,8 @@ void sim_fabric_flow_gone(struct sim_fabric *fb, const struct cp_model *m, uint3
 }
 
 void sim_fabric_update(struct sim_fabric *fb, struct cp_model *m, const uint32_t *freed,
-		       uint32_t nfreed, fabric_rate_fn set_rate, void *ctx)
+		       uint32_t nfreed, fabric_rate_fn set_rate, fabric_pair_fn pair_rate,
+		       void *ctx)
 {
 	if (fb->rate_mode) {
 		for (uint32_t i = 0; i < nfreed; i++) {
@@ -594,8 +639,6 @@ void sim_fabric_update(struct sim_fabric *fb, struct cp_model *m, const uint32_t
 
 		if (pr->n == 0 || pr->rate_bps == fb->old_rate[g])
 			continue;
-		for (uint32_t k = pr->mstart; k < pr->mend; k++)
-			if (!m->flows[fb->members[k]].done)
-				set_rate(ctx, fb->members[k], pr->rate_bps);
+		pair_rate(ctx, g, fb->old_rate[g]);
 	}
 }

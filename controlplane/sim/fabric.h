@@ -36,6 +36,20 @@ struct fabric_pair {
 	uint32_t n;            /* unfinished member flows */
 	double rate_bps;       /* each member's rate */
 	uint32_t mstart, mend; /* members[mstart .. mend) */
+	uint32_t estart, eend; /* entries[estart .. eend): its flows per coflow */
+	/*
+	 * Virtual clock, kept by the engine: bytes served to each member since
+	 * the pair was built, as of tv_ns. A member with tag T (its remaining
+	 * bytes at build time) has T - vbytes left.
+	 */
+	double vbytes;
+	uint64_t tv_ns;
+};
+
+/* How many unfinished flows of one coflow a pair holds. */
+struct fabric_entry {
+	uint32_t coflow;
+	uint32_t count;
 };
 
 struct fabric_class {
@@ -43,8 +57,10 @@ struct fabric_class {
 	uint32_t tstart, tend; /* entries in tports (ports this class touches) */
 };
 
-/* Called for every flow whose rate changes in sim_fabric_update(). */
+/* Rate mode: called for every flow whose rate changes in sim_fabric_update(). */
 typedef void (*fabric_rate_fn)(void *ctx, uint32_t flow, double rate_bps);
+/* Water-fill mode: called for every pair whose rate changed (pairs[pair] has the new one). */
+typedef void (*fabric_pair_fn)(void *ctx, uint32_t pair, double old_rate_bps);
 
 struct sim_fabric {
 	uint32_t nports, nhosts;
@@ -60,7 +76,10 @@ struct sim_fabric {
 	struct fabric_pair *pairs;
 	uint32_t npairs;
 	uint32_t *members; /* flows grouped by pair */
-	uint32_t *pair_of; /* per flow */
+	struct fabric_entry *entries;
+	uint32_t *flow_entry; /* per flow: its entry */
+	uint32_t *last_cf;    /* per pair: scratch while building entries */
+	uint32_t *pair_of;    /* per flow */
 	struct fabric_class *classes;
 	uint32_t nclasses;
 	uint32_t *tports;   /* per class: touched ports */
@@ -102,7 +121,11 @@ void sim_fabric_done(struct sim_fabric *fb);
 void sim_fabric_allocate(struct sim_fabric *fb, struct cp_model *m, const struct policy_decision *d,
 			 const struct sim_opts *o);
 
-/* Flow f (rate rate_bps) has finished: returns its capacity / leaves its pair. */
+/*
+ * Flow f (rate rate_bps) has finished: in rate mode returns its capacity; in
+ * water-fill mode marks its class for the next update (the engine has taken
+ * it out of its pair).
+ */
 void sim_fabric_flow_gone(struct sim_fabric *fb, const struct cp_model *m, uint32_t f,
 			  double rate_bps);
 
@@ -112,6 +135,7 @@ void sim_fabric_flow_gone(struct sim_fabric *fb, const struct cp_model *m, uint3
  * freed lists the flows that finished (their ports are where capacity was freed).
  */
 void sim_fabric_update(struct sim_fabric *fb, struct cp_model *m, const uint32_t *freed,
-		       uint32_t nfreed, fabric_rate_fn set_rate, void *ctx);
+		       uint32_t nfreed, fabric_rate_fn set_rate, fabric_pair_fn pair_rate,
+		       void *ctx);
 
 #endif

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The event loop. Flow state is kept lazily: a flow's remaining bytes are
- * exact as of t_at[f] and move at its constant rate until the rate changes,
- * so a step costs what changes in it, not the number of flows in flight.
- * Completion times sit in an indexed min-heap.
+ * The event loop. State is kept lazily, so a step costs what changes in it,
+ * not the number of flows in flight:
+ *   - rate mode: a flow's remaining bytes are exact as of t_at[f] and move at
+ *     its constant rate; the completion heap holds flows;
+ *   - water-fill mode: flows of a fabric pair share one rate, so the pair
+ *     keeps a virtual clock (bytes served per member) and each member a tag
+ *     (its remaining bytes when the pair was built); members finish in tag
+ *     order, kept in a per-pair heap, and the completion heap holds pairs.
+ * Flow remaining bytes are brought up to date before every policy decision.
  */
 #include "controlplane/sim/sim.h"
 
@@ -39,10 +44,12 @@ struct engine {
 	uint32_t stamp_gen;
 	uint64_t now;
 
-	uint64_t *t_at;   /* per flow: time its remaining_bytes refers to */
-	uint64_t *eta_ns; /* per flow: completion time at its current rate */
-	uint32_t *hpos;   /* per flow: index in fheap, CP_NONE if absent */
-	uint32_t *fheap;  /* flows by eta */
+	uint64_t *t_at; /* per flow: time its remaining_bytes refers to */
+	double *tag;    /* per flow, water-fill mode: see above */
+	/* Completion heap over units: flows in rate mode, pairs in water-fill mode. */
+	uint64_t *eta_ns; /* per unit: next completion at current rates */
+	uint32_t *hpos;   /* per unit: index in fheap, CP_NONE if absent */
+	uint32_t *fheap;  /* units by eta */
 	uint32_t nfheap;
 	uint64_t *cf_t_at; /* per coflow: time its sent_bytes refers to */
 	uint64_t *job_t_at;
@@ -302,6 +309,7 @@ static void engine_done(struct engine *e)
 	policy_decision_done(&e->d);
 	free(e->stamp);
 	free(e->t_at);
+	free(e->tag);
 	free(e->eta_ns);
 	free(e->hpos);
 	free(e->fheap);
@@ -326,6 +334,7 @@ static int engine_init(struct engine *e, struct cp_model *m)
 		return -ENOMEM;
 	e->stamp = calloc(nc, sizeof(*e->stamp));
 	e->t_at = calloc(nf, sizeof(*e->t_at));
+	e->tag = calloc(nf, sizeof(*e->tag));
 	e->eta_ns = calloc(nf, sizeof(*e->eta_ns));
 	e->hpos = malloc(nf * sizeof(*e->hpos));
 	e->fheap = malloc(nf * sizeof(*e->fheap));
@@ -337,9 +346,9 @@ static int engine_init(struct engine *e, struct cp_model *m)
 	e->is_dirty = calloc(m->topo->nports, sizeof(*e->is_dirty));
 	e->done = malloc(nf * sizeof(*e->done));
 	e->rheap = malloc(nc * sizeof(*e->rheap));
-	if (!e->stamp || !e->t_at || !e->eta_ns || !e->hpos || !e->fheap || !e->cf_t_at ||
-	    !e->job_t_at || !e->job_rate || !e->alloc_bps || !e->dirty || !e->is_dirty ||
-	    !e->done || !e->rheap)
+	if (!e->stamp || !e->t_at || !e->tag || !e->eta_ns || !e->hpos || !e->fheap ||
+	    !e->cf_t_at || !e->job_t_at || !e->job_rate || !e->alloc_bps || !e->dirty ||
+	    !e->is_dirty || !e->done || !e->rheap)
 		return -ENOMEM;
 	memset(e->hpos, 0xff, nf * sizeof(*e->hpos));
 	return 0;
@@ -354,19 +363,126 @@ static uint64_t admit_time(const struct engine *e, uint32_t j)
 	return (t / ep + 1) * ep;
 }
 
+/* ---- water-fill mode: pairs with a virtual clock --------------------------- */
+
+static inline void pair_sync(struct engine *e, struct fabric_pair *pr, double rate_bps)
+{
+	if (rate_bps > 0)
+		pr->vbytes += rate_bps * (double)(e->now - pr->tv_ns) * 1.25e-10;
+	pr->tv_ns = e->now;
+}
+
+/* Members of a pair form a min-heap on tag in members[mstart .. mstart + n). */
+static void mheap_down(struct engine *e, uint32_t *h, uint32_t n, uint32_t i)
+{
+	uint32_t f = h[i];
+	double key = e->tag[f];
+
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && e->tag[h[c + 1]] < e->tag[h[c]])
+			c++;
+		if (key <= e->tag[h[c]])
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = f;
+}
+
+static uint32_t mheap_pop(struct engine *e, struct fabric_pair *pr)
+{
+	uint32_t *h = &e->fabric.members[pr->mstart];
+	uint32_t top = h[0];
+
+	h[0] = h[--pr->n];
+	if (pr->n)
+		mheap_down(e, h, pr->n, 0);
+	return top;
+}
+
+/* The pair's next completion (pair synced to now). */
+static void pair_plan(struct engine *e, uint32_t g)
+{
+	const struct fabric_pair *pr = &e->fabric.pairs[g];
+	uint64_t dt;
+	double left;
+
+	e->eta_ns[g] = CP_TIME_NEVER;
+	if (pr->n == 0 || pr->rate_bps <= 0)
+		return;
+	left = e->tag[e->fabric.members[pr->mstart]] - pr->vbytes;
+	dt = time_to_send(left > 0 ? left : 0, pr->rate_bps);
+	if (dt != CP_TIME_NEVER)
+		e->eta_ns[g] = e->now + dt;
+}
+
+/* Fabric callback: pair g's rate changed from old_bps to pairs[g].rate_bps. */
+static void pair_rate(void *ctx, uint32_t g, double old_bps)
+{
+	struct engine *e = ctx;
+	struct fabric_pair *pr = &e->fabric.pairs[g];
+	double delta = pr->rate_bps - old_bps;
+
+	pair_sync(e, pr, old_bps);
+	for (uint32_t k = pr->estart; k < pr->eend; k++) {
+		const struct fabric_entry *en = &e->fabric.entries[k];
+		struct cp_coflow *cf = &e->m->coflows[en->coflow];
+
+		if (!en->count)
+			continue;
+		coflow_sync(e, en->coflow);
+		cf->rate_bps += delta * en->count;
+		e->job_rate[cf->job] += delta * en->count;
+	}
+	if (e->o->check)
+		for (uint32_t k = 0; k < pr->nports; k++) {
+			uint32_t p = pr->ports[k];
+
+			e->alloc_bps[p] += delta * pr->n;
+			if (!e->is_dirty[p]) {
+				e->is_dirty[p] = true;
+				e->dirty[e->ndirty++] = p;
+			}
+		}
+	pair_plan(e, g);
+	fh_update(e, g);
+}
+
 /* Brings every active flow, coflow and job up to now (before a decision). */
 static void sync_all(struct engine *e)
 {
 	struct cp_model *m = e->m;
+	struct sim_fabric *fb = &e->fabric;
 
-	for (uint32_t a = 0; a < m->nactive; a++) {
-		uint32_t c = m->active[a];
-		const struct cp_coflow *cf = &m->coflows[c];
-		const uint32_t *slot = &m->flow_slot[cf->first_flow];
+	for (uint32_t a = 0; a < m->nactive; a++)
+		coflow_sync(e, m->active[a]);
+	if (fb->rate_mode) {
+		for (uint32_t a = 0; a < m->nactive; a++) {
+			const struct cp_coflow *cf = &m->coflows[m->active[a]];
+			const uint32_t *slot = &m->flow_slot[cf->first_flow];
 
-		coflow_sync(e, c);
-		for (uint32_t k = 0; k < cf->flows_left; k++)
-			flow_sync(e, slot[k]);
+			for (uint32_t k = 0; k < cf->flows_left; k++)
+				flow_sync(e, slot[k]);
+		}
+		return;
+	}
+	/* Flows released since the last decision are in no pair and have not moved. */
+	for (uint32_t g = 0; g < fb->npairs; g++) {
+		struct fabric_pair *pr = &fb->pairs[g];
+
+		pair_sync(e, pr, pr->rate_bps);
+		for (uint32_t k = 0; k < pr->n; k++) {
+			uint32_t f = fb->members[pr->mstart + k];
+			struct cp_flow *fl = &m->flows[f];
+
+			fl->remaining_bytes = e->tag[f] - pr->vbytes;
+			fl->rate_bps = pr->rate_bps;
+			e->t_at[f] = e->now;
+		}
 	}
 }
 
@@ -392,14 +508,31 @@ static void replan_all(struct engine *e)
 			const struct cp_flow *fl = &m->flows[f];
 
 			sum += fl->rate_bps;
-			flow_plan(e, f);
-			if (e->eta_ns[f] != CP_TIME_NEVER)
-				e->fheap[n++] = f;
+			e->t_at[f] = e->now;
+			if (e->fabric.rate_mode) {
+				flow_plan(e, f);
+				if (e->eta_ns[f] != CP_TIME_NEVER)
+					e->fheap[n++] = f;
+			} else {
+				e->tag[f] = fl->remaining_bytes;
+			}
 			if (e->o->check)
 				alloc_add(e, fl, fl->rate_bps);
 		}
 		cf->rate_bps = sum;
 		e->job_rate[cf->job] += sum;
+	}
+	for (uint32_t g = 0; !e->fabric.rate_mode && g < e->fabric.npairs; g++) {
+		struct fabric_pair *pr = &e->fabric.pairs[g];
+		uint32_t *h = &e->fabric.members[pr->mstart];
+
+		pr->vbytes = 0;
+		pr->tv_ns = e->now;
+		for (uint32_t i = pr->n / 2; i-- > 0;)
+			mheap_down(e, h, pr->n, i);
+		pair_plan(e, g);
+		if (e->eta_ns[g] != CP_TIME_NEVER)
+			e->fheap[n++] = g;
 	}
 	e->nfheap = n;
 	for (uint32_t i = 0; i < n; i++)
@@ -440,31 +573,62 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+/* One finished flow's bookkeeping (both modes); rate is what it ran at. */
+static void flow_finished(struct engine *e, uint32_t f, double rate, double resid, uint32_t *n)
+{
+	struct cp_model *m = e->m;
+	struct cp_flow *fl = &m->flows[f];
+	struct cp_coflow *cf = &m->coflows[fl->coflow];
+
+	if (e->o->check && resid > e->st->max_residual_bytes)
+		e->st->max_residual_bytes = resid;
+	coflow_sync(e, fl->coflow);
+	cf->rate_bps -= rate;
+	e->job_rate[cf->job] -= rate;
+	if (e->o->check)
+		alloc_add(e, fl, -rate);
+	sim_fabric_flow_gone(&e->fabric, m, f, rate);
+	e->done[(*n)++] = f;
+	cp_model_flow_done(m, f, e->now);
+}
+
 /* Retires the flows due at now; returns how many. */
 static uint32_t retire_due(struct engine *e)
 {
 	struct cp_model *m = e->m;
+	struct sim_fabric *fb = &e->fabric;
 	uint32_t n = 0;
 
 	while (e->nfheap && e->eta_ns[e->fheap[0]] <= e->now) {
-		uint32_t f = e->fheap[0];
-		struct cp_flow *fl = &m->flows[f];
-		struct cp_coflow *cf = &m->coflows[fl->coflow];
-		double rate = fl->rate_bps, resid;
+		uint32_t u = e->fheap[0];
 
-		fh_remove(e, f);
-		flow_sync(e, f);
-		coflow_sync(e, fl->coflow);
-		resid = fabs(fl->remaining_bytes);
-		if (e->o->check && resid > e->st->max_residual_bytes)
-			e->st->max_residual_bytes = resid;
-		cf->rate_bps -= rate;
-		e->job_rate[cf->job] -= rate;
-		if (e->o->check)
-			alloc_add(e, fl, -rate);
-		sim_fabric_flow_gone(&e->fabric, m, f, rate);
-		e->done[n++] = f;
-		cp_model_flow_done(m, f, e->now);
+		if (fb->rate_mode) {
+			struct cp_flow *fl = &m->flows[u];
+			double rate = fl->rate_bps;
+
+			fh_remove(e, u);
+			flow_sync(e, u);
+			flow_finished(e, u, rate, fabs(fl->remaining_bytes), &n);
+			continue;
+		}
+		/* The pair's first member is due; so is any member with the same tag. */
+		struct fabric_pair *pr = &fb->pairs[u];
+		bool first = true;
+
+		pair_sync(e, pr, pr->rate_bps);
+		while (pr->n) {
+			uint32_t f = fb->members[pr->mstart];
+			double left = e->tag[f] - pr->vbytes;
+
+			if (!first && left > 0)
+				break;
+			first = false;
+			mheap_pop(e, pr);
+			fb->entries[fb->flow_entry[f]].count--;
+			flow_finished(e, f, pr->rate_bps, fabs(left), &n);
+		}
+		pair_plan(e, u);
+		fh_update(e, u);
 	}
 	return n;
 }
@@ -567,7 +731,7 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 			if (r < 0)
 				goto out;
 		} else if (ndone) {
-			sim_fabric_update(&e.fabric, m, e.done, ndone, set_rate, &e);
+			sim_fabric_update(&e.fabric, m, e.done, ndone, set_rate, pair_rate, &e);
 		}
 		if (o->check)
 			check_ports(&e);

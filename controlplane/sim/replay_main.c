@@ -386,7 +386,8 @@ int main(int argc, char **argv)
 	enum sim_trace_format fmt;
 	struct cp_model *m = NULL;
 	struct topo *t = NULL;
-	char outdir[PATH_MAX], path[PATH_MAX], *list = NULL, *save = NULL;
+	/* outdir leaves room in path for "/<label>-coflows.csv" and the like */
+	char outdir[PATH_MAX - 128], path[PATH_MAX], *list = NULL, *save = NULL;
 	const char *base;
 	uint32_t nhosts = 0;
 	size_t nruns = 0, npol = 0;
@@ -462,9 +463,13 @@ int main(int argc, char **argv)
 	base = strrchr(a.trace, '/');
 	base = base ? base + 1 : a.trace;
 	if (a.out)
-		snprintf(outdir, sizeof(outdir), "%s", a.out);
+		r = snprintf(outdir, sizeof(outdir), "%s", a.out);
 	else
-		snprintf(outdir, sizeof(outdir), "out/%.*s", (int)strcspn(base, "."), base);
+		r = snprintf(outdir, sizeof(outdir), "out/%.*s", (int)strcspn(base, "."), base);
+	if (r < 0 || (size_t)r >= sizeof(outdir)) {
+		log_err("--out: folder name longer than %zu characters", sizeof(outdir) - 1);
+		goto out;
+	}
 	r = mkdir_p(outdir);
 	if (r < 0) {
 		log_err("cannot create output folder %s: %s", outdir, strerror(-r));

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/rng.h"
+#include "controlplane/sim/lexer.h"
 
 /* Largest time the generator writes (arrival, offset, delay), in ns; as the trace reader's. */
 #define GEN_MAX_NS (1ULL << 62)
@@ -29,116 +30,19 @@
 
 /* ---- dags.txt ------------------------------------------------------------- */
 
-__attribute__((format(printf, 4, 5))) static int dags_err(struct loom_err *err, const char *name,
-							  unsigned long line, const char *fmt, ...)
-{
-	char msg[LOOM_ERR_MSG_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return loom_err_set(err, EINVAL, "%s:%lu: %s", name, line, msg);
-}
-
-static int dags_nomem(struct loom_err *err, const char *name, unsigned long line)
-{
-	return loom_err_set(err, ENOMEM, "%s:%lu: out of memory", name, line);
-}
-
-/* Makes room for need elements of size elem in *p (capacity *cap). 0 or -ENOMEM. */
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t n = *cap ? *cap : 16;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need) {
-		if (n > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		n *= 2;
-	}
-	q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
-struct lexer {
-	const char *buf;
-	size_t len, pos;
-	const char *name;
-	unsigned long lineno;
-	char *line;
-	size_t line_cap;
-	char **tok;
-	size_t ntok, tok_cap;
-};
-
-static bool lex_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
-/* Next line with tokens ('#' comments to the end of the line): 1, 0 at the end, or -errno. */
-static int lex_next(struct lexer *lx, struct loom_err *err)
-{
-	while (lx->pos < lx->len) {
-		const char *start = lx->buf + lx->pos;
-		size_t rest = lx->len - lx->pos;
-		const char *nl = memchr(start, '\n', rest);
-		size_t n = nl ? (size_t)(nl - start) : rest;
-		char *p, *hash;
-
-		lx->pos += nl ? n + 1 : n;
-		lx->lineno++;
-		if (memchr(start, '\0', n))
-			return dags_err(err, lx->name, lx->lineno, "NUL byte in line");
-		if (grow((void **)&lx->line, &lx->line_cap, n + 1, 1) < 0)
-			return dags_nomem(err, lx->name, lx->lineno);
-		memcpy(lx->line, start, n);
-		lx->line[n] = '\0';
-		hash = strchr(lx->line, '#');
-		if (hash)
-			*hash = '\0';
-		lx->ntok = 0;
-		p = lx->line;
-		for (;;) {
-			while (lex_space(*p))
-				p++;
-			if (*p == '\0')
-				break;
-			if (grow((void **)&lx->tok, &lx->tok_cap, lx->ntok + 1, sizeof(char *)) < 0)
-				return dags_nomem(err, lx->name, lx->lineno);
-			lx->tok[lx->ntok++] = p;
-			while (*p != '\0' && !lex_space(*p))
-				p++;
-			if (*p != '\0')
-				*p++ = '\0';
-		}
-		if (lx->ntok > 0)
-			return 1;
-	}
-	return 0;
-}
-
-#define lex_err(lx, err, ...) dags_err((err), (lx)->name, (lx)->lineno, __VA_ARGS__)
-
 /* An unsigned integer <= max. */
-static int tok_uint(struct lexer *lx, const char *tok, const char *what, uint64_t max,
+static int tok_uint(struct sim_lexer *lx, const char *tok, const char *what, uint64_t max,
 		    uint64_t *ret, struct loom_err *err)
 {
 	unsigned long long v = 0;
 	int r = loom_parse_u64(tok, &v);
 
 	if (r == -ERANGE || (r == 0 && v > max))
-		return lex_err(lx, err, "%s '" TOKQ "' is out of range (max %" PRIu64 ")", what,
-			       tok, max);
+		return sim_lex_err(lx, err, "%s '" TOKQ "' is out of range (max %" PRIu64 ")", what,
+				   tok, max);
 	if (r < 0)
-		return lex_err(lx, err, "%s '" TOKQ "' is not a non-negative integer", what, tok);
+		return sim_lex_err(lx, err, "%s '" TOKQ "' is not a non-negative integer", what,
+				   tok);
 	*ret = v;
 	return 0;
 }
@@ -231,7 +135,7 @@ out:
 #define DAGS_USAGE "<size> <query> <nodes> <edges> | <tasks>:<mean_ms>... | <parent>><child>..."
 
 /* Parses the current line into d (zeroed; on failure the caller frees what it holds). */
-static int dags_line(struct lexer *lx, struct sim_dag *d, struct loom_err *err)
+static int dags_line(struct sim_lexer *lx, struct sim_dag *d, struct loom_err *err)
 {
 	uint64_t q = 0, nn = 0, ne = 0;
 	size_t ntok = lx->ntok;
@@ -239,42 +143,44 @@ static int dags_line(struct lexer *lx, struct sim_dag *d, struct loom_err *err)
 	int r, n;
 
 	if (ntok < 6)
-		return lex_err(lx, err, "truncated line: expected '" DAGS_USAGE "'");
+		return sim_lex_err(lx, err, "truncated line: expected '" DAGS_USAGE "'");
 	if ((r = tok_uint(lx, lx->tok[1], "query", UINT32_MAX, &q, err)) < 0 ||
 	    (r = tok_uint(lx, lx->tok[2], "node count", UINT32_MAX - 1, &nn, err)) < 0 ||
 	    (r = tok_uint(lx, lx->tok[3], "edge count", UINT32_MAX - 1, &ne, err)) < 0)
 		return r;
 	if (nn == 0)
-		return lex_err(lx, err, "node count must be > 0");
+		return sim_lex_err(lx, err, "node count must be > 0");
 	n = snprintf(d->label, sizeof(d->label), "%s-q%" PRIu64, lx->tok[0], q);
 	if (n < 0 || (size_t)n >= sizeof(d->label))
-		return lex_err(lx, err,
-			       "label '" TOKQ "-q%" PRIu64 "' is longer than %zu characters",
-			       lx->tok[0], q, sizeof(d->label) - 1);
+		return sim_lex_err(lx, err,
+				   "label '" TOKQ "-q%" PRIu64 "' is longer than %zu characters",
+				   lx->tok[0], q, sizeof(d->label) - 1);
 	if (strcmp(lx->tok[4], "|") != 0)
-		return lex_err(lx, err, "expected '|' after the edge count, not '" TOKQ "'",
-			       lx->tok[4]);
+		return sim_lex_err(lx, err, "expected '|' after the edge count, not '" TOKQ "'",
+				   lx->tok[4]);
 	if (nn > ntok - 6)
-		return lex_err(lx, err,
-			       "truncated line: %" PRIu64 " nodes declared but %zu tokens follow",
-			       nn, ntok - 5);
+		return sim_lex_err(lx, err,
+				   "truncated line: %" PRIu64
+				   " nodes declared but %zu tokens follow",
+				   nn, ntok - 5);
 	if (strcmp(lx->tok[5 + nn], "|") != 0)
-		return lex_err(lx, err,
-			       "expected '|' after the %" PRIu64 " node fields, not '" TOKQ "'", nn,
-			       lx->tok[5 + nn]);
+		return sim_lex_err(lx, err,
+				   "expected '|' after the %" PRIu64 " node fields, not '" TOKQ "'",
+				   nn, lx->tok[5 + nn]);
 	if (ne > ntok - 6 - nn)
-		return lex_err(lx, err,
-			       "truncated line: %" PRIu64 " edges declared but %zu tokens follow",
-			       ne, (size_t)(ntok - 6 - nn));
+		return sim_lex_err(lx, err,
+				   "truncated line: %" PRIu64
+				   " edges declared but %zu tokens follow",
+				   ne, (size_t)(ntok - 6 - nn));
 	if (ne < ntok - 6 - nn)
-		return lex_err(lx, err, "extra tokens after the %" PRIu64 " edges", ne);
+		return sim_lex_err(lx, err, "extra tokens after the %" PRIu64 " edges", ne);
 	d->nnodes = (uint32_t)nn;
 	d->nedges = (uint32_t)ne;
 	d->mean_task_ms = calloc(nn, sizeof(*d->mean_task_ms));
 	d->ntasks = calloc(nn, sizeof(*d->ntasks));
 	d->edges = calloc(ne + 1, sizeof(*d->edges));
 	if (!d->mean_task_ms || !d->ntasks || !d->edges)
-		return dags_nomem(err, lx->name, lx->lineno);
+		return sim_lex_nomem(err, lx->name, lx->lineno);
 	for (uint64_t i = 0; i < nn; i++) {
 		char *tok = lx->tok[5 + i];
 		char *colon = strchr(tok, ':');
@@ -282,18 +188,19 @@ static int dags_line(struct lexer *lx, struct sim_dag *d, struct loom_err *err)
 		double ms = 0;
 
 		if (!colon)
-			return lex_err(lx, err, "node field '" TOKQ "' is not <tasks>:<mean_ms>",
-				       tok);
+			return sim_lex_err(lx, err,
+					   "node field '" TOKQ "' is not <tasks>:<mean_ms>", tok);
 		*colon = '\0';
 		if ((r = tok_uint(lx, tok, "task count", UINT32_MAX, &tasks, err)) < 0)
 			return r;
 		if (tasks == 0)
-			return lex_err(lx, err, "task count of node %" PRIu64 " must be > 0", i);
+			return sim_lex_err(lx, err, "task count of node %" PRIu64 " must be > 0",
+					   i);
 		if (loom_parse_double(colon + 1, &ms) < 0 || !(ms >= 0))
-			return lex_err(lx, err,
-				       "mean task time '" TOKQ "' of node %" PRIu64
-				       " is not a number >= 0",
-				       colon + 1, i);
+			return sim_lex_err(lx, err,
+					   "mean task time '" TOKQ "' of node %" PRIu64
+					   " is not a number >= 0",
+					   colon + 1, i);
 		d->ntasks[i] = (uint32_t)tasks;
 		d->mean_task_ms[i] = ms;
 	}
@@ -303,45 +210,45 @@ static int dags_line(struct lexer *lx, struct sim_dag *d, struct loom_err *err)
 		uint64_t p = 0, c = 0;
 
 		if (!gt)
-			return lex_err(lx, err, "edge '" TOKQ "' is not <parent>><child>", tok);
+			return sim_lex_err(lx, err, "edge '" TOKQ "' is not <parent>><child>", tok);
 		*gt = '\0';
 		if ((r = tok_uint(lx, tok, "edge parent", nn - 1, &p, err)) < 0 ||
 		    (r = tok_uint(lx, gt + 1, "edge child", nn - 1, &c, err)) < 0)
 			return r;
 		if (p == c)
-			return lex_err(lx, err, "edge %" PRIu64 ">%" PRIu64 " is a self-loop", p,
-				       c);
+			return sim_lex_err(lx, err, "edge %" PRIu64 ">%" PRIu64 " is a self-loop",
+					   p, c);
 		d->edges[e][0] = (uint32_t)p;
 		d->edges[e][1] = (uint32_t)c;
 	}
 	r = dag_check(d, &a, &b);
 	if (r == -ENOMEM)
-		return dags_nomem(err, lx->name, lx->lineno);
+		return sim_lex_nomem(err, lx->name, lx->lineno);
 	if (r == -EEXIST)
-		return lex_err(lx, err, "duplicate edge %" PRIu32 ">%" PRIu32, a, b);
+		return sim_lex_err(lx, err, "duplicate edge %" PRIu32 ">%" PRIu32, a, b);
 	if (r == -ELOOP)
-		return lex_err(lx, err, "the edges form a cycle");
+		return sim_lex_err(lx, err, "the edges form a cycle");
 	return 0;
 }
 
 struct sim_dags *sim_dags_parse(const char *buf, size_t len, const char *name, struct loom_err *err)
 {
-	struct lexer lx = {.buf = buf, .len = buf ? len : 0, .name = name ? name : "<dags>"};
+	struct sim_lexer lx = {.buf = buf, .len = buf ? len : 0, .name = name ? name : "<dags>"};
 	struct sim_dags *d = calloc(1, sizeof(*d));
 	size_t cap = 0;
 	int r;
 
 	if (!d) {
-		r = dags_nomem(err, lx.name, 0);
+		r = sim_lex_nomem(err, lx.name, 0);
 		goto fail;
 	}
-	while ((r = lex_next(&lx, err)) > 0) {
+	while ((r = sim_lex_next(&lx, err)) > 0) {
 		if (d->n >= UINT32_MAX - 1) {
-			r = lex_err(&lx, err, "too many DAGs");
+			r = sim_lex_err(&lx, err, "too many DAGs");
 			goto fail;
 		}
-		if (grow((void **)&d->dags, &cap, (size_t)d->n + 1, sizeof(*d->dags)) < 0) {
-			r = dags_nomem(err, lx.name, lx.lineno);
+		if (sim_grow((void **)&d->dags, &cap, (size_t)d->n + 1, sizeof(*d->dags)) < 0) {
+			r = sim_lex_nomem(err, lx.name, lx.lineno);
 			goto fail;
 		}
 		memset(&d->dags[d->n], 0, sizeof(d->dags[d->n]));
@@ -355,7 +262,7 @@ struct sim_dags *sim_dags_parse(const char *buf, size_t len, const char *name, s
 	if (r < 0)
 		goto fail;
 	if (d->n == 0) {
-		r = dags_err(err, lx.name, lx.lineno ? lx.lineno : 1, "no DAGs in the file");
+		r = sim_lex_err_at(err, lx.name, lx.lineno ? lx.lineno : 1, "no DAGs in the file");
 		goto fail;
 	}
 	free(lx.line);
@@ -392,7 +299,7 @@ struct sim_dags *sim_dags_load(const char *path, struct loom_err *err)
 	for (;;) {
 		size_t n;
 
-		if (grow((void **)&buf, &cap, len + 65536, 1) < 0) {
+		if (sim_grow((void **)&buf, &cap, len + 65536, 1) < 0) {
 			r = -ENOMEM;
 			break;
 		}

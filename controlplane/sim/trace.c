@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controlplane/sim/lexer.h"
+
 /* Most flows one trace may hold. */
 #define TRACE_MAX_FLOWS (1u << 26)
 /*
@@ -44,19 +46,6 @@
 
 /* ---- errors -------------------------------------------------------------- */
 
-/* Fills err with "name:line: reason" and returns -EINVAL. */
-__attribute__((format(printf, 4, 5))) static int trace_err(struct loom_err *err, const char *name,
-							   unsigned long line, const char *fmt, ...)
-{
-	char msg[LOOM_ERR_MSG_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return loom_err_set(err, EINVAL, "%s:%lu: %s", name, line, msg);
-}
-
 /* Prefixes a message the builder left in err with "name:line: "; returns -EINVAL or -ENOMEM. */
 static int trace_builder_err(struct loom_err *err, const char *name, unsigned long line, int rc)
 {
@@ -65,136 +54,36 @@ static int trace_builder_err(struct loom_err *err, const char *name, unsigned lo
 	if (rc == -ENOMEM)
 		return loom_err_set(err, ENOMEM, "%s:%lu: out of memory", name, line);
 	snprintf(msg, sizeof(msg), "%s", loom_err_str(err));
-	return trace_err(err, name, line, "%s", msg);
+	return sim_lex_err_at(err, name, line, "%s", msg);
 }
-
-static int trace_nomem(struct loom_err *err, const char *name, unsigned long line)
-{
-	return loom_err_set(err, ENOMEM, "%s:%lu: out of memory", name, line);
-}
-
-/* ---- growable arrays ------------------------------------------------------ */
-
-/* Makes room for need elements of size elem in *p (capacity *cap). 0 or -ENOMEM. */
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t n = *cap ? *cap : 16;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need) {
-		if (n > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		n *= 2;
-	}
-	q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
-/* ---- the line lexer -------------------------------------------------------- */
-
-struct lexer {
-	const char *buf; /* borrowed input */
-	size_t len, pos;
-	const char *name;
-	unsigned long lineno; /* of the line last returned */
-	char *line;           /* copy of the current line, split in place */
-	size_t line_cap;
-	char **tok;
-	size_t ntok, tok_cap;
-};
-
-static bool lex_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
-static void lex_done(struct lexer *lx)
-{
-	free(lx->line);
-	free(lx->tok);
-}
-
-/*
- * Advances to the next line that has tokens ('#' starts a comment that runs to
- * the end of the line). Returns 1 with tok[0 .. ntok) set, 0 at the end of
- * the input, or -errno with err filled.
- */
-static int lex_next(struct lexer *lx, struct loom_err *err)
-{
-	while (lx->pos < lx->len) {
-		const char *start = lx->buf + lx->pos;
-		size_t rest = lx->len - lx->pos;
-		const char *nl = memchr(start, '\n', rest);
-		size_t n = nl ? (size_t)(nl - start) : rest;
-		char *p, *hash;
-
-		lx->pos += nl ? n + 1 : n;
-		lx->lineno++;
-		if (memchr(start, '\0', n))
-			return trace_err(err, lx->name, lx->lineno, "NUL byte in line");
-		if (grow((void **)&lx->line, &lx->line_cap, n + 1, 1) < 0)
-			return trace_nomem(err, lx->name, lx->lineno);
-		memcpy(lx->line, start, n);
-		lx->line[n] = '\0';
-		hash = strchr(lx->line, '#');
-		if (hash)
-			*hash = '\0';
-		lx->ntok = 0;
-		p = lx->line;
-		for (;;) {
-			while (lex_space(*p))
-				p++;
-			if (*p == '\0')
-				break;
-			if (grow((void **)&lx->tok, &lx->tok_cap, lx->ntok + 1, sizeof(char *)) < 0)
-				return trace_nomem(err, lx->name, lx->lineno);
-			lx->tok[lx->ntok++] = p;
-			while (*p != '\0' && !lex_space(*p))
-				p++;
-			if (*p != '\0')
-				*p++ = '\0';
-		}
-		if (lx->ntok > 0)
-			return 1;
-	}
-	return 0;
-}
-
-/* "name:line: reason" for the current line. */
-#define lex_err(lx, err, ...) trace_err((err), (lx)->name, (lx)->lineno, __VA_ARGS__)
 
 /* Checks the line has exactly n tokens; usage is the record's syntax. */
-static int lex_want(struct lexer *lx, size_t n, const char *usage, struct loom_err *err)
+static int lex_want(struct sim_lexer *lx, size_t n, const char *usage, struct loom_err *err)
 {
 	if (lx->ntok < n)
-		return lex_err(lx, err, "truncated line: expected '%s'", usage);
+		return sim_lex_err(lx, err, "truncated line: expected '%s'", usage);
 	if (lx->ntok > n)
-		return lex_err(lx, err, "extra tokens after '%s'", usage);
+		return sim_lex_err(lx, err, "extra tokens after '%s'", usage);
 	return 0;
 }
 
-static int tok_u64(struct lexer *lx, const char *tok, const char *what, uint64_t *ret,
+static int tok_u64(struct sim_lexer *lx, const char *tok, const char *what, uint64_t *ret,
 		   struct loom_err *err)
 {
 	unsigned long long v;
 	int r = loom_parse_u64(tok, &v);
 
 	if (r == -ERANGE)
-		return lex_err(lx, err, "%s '" TOKQ "' is out of range", what, tok);
+		return sim_lex_err(lx, err, "%s '" TOKQ "' is out of range", what, tok);
 	if (r < 0)
-		return lex_err(lx, err, "%s '" TOKQ "' is not a non-negative integer", what, tok);
+		return sim_lex_err(lx, err, "%s '" TOKQ "' is not a non-negative integer", what,
+				   tok);
 	*ret = v;
 	return 0;
 }
 
 /* A count that must be > 0. */
-static int tok_count(struct lexer *lx, const char *tok, const char *what, uint64_t *ret,
+static int tok_count(struct sim_lexer *lx, const char *tok, const char *what, uint64_t *ret,
 		     struct loom_err *err)
 {
 	int r = tok_u64(lx, tok, what, ret, err);
@@ -202,12 +91,12 @@ static int tok_count(struct lexer *lx, const char *tok, const char *what, uint64
 	if (r < 0)
 		return r;
 	if (*ret == 0)
-		return lex_err(lx, err, "%s must be > 0", what);
+		return sim_lex_err(lx, err, "%s must be > 0", what);
 	return 0;
 }
 
 /* A port (FB, Sincronia) or host (Loom) number below n; limit names n in messages. */
-static int tok_port(struct lexer *lx, const char *tok, const char *what, uint32_t n,
+static int tok_port(struct sim_lexer *lx, const char *tok, const char *what, uint32_t n,
 		    const char *limit, uint32_t *ret, struct loom_err *err)
 {
 	uint64_t v = 0;
@@ -216,7 +105,7 @@ static int tok_port(struct lexer *lx, const char *tok, const char *what, uint32_
 	if (r < 0)
 		return r;
 	if (v >= n)
-		return lex_err(lx, err, "%s %" PRIu64 " >= %s %" PRIu32, what, v, limit, n);
+		return sim_lex_err(lx, err, "%s %" PRIu64 " >= %s %" PRIu32, what, v, limit, n);
 	*ret = (uint32_t)v;
 	return 0;
 }
@@ -269,35 +158,36 @@ static int parse_ms(const char *s, uint64_t *ret_ns)
 	return 0;
 }
 
-static int tok_ms(struct lexer *lx, const char *tok, const char *what, uint64_t *ret_ns,
+static int tok_ms(struct sim_lexer *lx, const char *tok, const char *what, uint64_t *ret_ns,
 		  struct loom_err *err)
 {
 	int r = parse_ms(tok, ret_ns);
 
 	if (r == -ERANGE)
-		return lex_err(lx, err, "%s '" TOKQ "' is out of range (max %llu ms)", what, tok,
-			       (unsigned long long)(TRACE_MAX_NS / 1000000));
+		return sim_lex_err(lx, err, "%s '" TOKQ "' is out of range (max %llu ms)", what,
+				   tok, (unsigned long long)(TRACE_MAX_NS / 1000000));
 	if (r < 0)
-		return lex_err(lx, err,
-			       "%s '" TOKQ "' is not a time in ms (digits, optionally '.' and up "
-			       "to 6 decimals)",
-			       what, tok);
+		return sim_lex_err(lx, err,
+				   "%s '" TOKQ
+				   "' is not a time in ms (digits, optionally '.' and up "
+				   "to 6 decimals)",
+				   what, tok);
 	return 0;
 }
 
 /* A size in MB: finite, > 0 and small enough that its bytes fit. */
-static int tok_mb(struct lexer *lx, const char *tok, const char *what, double *ret,
+static int tok_mb(struct sim_lexer *lx, const char *tok, const char *what, double *ret,
 		  struct loom_err *err)
 {
 	double v;
 
 	if (loom_parse_double(tok, &v) < 0)
-		return lex_err(lx, err, "%s '" TOKQ "' is not a number", what, tok);
+		return sim_lex_err(lx, err, "%s '" TOKQ "' is not a number", what, tok);
 	if (!(v > 0))
-		return lex_err(lx, err, "%s '" TOKQ "' must be > 0", what, tok);
+		return sim_lex_err(lx, err, "%s '" TOKQ "' must be > 0", what, tok);
 	if (v > TRACE_MAX_MB)
-		return lex_err(lx, err, "%s '" TOKQ "' is too large (max %.0f MB)", what, tok,
-			       TRACE_MAX_MB);
+		return sim_lex_err(lx, err, "%s '" TOKQ "' is too large (max %.0f MB)", what, tok,
+				   TRACE_MAX_MB);
 	*ret = v;
 	return 0;
 }
@@ -383,7 +273,7 @@ static int idmap_put(struct idmap *m, uint64_t key, uint32_t val)
 /* ---- coflow-benchmark and Sincronia: one job of one coflow per line ---------- */
 
 struct single {
-	struct lexer *lx;
+	struct sim_lexer *lx;
 	uint32_t nports;
 	struct cp_builder *b;
 	struct idmap ids; /* coflow id -> line number (saturated) */
@@ -405,13 +295,13 @@ static int cmp_u32(const void *x, const void *y)
 static int single_unique(struct single *s, const uint32_t *ports, size_t n, const char *what,
 			 struct loom_err *err)
 {
-	if (grow((void **)&s->sorted, &s->cap_sorted, n, sizeof(*s->sorted)) < 0)
-		return trace_nomem(err, s->lx->name, s->lx->lineno);
+	if (sim_grow((void **)&s->sorted, &s->cap_sorted, n, sizeof(*s->sorted)) < 0)
+		return sim_lex_nomem(err, s->lx->name, s->lx->lineno);
 	memcpy(s->sorted, ports, n * sizeof(*ports));
 	qsort(s->sorted, n, sizeof(*s->sorted), cmp_u32);
 	for (size_t i = 1; i < n; i++)
 		if (s->sorted[i] == s->sorted[i - 1])
-			return lex_err(s->lx, err, "duplicate %s %" PRIu32, what, s->sorted[i]);
+			return sim_lex_err(s->lx, err, "duplicate %s %" PRIu32, what, s->sorted[i]);
 	return 0;
 }
 
@@ -419,9 +309,9 @@ static int single_unique(struct single *s, const uint32_t *ports, size_t n, cons
 static int single_count_flows(struct single *s, uint64_t n, struct loom_err *err)
 {
 	if (n > s->max_flows || s->nflows + n > s->max_flows)
-		return lex_err(s->lx, err,
-			       "too many flows (this trace may expand to at most %" PRIu64 ")",
-			       s->max_flows);
+		return sim_lex_err(s->lx, err,
+				   "too many flows (this trace may expand to at most %" PRIu64 ")",
+				   s->max_flows);
 	s->nflows += n;
 	return 0;
 }
@@ -430,16 +320,16 @@ static int single_count_flows(struct single *s, uint64_t n, struct loom_err *err
 static int single_add_coflow(struct single *s, uint64_t id, uint64_t arrival_ns,
 			     struct loom_err *err)
 {
-	struct lexer *lx = s->lx;
+	struct sim_lexer *lx = s->lx;
 	uint32_t first = idmap_get(&s->ids, id);
 	int r;
 
 	if (first != CP_NONE)
-		return lex_err(lx, err,
-			       "duplicate coflow id %" PRIu64 " (first on line %" PRIu32 ")", id,
-			       first);
+		return sim_lex_err(lx, err,
+				   "duplicate coflow id %" PRIu64 " (first on line %" PRIu32 ")",
+				   id, first);
 	if (idmap_put(&s->ids, id, lx->lineno < CP_NONE ? (uint32_t)lx->lineno : CP_NONE - 1) < 0)
-		return trace_nomem(err, lx->name, lx->lineno);
+		return sim_lex_nomem(err, lx->name, lx->lineno);
 	r = cp_builder_add_job(s->b, id, arrival_ns, 1.0, err);
 	if (r == 0)
 		r = cp_builder_add_coflow(s->b, id, id, 0, err);
@@ -451,37 +341,38 @@ static int single_add_coflow(struct single *s, uint64_t id, uint64_t arrival_ns,
 /* <id> <arrival_ms> <M> <map_port>*M <R> <red_port>:<MB>*R */
 static int fb_line(struct single *s, struct loom_err *err)
 {
-	struct lexer *lx = s->lx;
+	struct sim_lexer *lx = s->lx;
 	uint64_t id = 0, arrival_ns = 0, m = 0, nr = 0, total = 0;
 	size_t ntok = lx->ntok;
 	int r;
 
 	if (ntok < 3)
-		return lex_err(lx, err, "truncated line: expected '" FB_USAGE "'");
+		return sim_lex_err(lx, err, "truncated line: expected '" FB_USAGE "'");
 	if ((r = tok_u64(lx, lx->tok[0], "coflow id", &id, err)) < 0 ||
 	    (r = tok_ms(lx, lx->tok[1], "arrival", &arrival_ns, err)) < 0 ||
 	    (r = tok_count(lx, lx->tok[2], "mapper count", &m, err)) < 0)
 		return r;
 	if (m > ntok - 3 || m + 3 >= ntok)
-		return lex_err(lx, err,
-			       "truncated line: %" PRIu64 " mappers declared but %zu tokens follow "
-			       "before the reducer count",
-			       m, ntok - 3);
+		return sim_lex_err(lx, err,
+				   "truncated line: %" PRIu64
+				   " mappers declared but %zu tokens follow "
+				   "before the reducer count",
+				   m, ntok - 3);
 	if ((r = tok_count(lx, lx->tok[3 + m], "reducer count", &nr, err)) < 0)
 		return r;
 	if (nr > ntok - 4 - m)
-		return lex_err(lx, err,
-			       "truncated line: %" PRIu64
-			       " reducers declared but %zu tokens follow",
-			       nr, (size_t)(ntok - 4 - m));
+		return sim_lex_err(lx, err,
+				   "truncated line: %" PRIu64
+				   " reducers declared but %zu tokens follow",
+				   nr, (size_t)(ntok - 4 - m));
 	if (nr < ntok - 4 - m)
-		return lex_err(lx, err, "extra tokens after the %" PRIu64 " reducers", nr);
+		return sim_lex_err(lx, err, "extra tokens after the %" PRIu64 " reducers", nr);
 	if ((r = single_count_flows(s, m * nr, err)) < 0)
 		return r;
-	if (grow((void **)&s->a, &s->cap_a, m, sizeof(*s->a)) < 0 ||
-	    grow((void **)&s->c, &s->cap_c, nr, sizeof(*s->c)) < 0 ||
-	    grow((void **)&s->mb, &s->cap_mb, nr, sizeof(*s->mb)) < 0)
-		return trace_nomem(err, lx->name, lx->lineno);
+	if (sim_grow((void **)&s->a, &s->cap_a, m, sizeof(*s->a)) < 0 ||
+	    sim_grow((void **)&s->c, &s->cap_c, nr, sizeof(*s->c)) < 0 ||
+	    sim_grow((void **)&s->mb, &s->cap_mb, nr, sizeof(*s->mb)) < 0)
+		return sim_lex_nomem(err, lx->name, lx->lineno);
 	for (uint64_t i = 0; i < m; i++)
 		if ((r = tok_port(lx, lx->tok[3 + i], "mapper port", s->nports, "port count",
 				  &s->a[i], err)) < 0)
@@ -491,7 +382,7 @@ static int fb_line(struct single *s, struct loom_err *err)
 		char *colon = strchr(tok, ':');
 
 		if (!colon || strchr(colon + 1, ':'))
-			return lex_err(lx, err, "reducer '" TOKQ "' is not <port>:<MB>", tok);
+			return sim_lex_err(lx, err, "reducer '" TOKQ "' is not <port>:<MB>", tok);
 		*colon = '\0';
 		if ((r = tok_port(lx, tok, "reducer port", s->nports, "port count", &s->c[j],
 				  err)) < 0 ||
@@ -500,8 +391,8 @@ static int fb_line(struct single *s, struct loom_err *err)
 		/* the coflow moves about MB_j * 2^20 bytes into reducer j */
 		total += (uint64_t)llround(s->mb[j] * TRACE_MIB) + m;
 		if (total > TRACE_MAX_BYTES)
-			return lex_err(lx, err, "coflow is too large (max %llu bytes)",
-				       (unsigned long long)TRACE_MAX_BYTES);
+			return sim_lex_err(lx, err, "coflow is too large (max %llu bytes)",
+					   (unsigned long long)TRACE_MAX_BYTES);
 	}
 	if ((r = single_unique(s, s->a, m, "mapper port", err)) < 0 ||
 	    (r = single_unique(s, s->c, nr, "reducer port", err)) < 0 ||
@@ -527,13 +418,13 @@ static int fb_line(struct single *s, struct loom_err *err)
 /* <id> <arrival_ms> <F> <num_sources> <num_dests> (<src> <dst> <MB>)*F */
 static int sincronia_line(struct single *s, struct loom_err *err)
 {
-	struct lexer *lx = s->lx;
+	struct sim_lexer *lx = s->lx;
 	uint64_t id = 0, arrival_ns = 0, f = 0, nsrc = 0, ndst = 0, total = 0;
 	size_t ntok = lx->ntok;
 	int r;
 
 	if (ntok < 5)
-		return lex_err(lx, err, "truncated line: expected '" SINC_USAGE "'");
+		return sim_lex_err(lx, err, "truncated line: expected '" SINC_USAGE "'");
 	if ((r = tok_u64(lx, lx->tok[0], "coflow id", &id, err)) < 0 ||
 	    (r = tok_ms(lx, lx->tok[1], "arrival", &arrival_ns, err)) < 0 ||
 	    (r = tok_count(lx, lx->tok[2], "flow count", &f, err)) < 0 ||
@@ -542,18 +433,19 @@ static int sincronia_line(struct single *s, struct loom_err *err)
 		return r;
 	/* the source and destination counts are informational: upstream files disagree with them */
 	if (f > (ntok - 5) / 3)
-		return lex_err(lx, err,
-			       "truncated line: %" PRIu64 " flows declared but %zu tokens follow "
-			       "(3 per flow)",
-			       f, ntok - 5);
+		return sim_lex_err(lx, err,
+				   "truncated line: %" PRIu64
+				   " flows declared but %zu tokens follow "
+				   "(3 per flow)",
+				   f, ntok - 5);
 	if (ntok - 5 != 3 * f)
-		return lex_err(lx, err, "extra tokens after the %" PRIu64 " flows", f);
+		return sim_lex_err(lx, err, "extra tokens after the %" PRIu64 " flows", f);
 	if ((r = single_count_flows(s, f, err)) < 0)
 		return r;
-	if (grow((void **)&s->a, &s->cap_a, f, sizeof(*s->a)) < 0 ||
-	    grow((void **)&s->c, &s->cap_c, f, sizeof(*s->c)) < 0 ||
-	    grow((void **)&s->mb, &s->cap_mb, f, sizeof(*s->mb)) < 0)
-		return trace_nomem(err, lx->name, lx->lineno);
+	if (sim_grow((void **)&s->a, &s->cap_a, f, sizeof(*s->a)) < 0 ||
+	    sim_grow((void **)&s->c, &s->cap_c, f, sizeof(*s->c)) < 0 ||
+	    sim_grow((void **)&s->mb, &s->cap_mb, f, sizeof(*s->mb)) < 0)
+		return sim_lex_nomem(err, lx->name, lx->lineno);
 	for (uint64_t i = 0; i < f; i++) {
 		char **t = &lx->tok[5 + 3 * i];
 
@@ -565,8 +457,8 @@ static int sincronia_line(struct single *s, struct loom_err *err)
 			return r;
 		total += (uint64_t)llround(s->mb[i] * TRACE_MIB);
 		if (total > TRACE_MAX_BYTES)
-			return lex_err(lx, err, "coflow is too large (max %llu bytes)",
-				       (unsigned long long)TRACE_MAX_BYTES);
+			return sim_lex_err(lx, err, "coflow is too large (max %llu bytes)",
+					   (unsigned long long)TRACE_MAX_BYTES);
 	}
 	if ((r = single_add_coflow(s, id, arrival_ns, err)) < 0)
 		return r;
@@ -583,30 +475,31 @@ static int sincronia_line(struct single *s, struct loom_err *err)
 }
 
 /* Reads the "<num_ports> <num_coflows>" header; 0 or -errno. */
-static int read_ports_header(struct lexer *lx, uint32_t *ret_nports, uint64_t *ret_count,
+static int read_ports_header(struct sim_lexer *lx, uint32_t *ret_nports, uint64_t *ret_count,
 			     struct loom_err *err)
 {
 	uint64_t nports = 0, count = 0;
-	int r = lex_next(lx, err);
+	int r = sim_lex_next(lx, err);
 
 	if (r < 0)
 		return r;
 	if (r == 0)
-		return trace_err(err, lx->name, lx->lineno ? lx->lineno : 1,
-				 "empty trace: expected the header '<num_ports> <num_coflows>'");
+		return sim_lex_err_at(
+			err, lx->name, lx->lineno ? lx->lineno : 1,
+			"empty trace: expected the header '<num_ports> <num_coflows>'");
 	if ((r = lex_want(lx, 2, "<num_ports> <num_coflows>", err)) < 0 ||
 	    (r = tok_count(lx, lx->tok[0], "port count", &nports, err)) < 0 ||
 	    (r = tok_count(lx, lx->tok[1], "coflow count", &count, err)) < 0)
 		return r;
 	if (nports > TOPO_MAX_HOSTS)
-		return lex_err(lx, err, "port count %" PRIu64 " is above the limit of %u", nports,
-			       TOPO_MAX_HOSTS);
+		return sim_lex_err(lx, err, "port count %" PRIu64 " is above the limit of %u",
+				   nports, TOPO_MAX_HOSTS);
 	*ret_nports = (uint32_t)nports;
 	*ret_count = count;
 	return 0;
 }
 
-static struct cp_model *parse_single(struct lexer *lx, enum sim_trace_format fmt,
+static struct cp_model *parse_single(struct sim_lexer *lx, enum sim_trace_format fmt,
 				     uint32_t *ret_nhosts, struct loom_err *err, int *ret_rc)
 {
 	struct single s = {.lx = lx, .max_flows = TRACE_MAX_FLOWS};
@@ -624,15 +517,17 @@ static struct cp_model *parse_single(struct lexer *lx, enum sim_trace_format fmt
 		s.max_flows = TRACE_FB_BASE_FLOWS + (uint64_t)lx->len * TRACE_FB_FLOWS_PER_BYTE;
 	s.b = cp_builder_new(s.nports);
 	if (!s.b) {
-		r = errno == ENOMEM ? trace_nomem(err, lx->name, lx->lineno) :
-				      trace_err(err, lx->name, lx->lineno, "cannot start a model");
+		r = errno == ENOMEM ?
+			    sim_lex_nomem(err, lx->name, lx->lineno) :
+			    sim_lex_err_at(err, lx->name, lx->lineno, "cannot start a model");
 		goto out;
 	}
-	while ((r = lex_next(lx, err)) > 0) {
+	while ((r = sim_lex_next(lx, err)) > 0) {
 		if (++seen > declared) {
-			r = lex_err(lx, err,
-				    "more coflow lines than the %" PRIu64 " the header declares",
-				    declared);
+			r = sim_lex_err(lx, err,
+					"more coflow lines than the %" PRIu64
+					" the header declares",
+					declared);
 			goto out;
 		}
 		r = fmt == SIM_TRACE_FB ? fb_line(&s, err) : sincronia_line(&s, err);
@@ -642,9 +537,9 @@ static struct cp_model *parse_single(struct lexer *lx, enum sim_trace_format fmt
 	if (r < 0)
 		goto out;
 	if (seen < declared) {
-		r = trace_err(err, lx->name, header_line,
-			      "header declares %" PRIu64 " coflows but the trace has %" PRIu64,
-			      declared, seen);
+		r = sim_lex_err_at(err, lx->name, header_line,
+				   "header declares %" PRIu64 " coflows but the trace has %" PRIu64,
+				   declared, seen);
 		goto out;
 	}
 	m = cp_builder_finish(s.b, err);
@@ -687,7 +582,7 @@ struct ledge {
 };
 
 struct loom {
-	struct lexer *lx;
+	struct sim_lexer *lx;
 	uint32_t nhosts;
 	struct cp_builder *b;
 	struct idmap job_ids, coflow_ids, edge_ids;
@@ -702,41 +597,42 @@ struct loom {
 
 static int loom_header(struct loom *l, struct loom_err *err)
 {
-	struct lexer *lx = l->lx;
+	struct sim_lexer *lx = l->lx;
 	uint64_t version = 0, n = 0;
-	int r = lex_next(lx, err);
+	int r = sim_lex_next(lx, err);
 
 	if (r < 0)
 		return r;
 	if (r == 0)
-		return trace_err(err, lx->name, lx->lineno ? lx->lineno : 1,
-				 "empty trace: expected the header '" LOOM_HEADER_USAGE "'");
+		return sim_lex_err_at(err, lx->name, lx->lineno ? lx->lineno : 1,
+				      "empty trace: expected the header '" LOOM_HEADER_USAGE "'");
 	if (strcmp(lx->tok[0], "loom-trace") != 0)
-		return lex_err(lx, err,
-			       "expected the header '" LOOM_HEADER_USAGE "', not '" TOKQ "'",
-			       lx->tok[0]);
+		return sim_lex_err(lx, err,
+				   "expected the header '" LOOM_HEADER_USAGE "', not '" TOKQ "'",
+				   lx->tok[0]);
 	if ((r = lex_want(lx, 4, LOOM_HEADER_USAGE, err)) < 0 ||
 	    (r = tok_u64(lx, lx->tok[1], "version", &version, err)) < 0)
 		return r;
 	if (version != 1)
-		return lex_err(lx, err, "unsupported loom-trace version %" PRIu64 " (expected 1)",
-			       version);
+		return sim_lex_err(lx, err,
+				   "unsupported loom-trace version %" PRIu64 " (expected 1)",
+				   version);
 	if (strcmp(lx->tok[2], "hosts") != 0)
-		return lex_err(lx, err,
-			       "expected the header '" LOOM_HEADER_USAGE "', not '" TOKQ "'",
-			       lx->tok[2]);
+		return sim_lex_err(lx, err,
+				   "expected the header '" LOOM_HEADER_USAGE "', not '" TOKQ "'",
+				   lx->tok[2]);
 	if ((r = tok_count(lx, lx->tok[3], "host count", &n, err)) < 0)
 		return r;
 	if (n > TOPO_MAX_HOSTS)
-		return lex_err(lx, err, "host count %" PRIu64 " is above the limit of %u", n,
-			       TOPO_MAX_HOSTS);
+		return sim_lex_err(lx, err, "host count %" PRIu64 " is above the limit of %u", n,
+				   TOPO_MAX_HOSTS);
 	l->nhosts = (uint32_t)n;
 	return 0;
 }
 
 static int loom_job(struct loom *l, struct loom_err *err)
 {
-	struct lexer *lx = l->lx;
+	struct sim_lexer *lx = l->lx;
 	uint64_t id = 0, arrival_ns = 0;
 	uint32_t prev;
 	double weight = 0;
@@ -747,18 +643,18 @@ static int loom_job(struct loom *l, struct loom_err *err)
 	    (r = tok_ms(lx, lx->tok[2], "arrival", &arrival_ns, err)) < 0)
 		return r;
 	if (loom_parse_double(lx->tok[3], &weight) < 0)
-		return lex_err(lx, err, "job weight '" TOKQ "' is not a number", lx->tok[3]);
+		return sim_lex_err(lx, err, "job weight '" TOKQ "' is not a number", lx->tok[3]);
 	if (!(weight > 0))
-		return lex_err(lx, err, "job weight '" TOKQ "' must be > 0", lx->tok[3]);
+		return sim_lex_err(lx, err, "job weight '" TOKQ "' must be > 0", lx->tok[3]);
 	prev = idmap_get(&l->job_ids, id);
 	if (prev != CP_NONE)
-		return lex_err(lx, err, "duplicate job id %" PRIu64 " (first on line %lu)", id,
-			       l->jobs[prev].line);
+		return sim_lex_err(lx, err, "duplicate job id %" PRIu64 " (first on line %lu)", id,
+				   l->jobs[prev].line);
 	if (l->njobs >= CP_NONE - 1)
-		return lex_err(lx, err, "too many jobs");
-	if (grow((void **)&l->jobs, &l->cap_jobs, l->njobs + 1, sizeof(*l->jobs)) < 0 ||
+		return sim_lex_err(lx, err, "too many jobs");
+	if (sim_grow((void **)&l->jobs, &l->cap_jobs, l->njobs + 1, sizeof(*l->jobs)) < 0 ||
 	    idmap_put(&l->job_ids, id, (uint32_t)l->njobs) < 0)
-		return trace_nomem(err, lx->name, lx->lineno);
+		return sim_lex_nomem(err, lx->name, lx->lineno);
 	l->jobs[l->njobs++] = (struct ljob){.id = id, .line = lx->lineno};
 	r = cp_builder_add_job(l->b, id, arrival_ns, weight, err);
 	return r < 0 ? trace_builder_err(err, lx->name, lx->lineno, r) : 0;
@@ -766,7 +662,7 @@ static int loom_job(struct loom *l, struct loom_err *err)
 
 static int loom_coflow(struct loom *l, struct loom_err *err)
 {
-	struct lexer *lx = l->lx;
+	struct sim_lexer *lx = l->lx;
 	uint64_t id = 0, job_id = 0, offset_ns = 0;
 	uint32_t job;
 	int r;
@@ -777,17 +673,19 @@ static int loom_coflow(struct loom *l, struct loom_err *err)
 	    (r = tok_ms(lx, lx->tok[3], "release offset", &offset_ns, err)) < 0)
 		return r;
 	if (idmap_get(&l->coflow_ids, id) != CP_NONE)
-		return lex_err(lx, err, "duplicate coflow id %" PRIu64, id);
+		return sim_lex_err(lx, err, "duplicate coflow id %" PRIu64, id);
 	job = idmap_get(&l->job_ids, job_id);
 	if (job == CP_NONE)
-		return lex_err(lx, err,
-			       "coflow %" PRIu64 " refers to job %" PRIu64 ", not defined above",
-			       id, job_id);
+		return sim_lex_err(lx, err,
+				   "coflow %" PRIu64 " refers to job %" PRIu64
+				   ", not defined above",
+				   id, job_id);
 	if (l->ncoflows >= CP_NONE - 1)
-		return lex_err(lx, err, "too many coflows");
-	if (grow((void **)&l->coflows, &l->cap_coflows, l->ncoflows + 1, sizeof(*l->coflows)) < 0 ||
+		return sim_lex_err(lx, err, "too many coflows");
+	if (sim_grow((void **)&l->coflows, &l->cap_coflows, l->ncoflows + 1, sizeof(*l->coflows)) <
+		    0 ||
 	    idmap_put(&l->coflow_ids, id, (uint32_t)l->ncoflows) < 0)
-		return trace_nomem(err, lx->name, lx->lineno);
+		return sim_lex_nomem(err, lx->name, lx->lineno);
 	l->coflows[l->ncoflows++] = (struct lcoflow){.id = id, .job = job};
 	l->jobs[job].ncoflows++;
 	r = cp_builder_add_coflow(l->b, id, job_id, offset_ns, err);
@@ -796,7 +694,7 @@ static int loom_coflow(struct loom *l, struct loom_err *err)
 
 static int loom_flow(struct loom *l, struct loom_err *err)
 {
-	struct lexer *lx = l->lx;
+	struct sim_lexer *lx = l->lx;
 	uint64_t id = 0, bytes = 0;
 	uint32_t c, src = 0, dst = 0, n = l->nhosts;
 	struct lcoflow *co;
@@ -811,16 +709,18 @@ static int loom_flow(struct loom *l, struct loom_err *err)
 		return r;
 	c = idmap_get(&l->coflow_ids, id);
 	if (c == CP_NONE)
-		return lex_err(lx, err, "flow refers to coflow %" PRIu64 ", not defined above", id);
+		return sim_lex_err(lx, err, "flow refers to coflow %" PRIu64 ", not defined above",
+				   id);
 	co = &l->coflows[c];
 	job = &l->jobs[co->job];
 	if (bytes > TRACE_MAX_BYTES || co->bytes + bytes > TRACE_MAX_BYTES ||
 	    job->bytes + bytes > TRACE_MAX_BYTES)
-		return lex_err(lx, err, "flow size %" PRIu64 " makes its job too large (max %llu)",
-			       bytes, (unsigned long long)TRACE_MAX_BYTES);
+		return sim_lex_err(lx, err,
+				   "flow size %" PRIu64 " makes its job too large (max %llu)",
+				   bytes, (unsigned long long)TRACE_MAX_BYTES);
 	if (l->nflows >= TRACE_MAX_FLOWS)
-		return lex_err(lx, err, "too many flows (a trace may have at most %u)",
-			       TRACE_MAX_FLOWS);
+		return sim_lex_err(lx, err, "too many flows (a trace may have at most %u)",
+				   TRACE_MAX_FLOWS);
 	l->nflows++;
 	co->bytes += bytes;
 	job->bytes += bytes;
@@ -832,7 +732,7 @@ static int loom_flow(struct loom *l, struct loom_err *err)
 
 static int loom_edge(struct loom *l, struct loom_err *err)
 {
-	struct lexer *lx = l->lx;
+	struct sim_lexer *lx = l->lx;
 	uint64_t pid = 0, cid = 0, delay_ns = 0, key;
 	uint32_t p, c, prev;
 	int r;
@@ -845,30 +745,31 @@ static int loom_edge(struct loom *l, struct loom_err *err)
 	p = idmap_get(&l->coflow_ids, pid);
 	c = idmap_get(&l->coflow_ids, cid);
 	if (p == CP_NONE)
-		return lex_err(lx, err, "edge refers to coflow %" PRIu64 ", not defined above",
-			       pid);
+		return sim_lex_err(lx, err, "edge refers to coflow %" PRIu64 ", not defined above",
+				   pid);
 	if (c == CP_NONE)
-		return lex_err(lx, err, "edge refers to coflow %" PRIu64 ", not defined above",
-			       cid);
+		return sim_lex_err(lx, err, "edge refers to coflow %" PRIu64 ", not defined above",
+				   cid);
 	if (p == c)
-		return lex_err(lx, err, "edge %" PRIu64 " -> %" PRIu64 " is a self-loop", pid, cid);
+		return sim_lex_err(lx, err, "edge %" PRIu64 " -> %" PRIu64 " is a self-loop", pid,
+				   cid);
 	if (l->coflows[p].job != l->coflows[c].job)
-		return lex_err(lx, err,
-			       "edge %" PRIu64 " -> %" PRIu64 " crosses jobs %" PRIu64
-			       " and %" PRIu64,
-			       pid, cid, l->jobs[l->coflows[p].job].id,
-			       l->jobs[l->coflows[c].job].id);
+		return sim_lex_err(lx, err,
+				   "edge %" PRIu64 " -> %" PRIu64 " crosses jobs %" PRIu64
+				   " and %" PRIu64,
+				   pid, cid, l->jobs[l->coflows[p].job].id,
+				   l->jobs[l->coflows[c].job].id);
 	key = (uint64_t)p << 32 | c;
 	prev = idmap_get(&l->edge_ids, key);
 	if (prev != CP_NONE)
-		return lex_err(lx, err,
-			       "duplicate edge %" PRIu64 " -> %" PRIu64 " (first on line %lu)", pid,
-			       cid, l->edges[prev].line);
+		return sim_lex_err(lx, err,
+				   "duplicate edge %" PRIu64 " -> %" PRIu64 " (first on line %lu)",
+				   pid, cid, l->edges[prev].line);
 	if (l->nedges >= CP_NONE - 1)
-		return lex_err(lx, err, "too many edges");
-	if (grow((void **)&l->edges, &l->cap_edges, l->nedges + 1, sizeof(*l->edges)) < 0 ||
+		return sim_lex_err(lx, err, "too many edges");
+	if (sim_grow((void **)&l->edges, &l->cap_edges, l->nedges + 1, sizeof(*l->edges)) < 0 ||
 	    idmap_put(&l->edge_ids, key, (uint32_t)l->nedges) < 0)
-		return trace_nomem(err, lx->name, lx->lineno);
+		return sim_lex_nomem(err, lx->name, lx->lineno);
 	l->edges[l->nedges++] = (struct ledge){.parent = p, .child = c, .line = lx->lineno};
 	r = cp_builder_add_edge(l->b, pid, cid, delay_ns, err);
 	return r < 0 ? trace_builder_err(err, lx->name, lx->lineno, r) : 0;
@@ -971,28 +872,28 @@ out:
 /* Whole-trace checks once every record is in: jobs, empty jobs, cycles. */
 static int loom_check(struct loom *l, struct loom_err *err)
 {
-	struct lexer *lx = l->lx;
+	struct sim_lexer *lx = l->lx;
 	size_t e;
 	int r;
 
 	if (l->njobs == 0)
-		return lex_err(lx, err, "trace defines no jobs");
+		return sim_lex_err(lx, err, "trace defines no jobs");
 	for (size_t j = 0; j < l->njobs; j++)
 		if (l->jobs[j].ncoflows == 0)
-			return trace_err(err, lx->name, l->jobs[j].line,
-					 "job %" PRIu64 " has no coflows", l->jobs[j].id);
+			return sim_lex_err_at(err, lx->name, l->jobs[j].line,
+					      "job %" PRIu64 " has no coflows", l->jobs[j].id);
 	r = loom_find_cycle(l, &e);
 	if (r < 0)
-		return trace_nomem(err, lx->name, lx->lineno);
+		return sim_lex_nomem(err, lx->name, lx->lineno);
 	if (r > 0)
-		return trace_err(err, lx->name, l->edges[e].line,
-				 "edge %" PRIu64 " -> %" PRIu64 " closes a cycle",
-				 l->coflows[l->edges[e].parent].id,
-				 l->coflows[l->edges[e].child].id);
+		return sim_lex_err_at(err, lx->name, l->edges[e].line,
+				      "edge %" PRIu64 " -> %" PRIu64 " closes a cycle",
+				      l->coflows[l->edges[e].parent].id,
+				      l->coflows[l->edges[e].child].id);
 	return 0;
 }
 
-static struct cp_model *parse_loom(struct lexer *lx, uint32_t *ret_nhosts, struct loom_err *err,
+static struct cp_model *parse_loom(struct sim_lexer *lx, uint32_t *ret_nhosts, struct loom_err *err,
 				   int *ret_rc)
 {
 	struct loom l = {.lx = lx};
@@ -1004,11 +905,12 @@ static struct cp_model *parse_loom(struct lexer *lx, uint32_t *ret_nhosts, struc
 		goto out;
 	l.b = cp_builder_new(l.nhosts);
 	if (!l.b) {
-		r = errno == ENOMEM ? trace_nomem(err, lx->name, lx->lineno) :
-				      trace_err(err, lx->name, lx->lineno, "cannot start a model");
+		r = errno == ENOMEM ?
+			    sim_lex_nomem(err, lx->name, lx->lineno) :
+			    sim_lex_err_at(err, lx->name, lx->lineno, "cannot start a model");
 		goto out;
 	}
-	while ((r = lex_next(lx, err)) > 0) {
+	while ((r = sim_lex_next(lx, err)) > 0) {
 		const char *kind = lx->tok[0];
 
 		if (strcmp(kind, "job") == 0)
@@ -1020,10 +922,10 @@ static struct cp_model *parse_loom(struct lexer *lx, uint32_t *ret_nhosts, struc
 		else if (strcmp(kind, "edge") == 0)
 			r = loom_edge(&l, err);
 		else
-			r = lex_err(lx, err,
-				    "unknown record '" TOKQ
-				    "' (expected job, coflow, flow or edge)",
-				    kind);
+			r = sim_lex_err(lx, err,
+					"unknown record '" TOKQ
+					"' (expected job, coflow, flow or edge)",
+					kind);
 		if (r < 0)
 			goto out;
 	}
@@ -1091,7 +993,7 @@ struct cp_model *sim_trace_parse(const char *buf, size_t len, const char *name,
 				 struct loom_err *err)
 {
 	struct loom_err local;
-	struct lexer lx = {.buf = buf, .len = buf ? len : 0, .name = name ? name : "<trace>"};
+	struct sim_lexer lx = {.buf = buf, .len = buf ? len : 0, .name = name ? name : "<trace>"};
 	struct cp_model *m;
 	uint32_t nhosts = 0;
 	int rc = -EINVAL;
@@ -1112,7 +1014,7 @@ struct cp_model *sim_trace_parse(const char *buf, size_t len, const char *name,
 		loom_err_set(err, EINVAL, "%s: unknown trace format %d", lx.name, (int)fmt);
 		break;
 	}
-	lex_done(&lx);
+	sim_lex_done(&lx);
 	if (!m) {
 		errno = rc < 0 ? -rc : EINVAL;
 		return NULL;
@@ -1135,7 +1037,7 @@ static int read_all(const char *path, char **ret_buf, size_t *ret_len)
 	for (;;) {
 		size_t n;
 
-		if (grow((void **)&buf, &cap, len + 65536, 1) < 0) {
+		if (sim_grow((void **)&buf, &cap, len + 65536, 1) < 0) {
 			r = -ENOMEM;
 			break;
 		}

@@ -279,41 +279,17 @@ fail:
 struct sim_dags *sim_dags_load(const char *path, struct loom_err *err)
 {
 	struct sim_dags *d;
-	FILE *f;
 	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	int r = 0;
+	size_t len = 0;
+	int r;
 
 	if (!path) {
 		loom_err_set(err, EINVAL, "no DAG file given");
 		errno = EINVAL;
 		return NULL;
 	}
-	f = fopen(path, "rb");
-	if (!f) {
-		r = loom_negerrno();
-		loom_err_set(err, -r, "%s: %s", path, strerror(-r));
-		errno = -r;
-		return NULL;
-	}
-	for (;;) {
-		size_t n;
-
-		if (sim_grow((void **)&buf, &cap, len + 65536, 1) < 0) {
-			r = -ENOMEM;
-			break;
-		}
-		n = fread(buf + len, 1, cap - len, f);
-		len += n;
-		if (n == 0) {
-			if (ferror(f))
-				r = loom_negerrno();
-			break;
-		}
-	}
-	fclose(f);
+	r = sim_read_file(path, &buf, &len);
 	if (r < 0) {
-		free(buf);
 		loom_err_set(err, -r, "%s: %s", path, strerror(-r));
 		errno = -r;
 		return NULL;

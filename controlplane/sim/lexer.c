@@ -97,3 +97,37 @@ int sim_lex_next(struct sim_lexer *lx, struct loom_err *err)
 	}
 	return 0;
 }
+
+int sim_read_file(const char *path, char **ret_buf, size_t *ret_len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int r = 0;
+
+	if (!f)
+		return loom_negerrno();
+	for (;;) {
+		size_t n;
+
+		if (sim_grow((void **)&buf, &cap, len + 65536, 1) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		n = fread(buf + len, 1, cap - len, f);
+		len += n;
+		if (n == 0) {
+			if (ferror(f))
+				r = loom_negerrno();
+			break;
+		}
+	}
+	fclose(f);
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	*ret_buf = buf;
+	*ret_len = len;
+	return 0;
+}

@@ -46,6 +46,9 @@ int sim_grow(void **p, size_t *cap, size_t need, size_t elem);
  */
 int sim_lex_next(struct sim_lexer *lx, struct loom_err *err);
 
+/* Reads all of path into *ret_buf (caller frees; not NUL-terminated). 0 or -errno. */
+int sim_read_file(const char *path, char **ret_buf, size_t *ret_len);
+
 /* Frees the lexer's buffers (not the input). */
 void sim_lex_done(struct sim_lexer *lx);
 

@@ -1024,41 +1024,6 @@ struct cp_model *sim_trace_parse(const char *buf, size_t len, const char *name,
 	return m;
 }
 
-/* Reads all of path into *ret_buf (caller frees). 0 or -errno. */
-static int read_all(const char *path, char **ret_buf, size_t *ret_len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	int r = 0;
-
-	if (!f)
-		return loom_negerrno();
-	for (;;) {
-		size_t n;
-
-		if (sim_grow((void **)&buf, &cap, len + 65536, 1) < 0) {
-			r = -ENOMEM;
-			break;
-		}
-		n = fread(buf + len, 1, cap - len, f);
-		len += n;
-		if (n == 0) {
-			if (ferror(f))
-				r = loom_negerrno();
-			break;
-		}
-	}
-	fclose(f);
-	if (r < 0) {
-		free(buf);
-		return r;
-	}
-	*ret_buf = buf;
-	*ret_len = len;
-	return 0;
-}
-
 struct cp_model *sim_trace_load(const char *path, enum sim_trace_format fmt, uint32_t *ret_nhosts,
 				struct loom_err *err)
 {
@@ -1072,7 +1037,7 @@ struct cp_model *sim_trace_load(const char *path, enum sim_trace_format fmt, uin
 		errno = EINVAL;
 		return NULL;
 	}
-	r = read_all(path, &buf, &len);
+	r = sim_read_file(path, &buf, &len);
 	if (r < 0) {
 		loom_err_set(err, -r, "%s: %s", path, strerror(-r));
 		errno = -r;

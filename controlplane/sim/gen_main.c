@@ -15,6 +15,7 @@
 
 #include "common/errors.h"
 #include "common/log.h"
+#include "controlplane/sim/cli.h"
 #include "controlplane/sim/sim.h"
 
 #define DEFAULT_HOSTS 150u
@@ -67,35 +68,6 @@ static void usage(FILE *f)
 		DEFAULT_HOSTS, (unsigned long long)TOPO_DEFAULT_BPS);
 }
 
-static int parse_u64_flag(const char *flag, const char *v, uint64_t min, uint64_t max,
-			  uint64_t *ret)
-{
-	unsigned long long x;
-
-	if (loom_parse_u64(v, &x) < 0 || x < min || x > max) {
-		log_err("%s: '%s' is not an integer in [%llu, %llu]", flag, v,
-			(unsigned long long)min, (unsigned long long)max);
-		return -EINVAL;
-	}
-	*ret = x;
-	return 0;
-}
-
-/* A finite number in [min, max]; min_open excludes min itself. */
-static int parse_double_flag(const char *flag, const char *v, double min, bool min_open, double max,
-			     double *ret)
-{
-	double x;
-
-	if (loom_parse_double(v, &x) < 0 || x < min || (min_open && x == min) || x > max) {
-		log_err("%s: '%s' is not a number in %s%g, %g]", flag, v, min_open ? "(" : "[", min,
-			max);
-		return -EINVAL;
-	}
-	*ret = x;
-	return 0;
-}
-
 static int parse_args(int argc, char **argv, struct gen_args *a)
 {
 	static const struct option opts[] = {
@@ -123,26 +95,26 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
 			a->out = optarg;
 			break;
 		case 'n':
-			if (parse_u64_flag("--jobs", optarg, 1, 100000000, &v))
+			if (sim_cli_u64("--jobs", optarg, 1, 100000000, &v))
 				return -EINVAL;
 			a->p.njobs = (uint32_t)v;
 			break;
 		case 'l':
-			if (parse_double_flag("--load", optarg, 0, true, 1e6, &a->p.load))
+			if (sim_cli_double("--load", optarg, 0, true, 1e6, &a->p.load))
 				return -EINVAL;
 			break;
 		case 's':
-			if (parse_u64_flag("--seed", optarg, 0, UINT64_MAX, &a->p.seed))
+			if (sim_cli_u64("--seed", optarg, 0, UINT64_MAX, &a->p.seed))
 				return -EINVAL;
 			break;
 		case 'H':
-			if (parse_u64_flag("--hosts", optarg, 1, TOPO_MAX_HOSTS, &v))
+			if (sim_cli_u64("--hosts", optarg, 1, TOPO_MAX_HOSTS, &v))
 				return -EINVAL;
 			a->hosts = (uint32_t)v;
 			a->hosts_given = true;
 			break;
 		case 'r':
-			if (parse_u64_flag("--rate-bps", optarg, 1, UINT64_MAX / 16, &a->rate_bps))
+			if (sim_cli_u64("--rate-bps", optarg, 1, UINT64_MAX / 16, &a->rate_bps))
 				return -EINVAL;
 			a->rate_given = true;
 			break;
@@ -156,18 +128,18 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
 			a->fb = optarg;
 			break;
 		case 'c':
-			if (parse_double_flag("--compute-scale", optarg, 0, false, 1e9,
-					      &a->p.compute_scale))
+			if (sim_cli_double("--compute-scale", optarg, 0, false, 1e9,
+					   &a->p.compute_scale))
 				return -EINVAL;
 			break;
 		case 'b':
-			if (parse_double_flag("--bytes-scale", optarg, 0, true, 1e12,
-					      &a->p.bytes_scale))
+			if (sim_cli_double("--bytes-scale", optarg, 0, true, 1e12,
+					   &a->p.bytes_scale))
 				return -EINVAL;
 			break;
 		case 'w':
-			if (parse_double_flag("--weight-max", optarg, 1, false, 1e15,
-					      &a->p.weight_max))
+			if (sim_cli_double("--weight-max", optarg, 1, false, 1e15,
+					   &a->p.weight_max))
 				return -EINVAL;
 			break;
 		case 'h':

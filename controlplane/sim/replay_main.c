@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "controlplane/sim/cli.h"
 #include "controlplane/sim/sim.h"
 
 #define MAX_RUNS 64
@@ -78,20 +79,6 @@ static void usage(FILE *f)
 		   "plots.gp and cct_cdf, jct_cdf, bars as .png and .svg (needs gnuplot).\n");
 }
 
-static int parse_u64_flag(const char *flag, const char *v, uint64_t min, uint64_t max,
-			  uint64_t *ret)
-{
-	unsigned long long x;
-
-	if (loom_parse_u64(v, &x) < 0 || x < min || x > max) {
-		log_err("%s: '%s' is not an integer in [%llu, %llu]", flag, v,
-			(unsigned long long)min, (unsigned long long)max);
-		return -EINVAL;
-	}
-	*ret = x;
-	return 0;
-}
-
 static int parse_ms_flag(const char *flag, const char *v, uint64_t *ret_ns)
 {
 	double ms;
@@ -149,7 +136,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 			a->topo = optarg;
 			break;
 		case 'r':
-			if (parse_u64_flag("--rate-bps", optarg, 1, UINT64_MAX / 16, &a->rate_bps))
+			if (sim_cli_u64("--rate-bps", optarg, 1, UINT64_MAX / 16, &a->rate_bps))
 				return -EINVAL;
 			break;
 		case 'p':
@@ -164,7 +151,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 			a->mode = optarg;
 			break;
 		case 'k':
-			if (parse_u64_flag("--classes", optarg, 1, 4096, &v))
+			if (sim_cli_u64("--classes", optarg, 1, 4096, &v))
 				return -EINVAL;
 			a->classes = (uint32_t)v;
 			classes_given = true;
@@ -188,7 +175,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 				return -EINVAL;
 			break;
 		case 's':
-			if (parse_u64_flag("--seed", optarg, 0, UINT64_MAX, &a->seed))
+			if (sim_cli_u64("--seed", optarg, 0, UINT64_MAX, &a->seed))
 				return -EINVAL;
 			break;
 		case 'o':

@@ -251,13 +251,18 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	r = sim_trace_write_loom(m, f);
+	if (f == stdout && fflush(stdout) != 0 && r == 0)
+		r = loom_negerrno();
 	if (f != stdout && fclose(f) != 0 && r == 0)
 		r = loom_negerrno();
-	f = NULL;
 	if (r < 0) {
 		log_err("cannot write %s: %s", a.out, strerror(-r));
+		if (f != stdout)
+			unlink(a.out); /* no partial trace left behind */
+		f = NULL;
 		goto out;
 	}
+	f = NULL;
 	for (uint32_t j = 0; j < m->njobs; j++) {
 		bytes += m->jobs[j].total_bytes;
 		if (m->jobs[j].arrival_ns > span_ns)

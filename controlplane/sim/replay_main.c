@@ -221,23 +221,28 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 static enum sim_trace_format detect_format(const char *path)
 {
 	FILE *f = fopen(path, "r");
-	char line[4096];
 	enum sim_trace_format fmt = SIM_TRACE_FB;
+	char *line = NULL;
+	size_t cap = 0;
 	int n = 0;
 
 	if (!f)
 		return SIM_TRACE_FB; /* the loader reports the error */
-	while (n < 2 && fgets(line, sizeof(line), f)) {
-		if (line[0] == '#' || line[0] == '\n')
+	while (n < 2 && getline(&line, &cap, f) >= 0) {
+		char *s = line + strspn(line, " \t\r\n");
+
+		s[strcspn(s, "#")] = '\0'; /* '#' starts a comment anywhere */
+		if (s[strspn(s, " \t\r\n")] == '\0')
 			continue;
-		if (strncmp(line, "loom-trace", 10) == 0) {
+		if (n == 0 && strncmp(s, "loom-trace", 10) == 0) {
 			fmt = SIM_TRACE_LOOM;
 			break;
 		}
 		if (n == 1)
-			fmt = strchr(line, ':') ? SIM_TRACE_FB : SIM_TRACE_SINCRONIA;
+			fmt = strchr(s, ':') ? SIM_TRACE_FB : SIM_TRACE_SINCRONIA;
 		n++;
 	}
+	free(line);
 	fclose(f);
 	return fmt;
 }
@@ -395,6 +400,10 @@ int main(int argc, char **argv)
 	}
 	if (a.policies) {
 		list = strdup(a.policies);
+		if (!list) {
+			log_err("out of memory");
+			return 1;
+		}
 		for (char *tok = strtok_r(list, ",", &save); tok;
 		     tok = strtok_r(NULL, ",", &save)) {
 			if (!policy_class_find(tok)) {
@@ -421,6 +430,7 @@ int main(int argc, char **argv)
 	}
 	if (npol == 0) {
 		log_err("--policy: no policy given");
+		ret = 2;
 		goto out;
 	}
 

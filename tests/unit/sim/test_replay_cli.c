@@ -1,112 +1,83 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * loom-replay and loom-gen as a user runs them: exit codes and messages for
- * bad input, and the files and table of a good run. Programs come from
- * $LOOM_REPLAY and $LOOM_GEN; data from $LOOM_SRCDIR.
+ * loom-replay as a user runs it: --help, exit status 2 and a message naming
+ * the flag for a bad command line, a message naming the file (and line) for
+ * bad input, and the table, CSV files and plots of a good run; format
+ * detection for FB, Sincronia and Loom traces.
+ *
+ * The program comes from $LOOM_REPLAY (and $LOOM_GEN to make a Loom trace),
+ * bundled data from $LOOM_SRCDIR; meson sets all three. Every run gets
+ * --no-progress, writes its stdout and stderr to files in a fresh folder
+ * under /tmp (removed at the end) and is killed if it hangs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-#define MAX_ARGS  32
-#define TIMEOUT_S 120
+#define MAX_ARGS      48
+#define RUN_TIMEOUT_S 60 /* a hang, not a slow run: every run here takes well under 1 s */
 
-static char tmpdir[256];
+static char tmpdir[64];
 
 struct result {
-	int status; /* exit code, or -1 when killed */
-	char *out;  /* stdout + stderr */
+	int status;     /* exit status, or -1 when killed by a signal */
+	int sig;        /* the signal when status is -1 */
+	char *out;      /* stdout */
+	char *err;      /* stderr */
+	char cmd[1024]; /* the command line, for messages */
 };
 
-static char *slurp(const char *path)
+/* The whole file, NUL-terminated, length in *ret_len (if not NULL); NULL if unreadable. */
+static char *slurp(const char *path, size_t *ret_len)
 {
 	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
 
 	if (!f)
 		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = calloc(1, (size_t)n + 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
+	do {
+		if (cap - len < 4096) {
+			char *nb = realloc(buf, cap + 65536);
+
+			if (!nb) {
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = nb;
+			cap += 65536;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n > 0);
 	fclose(f);
+	buf[len] = '\0';
+	if (ret_len)
+		*ret_len = len;
 	return buf;
 }
 
-/* Runs prog with a NULL-terminated argument list, output captured, bounded in time. */
-static struct result run(const char *prog, const char *const *args)
+static const char *tmp_path(char *buf, size_t size, const char *name)
 {
-	char log[300], *argv[MAX_ARGS + 2];
-	struct result r = {-1, NULL};
-	int n = 0, status;
-	pid_t pid;
+	int n = snprintf(buf, size, "%s/%s", tmpdir, name);
 
-	snprintf(log, sizeof(log), "%s/out.log", tmpdir);
-	argv[n++] = (char *)prog;
-	while (args[n - 1] && n <= MAX_ARGS) {
-		argv[n] = (char *)args[n - 1];
-		n++;
-	}
-	argv[n] = NULL;
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(fd, 1);
-		dup2(fd, 2);
-		alarm(TIMEOUT_S); /* a hang fails the test */
-		execv(prog, argv);
-		_exit(127);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	r.out = slurp(log);
-	assert_non_null(r.out);
-	return r;
-}
-
-static void expect(struct result r, int status, const char *needle)
-{
-	if (r.status != status || (needle && !strstr(r.out, needle)))
-		fail_msg("expected exit %d and '%s', got exit %d:\n%s", status,
-			 needle ? needle : "", r.status, r.out);
-	free(r.out);
-}
-
-static const char *replay(void)
-{
-	const char *p = getenv("LOOM_REPLAY");
-
-	return p ? p : "controlplane/sim/loom-replay";
-}
-
-static const char *gen(void)
-{
-	const char *p = getenv("LOOM_GEN");
-
-	return p ? p : "controlplane/sim/loom-gen";
-}
-
-static const char *path_in(char *buf, size_t size, const char *name)
-{
-	snprintf(buf, size, "%s/%s", tmpdir, name);
+	assert_true(n > 0 && (size_t)n < size);
 	return buf;
 }
 
@@ -115,17 +86,266 @@ static void write_file(const char *path, const char *text)
 	FILE *f = fopen(path, "w");
 
 	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
 }
 
-/* Five coflows on four ports, FB format. */
+static void result_free(struct result *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}
+
+/* "prog arg..." into buf, for messages. */
+static const char *cmdline(char *buf, size_t size, char *const *argv)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; argv[i] && off < size; i++)
+		off += (size_t)snprintf(buf + off, size - off, "%s%s", i ? " " : "", argv[i]);
+	return buf;
+}
+
+/*
+ * Runs prog with args (NULL-terminated), stdin from /dev/null, stdout and
+ * stderr into files read back into r. The child leads its own process group
+ * so that a hang kills whatever it started too, and fails the test.
+ */
+static void run_argv(struct result *r, const char *prog, const char *const *args)
+{
+	char out_path[128], err_path[128], cmd[1024], *argv[MAX_ARGS + 2];
+	struct timespec start, now, nap = {0, 5 * 1000 * 1000};
+	int n = 0, st = 0;
+	pid_t pid, w;
+
+	tmp_path(out_path, sizeof(out_path), "stdout.txt");
+	tmp_path(err_path, sizeof(err_path), "stderr.txt");
+	argv[n++] = (char *)prog;
+	for (; args[n - 1]; n++) {
+		assert_true(n <= MAX_ARGS);
+		argv[n] = (char *)args[n - 1];
+	}
+	argv[n] = NULL;
+	fflush(NULL);
+	assert_int_equal(clock_gettime(CLOCK_MONOTONIC, &start), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int in = open("/dev/null", O_RDONLY);
+		int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		setpgid(0, 0);
+		if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
+		    dup2(err, 2) < 0)
+			_exit(126);
+		execv(prog, argv);
+		_exit(127);
+	}
+	setpgid(pid, pid); /* as the child does: whichever runs first */
+	for (;;) {
+		w = waitpid(pid, &st, WNOHANG);
+		if (w == pid)
+			break;
+		assert_true(w == 0 || errno == EINTR);
+		assert_int_equal(clock_gettime(CLOCK_MONOTONIC, &now), 0);
+		if (now.tv_sec - start.tv_sec > RUN_TIMEOUT_S) {
+			kill(-pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			fail_msg("%s: still running after %d s; killed",
+				 cmdline(cmd, sizeof(cmd), argv), RUN_TIMEOUT_S);
+		}
+		nanosleep(&nap, NULL);
+	}
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	r->sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+	r->out = slurp(out_path, NULL);
+	r->err = slurp(err_path, NULL);
+	assert_non_null(r->out);
+	assert_non_null(r->err);
+	if (r->status == 127 || r->status == 126)
+		fail_msg("cannot run %s (exit %d)", prog, r->status);
+	cmdline(r->cmd, sizeof(r->cmd), argv);
+}
+
+static void run_va(struct result *r, const char *prog, const char *first, va_list ap)
+{
+	const char *args[MAX_ARGS + 1];
+	size_t n = 0;
+
+	if (first)
+		args[n++] = first;
+	for (const char *a = va_arg(ap, const char *); a; a = va_arg(ap, const char *)) {
+		assert_true(n < MAX_ARGS);
+		args[n++] = a;
+	}
+	args[n] = NULL;
+	run_argv(r, prog, args);
+}
+
+static const char *replay_prog(void)
+{
+	const char *p = getenv("LOOM_REPLAY");
+
+	return p && *p ? p : "controlplane/sim/loom-replay";
+}
+
+static const char *gen_prog(void)
+{
+	const char *p = getenv("LOOM_GEN");
+
+	return p && *p ? p : "controlplane/sim/loom-gen";
+}
+
+static const char *srcdir(void)
+{
+	const char *p = getenv("LOOM_SRCDIR");
+
+	return p && *p ? p : "..";
+}
+
+/* loom-replay --no-progress ARGS... (NULL-terminated) */
+__attribute__((sentinel)) static void replay(struct result *r, ...)
+{
+	va_list ap;
+
+	va_start(ap, r);
+	run_va(r, replay_prog(), "--no-progress", ap);
+	va_end(ap);
+}
+
+/* loom-gen ARGS... (NULL-terminated) */
+__attribute__((sentinel)) static void gen(struct result *r, ...)
+{
+	va_list ap;
+
+	va_start(ap, r);
+	run_va(r, gen_prog(), NULL, ap);
+	va_end(ap);
+}
+
+static void dump_fail(const struct result *r, const char *what)
+{
+	fail_msg("%s\n%s; got exit %d (signal %d)\n--- stdout:\n%s--- stderr:\n%s", r->cmd, what,
+		 r->status, r->sig, r->out, r->err);
+}
+
+/* Exit status is status and needle (if any) is on stdout or stderr; frees r. */
+static void expect(struct result *r, int status, const char *needle)
+{
+	char what[512];
+
+	if (r->status != status || (needle && !strstr(r->out, needle) && !strstr(r->err, needle))) {
+		snprintf(what, sizeof(what), "expected exit %d and '%s'", status,
+			 needle ? needle : "");
+		dump_fail(r, what);
+	}
+	result_free(r);
+}
+
+/* Expects a usage error: exit 2 and needle (naming the flag) on stderr; frees r. */
+static void expect_usage(struct result *r, const char *needle)
+{
+	char what[512];
+
+	if (r->status != 2 || !strstr(r->err, needle)) {
+		snprintf(what, sizeof(what), "expected exit 2 and '%s' on stderr", needle);
+		dump_fail(r, what);
+	}
+	result_free(r);
+}
+
+/* Whether text has a line that starts with prefix. */
+static bool has_line(const char *text, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	for (const char *s = text; s; s = strchr(s, '\n')) {
+		if (*s == '\n')
+			s++;
+		if (strncmp(s, prefix, n) == 0)
+			return true;
+	}
+	return false;
+}
+
+static size_t count_char(const char *s, char c)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += *s == c;
+	return n;
+}
+
+static bool on_path(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+
+	while (path && *path) {
+		size_t len = strcspn(path, ":");
+
+		if (len > 0 && len + strlen(prog) + 2 < sizeof(buf)) {
+			snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, path, prog);
+			if (access(buf, X_OK) == 0)
+				return true;
+		}
+		path += len;
+		if (*path == ':')
+			path++;
+	}
+	return false;
+}
+
+static bool file_nonempty(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+}
+
+/*
+ * Five coflows on four ports, FB format; every coflow is a job with the same
+ * id, and several share ports so the policies disagree.
+ */
 static const char small_fb[] = "4 5\n"
 			       "1 0 2 0 1 1 2:10.0\n"
 			       "2 5 1 3 2 0:4.0 1:2.0\n"
 			       "3 10 1 1 1 3:1.0\n"
 			       "4 10 2 2 3 1 0:20.0\n"
 			       "5 400 1 0 1 1:0.5\n";
+
+/* The example of docs/trace-format.md: a comment line before the header. */
+static const char doc_loom[] =
+	"# Loom trace (docs/trace-format.md): 2 jobs, 4 coflows, 5 flows, 2 edges\n"
+	"loom-trace 1 hosts 8\n"
+	"job 7 250.5 2.5\n"
+	"coflow 70 7 0\n"
+	"flow 70 0 1 1000\n"
+	"flow 70 2 1 2000\n"
+	"coflow 71 7 1.000001\n"
+	"flow 71 1 3 500\n"
+	"coflow 72 7 0\n"
+	"flow 72 3 7 42\n"
+	"edge 70 72 12.25\n"
+	"edge 71 72 0\n"
+	"job 3 1000 1\n"
+	"coflow 30 3 0.000001\n"
+	"flow 30 5 5 1\n";
+
+static const char coflows_hdr[] =
+	"coflow_id,job_id,release_ns,finish_ns,cct_ns,bytes,width,bin,isolation_ns\n";
+static const char jobs_hdr[] = "job_id,arrival_ns,finish_ns,jct_ns,weight\n";
+
+static const char *small_trace(char *buf, size_t size)
+{
+	tmp_path(buf, size, "small-fb.txt");
+	write_file(buf, small_fb);
+	return buf;
+}
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -138,7 +358,8 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ft
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/loom-cli-XXXXXX");
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/loom-replay-cli-XXXXXX");
 	return mkdtemp(tmpdir) ? 0 : -1;
 }
 
@@ -150,185 +371,370 @@ static int teardown(void **state)
 
 static void test_help(void **state)
 {
-	static const char *const flags[] = {
-		"--trace",       "--format",  "--topo",     "--rate-bps", "--policy",
-		"--mode",        "--classes", "--quantize", "--epoch-ms", "--reeval-ms",
-		"--seed",        "--out",     "--no-plots", "--check",    "--progress",
-		"--no-progress", "--verbose", "--help",     "fifo",       "fair",
+	static const char *const words[] = {
+		"--trace",
+		"--format",
+		"--topo",
+		"--rate-bps",
+		"--policy",
+		"--mode",
+		"--classes",
+		"--quantize",
+		"--epoch-ms",
+		"--reeval-ms",
+		"--seed",
+		"--out",
+		"--no-plots",
+		"--check",
+		"--progress",
+		"--no-progress",
+		"--verbose",
+		"--help",
+		"Usage: loom-replay",
 	};
-	const char *args[] = {"--help", NULL};
-	struct result r = run(replay(), args);
+	struct result r;
 
 	(void)state;
-	assert_int_equal(r.status, 0);
-	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
-		if (!strstr(r.out, flags[i]))
-			fail_msg("--help does not mention %s", flags[i]);
-	free(r.out);
+	replay(&r, "--help", NULL);
+	if (r.status != 0)
+		dump_fail(&r, "--help: expected exit 0");
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (!strstr(r.out, words[i]))
+			fail_msg("--help does not mention %s:\n%s", words[i], r.out);
+	/* The policy list: one line per policy, name first. */
+	assert_true(strstr(r.out, "Policies:") != NULL);
+	assert_true(has_line(r.out, "  fifo "));
+	assert_true(has_line(r.out, "  fair "));
+	result_free(&r);
+
+	replay(&r, "-h", NULL);
+	expect(&r, 0, "--trace");
 }
 
 static void test_bad_flags(void **state)
 {
-	char trace[300];
-	const char *t = path_in(trace, sizeof(trace), "small.txt");
+	char tb[128], ob[128];
+	const char *t = small_trace(tb, sizeof(tb));
+	const char *o = tmp_path(ob, sizeof(ob), "out-flags");
+	struct result r;
 
 	(void)state;
-	write_file(t, small_fb);
-	expect(run(replay(), (const char *[]){"--no-progress", NULL}), 2, "--trace is required");
-	expect(run(replay(), (const char *[]){"--bogus", NULL}), 2, "unrecognized option");
-	expect(run(replay(), (const char *[]){"-t", t, "--classes", "0", NULL}), 2, "--classes");
-	expect(run(replay(), (const char *[]){"-t", t, "--classes", "abc", NULL}), 2,
-	       "--classes: 'abc'");
-	expect(run(replay(), (const char *[]){"-t", t, "--mode", "bogus", NULL}), 2, "--mode");
-	expect(run(replay(), (const char *[]){"-t", t, "--quantize", "x", NULL}), 2, "--quantize");
-	expect(run(replay(), (const char *[]){"-t", t, "--epoch-ms", "-1", NULL}), 2, "--epoch-ms");
-	expect(run(replay(), (const char *[]){"-t", t, "--format", "csv", NULL}), 2, "--format");
-	expect(run(replay(), (const char *[]){"-t", t, "--policy", "fifo,nope", NULL}), 2,
-	       "unknown policy 'nope' (known: fifo, fair");
-	expect(run(replay(), (const char *[]){"-t", t, "extra", NULL}), 2,
-	       "unexpected argument 'extra'");
+	replay(&r, NULL);
+	expect_usage(&r, "--trace is required");
+	replay(&r, "-o", o, NULL);
+	expect_usage(&r, "--trace is required");
+	replay(&r, "-t", t, "-o", o, "--bogus", NULL);
+	if (r.status != 2 || !strstr(r.err, "--bogus") || !strstr(r.err, "loom-replay --help"))
+		dump_fail(&r, "--bogus: expected exit 2, the option and a pointer to --help");
+	result_free(&r);
+	replay(&r, "-t", t, "-o", o, "--classes", "0", NULL);
+	expect_usage(&r, "--classes: '0'");
+	replay(&r, "-t", t, "-o", o, "--classes", "abc", NULL);
+	expect_usage(&r, "--classes: 'abc'");
+	replay(&r, "-t", t, "-o", o, "--classes", "4097", NULL);
+	expect_usage(&r, "--classes: '4097'");
+	replay(&r, "-t", t, "-o", o, "--classes", NULL);
+	expect_usage(&r, "--classes");
+	replay(&r, "-t", t, "-o", o, "--mode", "bogus", NULL);
+	expect_usage(&r, "--mode: 'bogus'");
+	replay(&r, "-t", t, "-o", o, "--quantize", "bogus", NULL);
+	expect_usage(&r, "--quantize: 'bogus'");
+	replay(&r, "-t", t, "-o", o, "--epoch-ms", "-1", NULL);
+	expect_usage(&r, "--epoch-ms: '-1'");
+	replay(&r, "-t", t, "-o", o, "--reeval-ms", "soon", NULL);
+	expect_usage(&r, "--reeval-ms: 'soon'");
+	replay(&r, "-t", t, "-o", o, "--seed", "x", NULL);
+	expect_usage(&r, "--seed: 'x'");
+	replay(&r, "-t", t, "-o", o, "--rate-bps", "0", NULL);
+	expect_usage(&r, "--rate-bps: '0'");
+	replay(&r, "-t", t, "-o", o, "--format", "bogus", NULL);
+	expect_usage(&r, "--format: 'bogus' is not one of fb, sincronia, loom");
+	replay(&r, "-t", t, "-o", o, "--policy", "fifo,nope", NULL);
+	expect_usage(&r, "unknown policy 'nope' (known: ");
+	replay(&r, "-t", t, "-o", o, "--policy", "fifo,nope", NULL);
+	if (r.status != 2 || !strstr(r.err, "fifo") || !strstr(r.err, "fair"))
+		dump_fail(&r, "--policy fifo,nope: expected exit 2 and the known policies");
+	result_free(&r);
+	replay(&r, "-t", t, "-o", o, "extra", NULL);
+	expect_usage(&r, "unexpected argument 'extra'");
+	/* An empty policy list is refused (not a crash, not an empty table). */
+	replay(&r, "-t", t, "-o", o, "--policy", ",", NULL);
+	if (r.status <= 0 || !strstr(r.err, "--policy"))
+		dump_fail(&r, "--policy ,: expected a non-zero exit naming --policy");
+	result_free(&r);
+	/* None of these got as far as writing output. */
+	assert_int_equal(access(o, F_OK), -1);
 }
 
 static void test_bad_input(void **state)
 {
-	char trace[300], topo[300], out[300], msg[400];
-	const char *t = path_in(trace, sizeof(trace), "bad.txt");
-	const char *tp = path_in(topo, sizeof(topo), "topo.json");
-	const char *o = path_in(out, sizeof(out), "out-bad");
+	char tb[128], bb[128], jb[128], ob[128], msg[256];
+	const char *t = small_trace(tb, sizeof(tb));
+	const char *bad = tmp_path(bb, sizeof(bb), "bad-fb.txt");
+	const char *topo = tmp_path(jb, sizeof(jb), "topo.json");
+	const char *o = tmp_path(ob, sizeof(ob), "out-input");
+	const char *missing = "/nonexistent/loom-trace.txt";
+	struct result r;
 
 	(void)state;
-	expect(run(replay(),
-		   (const char *[]){"-t", "/nonexistent/trace.txt", "--no-progress", NULL}),
-	       1, "/nonexistent/trace.txt: No such file");
-	/* port 9 >= 4 ports on line 3 */
-	write_file(t, "4 2\n1 0 1 0 1 1:1.0\n2 5 1 9 1 0:1.0\n");
-	snprintf(msg, sizeof(msg), "%s:3:", t);
-	expect(run(replay(), (const char *[]){"-t", t, "-o", o, "--no-progress", NULL}), 1, msg);
-	write_file(t, small_fb);
-	write_file(tp, "{\"hosts\": 4, \"link_bps\": -5}");
-	expect(run(replay(), (const char *[]){"-t", t, "-T", tp, "-o", o, "--no-progress", NULL}),
-	       1, tp);
-	write_file(tp, "{\"hosts\": 2}");
-	expect(run(replay(), (const char *[]){"-t", t, "-T", tp, "-o", o, "--no-progress", NULL}),
-	       1, "beyond the topology");
+	/* Missing trace: exit 1 (bad input; 2 is for the command line). */
+	replay(&r, "-t", missing, "-o", o, NULL);
+	snprintf(msg, sizeof(msg), "%s: No such file", missing);
+	expect(&r, 1, msg);
+	replay(&r, "-t", missing, "-o", o, "--format", "sincronia", NULL);
+	expect(&r, 1, msg);
+
+	/* Mapper port 9 on line 3 of a 4-port trace. */
+	write_file(bad, "4 2\n1 0 1 0 1 1:1.0\n2 5 1 9 1 0:1.0\n");
+	replay(&r, "-t", bad, "-o", o, NULL);
+	snprintf(msg, sizeof(msg), "%s:3:", bad);
+	expect(&r, 1, msg);
+	/* A reducer port out of range, format given. */
+	write_file(bad, "4 2\n1 0 1 0 1 1:1.0\n2 5 1 2 1 4:1.0\n");
+	replay(&r, "-t", bad, "-o", o, "--format", "fb", NULL);
+	expect(&r, 1, msg);
+	/* The FB trace read as another format names the file and a line. */
+	replay(&r, "-t", t, "-o", o, "--format", "loom", NULL);
+	snprintf(msg, sizeof(msg), "%s:1:", t);
+	expect(&r, 1, msg);
+	replay(&r, "-t", t, "-o", o, "--format", "sincronia", NULL);
+	snprintf(msg, sizeof(msg), "%s:2:", t);
+	expect(&r, 1, msg);
+
+	/* Topology: unparsable JSON, a bad value, a missing file. */
+	write_file(topo, "{\"hosts\": 4,");
+	replay(&r, "-t", t, "-T", topo, "-o", o, NULL);
+	expect(&r, 1, topo);
+	write_file(topo, "{\"hosts\": 4, \"link_bps\": -5}");
+	replay(&r, "-t", t, "--topo", topo, "-o", o, NULL);
+	expect(&r, 1, topo);
+	replay(&r, "-t", t, "--topo", "/nonexistent/topo.json", "-o", o, NULL);
+	expect(&r, 1, "/nonexistent/topo.json: No such file");
+	/* Too small for the trace's 4 ports. */
+	write_file(topo, "{\"hosts\": 2}");
+	replay(&r, "-t", t, "--topo", topo, "-o", o, NULL);
+	if (r.status != 1 || !strstr(r.err, t) || !strstr(r.err, "beyond the topology"))
+		dump_fail(&r, "a 2-host topology for a 4-port trace: expected exit 1");
+	result_free(&r);
+	/* Big enough is fine. */
+	write_file(topo, "{\"hosts\": 4}");
+	replay(&r, "-t", t, "--topo", topo, "-o", o, "--no-plots", "-p", "fifo", NULL);
+	expect(&r, 0, "normalised to fifo");
 }
+
+/*
+ * DIR/FILE has the header line, then rows rows of the header's columns, one
+ * per id first_id .. first_id + rows - 1: "id," (or "id,id," when id_twice:
+ * a coflow of an FB or Sincronia trace is a job with the same id).
+ */
+static void check_csv(const char *dir, const char *file, const char *hdr, unsigned first_id,
+		      unsigned rows, bool id_twice)
+{
+	char path[256], row[64];
+	char *csv;
+	size_t commas = count_char(hdr, ',');
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	csv = slurp(path, NULL);
+	if (!csv)
+		fail_msg("%s was not written", path);
+	if (strncmp(csv, hdr, strlen(hdr)) != 0)
+		fail_msg("%s: header is not %s:\n%s", path, hdr, csv);
+	if (count_char(csv, '\n') != rows + 1 || csv[strlen(csv) - 1] != '\n')
+		fail_msg("%s: expected the header and %u rows:\n%s", path, rows, csv);
+	if (count_char(csv, ',') != commas * (rows + 1))
+		fail_msg("%s: a row does not have the header's %zu columns:\n%s", path, commas + 1,
+			 csv);
+	for (unsigned id = first_id; id < first_id + rows; id++) {
+		if (id_twice)
+			snprintf(row, sizeof(row), "%u,%u,", id, id);
+		else
+			snprintf(row, sizeof(row), "%u,", id);
+		if (!has_line(csv + strlen(hdr), row))
+			fail_msg("%s: no row for id %u:\n%s", path, id, csv);
+	}
+	free(csv);
+}
+
+static const char *const labels[] = {"fifo", "fifo/K8", "fair", "fair/K8"};
+static const char *const files[] = {"fifo", "fifo-K8", "fair", "fair-K8"};
 
 static void test_good_run(void **state)
 {
-	char trace[300], out[300], path[400];
-	const char *t = path_in(trace, sizeof(trace), "small.txt");
-	const char *o = path_in(out, sizeof(out), "out");
+	char tb[128], ob[128], path[256], line[64];
+	const char *t = small_trace(tb, sizeof(tb));
+	const char *o = tmp_path(ob, sizeof(ob), "out-good");
 	struct result r;
 	char *csv;
 
 	(void)state;
-	write_file(t, small_fb);
-	r = run(replay(), (const char *[]){"-t", t, "-p", "fifo,fair", "--mode", "both", "-o", o,
-					   "--check", "--no-progress", NULL});
+	replay(&r, "--trace", t, "--policy", "fifo,fair", "--mode", "both", "--out", o,
+	       "--no-plots", NULL);
 	if (r.status != 0)
-		fail_msg("exit %d:\n%s", r.status, r.out);
-	assert_non_null(strstr(r.out, "normalised to fifo"));
-	assert_non_null(strstr(r.out, "\nfifo/K8 "));
-	assert_non_null(strstr(r.out, "\nfair/K8 "));
-	assert_non_null(strstr(r.out, "max port load 1.0"));
-	free(r.out);
+		dump_fail(&r, "good run: expected exit 0");
+	if (!strstr(r.out, "normalised to fifo"))
+		dump_fail(&r, "no 'normalised to fifo' on stdout");
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(line, sizeof(line), "%s ", labels[i]);
+		if (!has_line(r.out, line))
+			dump_fail(&r, "a table row is missing");
+	}
+	/* The first row is in seconds, the others ratios to it. */
+	assert_true(has_line(r.out, "policy "));
+	assert_non_null(strstr(r.out, "x "));
+	result_free(&r);
 
 	snprintf(path, sizeof(path), "%s/summary.csv", o);
-	csv = slurp(path);
+	csv = slurp(path, NULL);
 	assert_non_null(csv);
-	assert_non_null(strstr(csv, "\nfifo,"));
-	assert_non_null(strstr(csv, "\nfifo/K8,"));
-	assert_non_null(strstr(csv, "\nfair/K8,"));
-	free(csv);
-	snprintf(path, sizeof(path), "%s/fifo-K8-coflows.csv", o);
-	csv = slurp(path);
-	assert_non_null(csv);
-	assert_true(
-		strncmp(csv,
-			"coflow_id,job_id,release_ns,finish_ns,cct_ns,bytes,width,bin,"
-			"isolation_ns\n",
-			sizeof("coflow_id,job_id,release_ns,finish_ns,cct_ns,bytes,width,bin,isolation_ns\n") -
-				1) == 0);
-	{
-		int lines = 0;
-
-		for (char *c = csv; *c; c++)
-			lines += *c == '\n';
-		assert_int_equal(lines, 6); /* header + 5 coflows */
+	assert_true(strncmp(csv, "label,", 6) == 0);
+	assert_int_equal(count_char(csv, '\n'), 5); /* header + 4 runs */
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(line, sizeof(line), "%s,5,", labels[i]); /* label, coflows */
+		if (!has_line(csv, line))
+			fail_msg("summary.csv has no row %s:\n%s", line, csv);
 	}
 	free(csv);
-	snprintf(path, sizeof(path), "%s/fair-jobs.csv", o);
-	csv = slurp(path);
-	assert_non_null(csv);
-	{
-		static const char hdr[] = "job_id,arrival_ns,finish_ns,jct_ns,weight\n";
+	for (size_t i = 0; i < 4; i++) {
+		char name[64];
 
-		assert_true(strncmp(csv, hdr, strlen(hdr)) == 0);
+		snprintf(name, sizeof(name), "%s-coflows.csv", files[i]);
+		check_csv(o, name, coflows_hdr, 1, 5, true);
+		snprintf(name, sizeof(name), "%s-jobs.csv", files[i]);
+		check_csv(o, name, jobs_hdr, 1, 5, false);
 	}
-	free(csv);
-	/* Plots: the script is always written. */
-	r = run(replay(), (const char *[]){"-t", t, "-p", "fifo", "-o", o, "--no-progress", NULL});
-	assert_int_equal(r.status, 0);
-	free(r.out);
+	/* --no-plots: CSV only. */
 	snprintf(path, sizeof(path), "%s/plots.gp", o);
-	assert_int_equal(access(path, R_OK), 0);
+	assert_int_equal(access(path, F_OK), -1);
+
+	/* --mode classes alone, and --classes implying it. */
+	replay(&r, "-t", t, "-p", "fair", "-o", o, "--no-plots", "--classes", "2", NULL);
+	if (r.status != 0 || !has_line(r.out, "fair/K2 ") || has_line(r.out, "fair "))
+		dump_fail(&r, "--classes 2: expected exactly the row fair/K2");
+	result_free(&r);
+	check_csv(o, "fair-K2-coflows.csv", coflows_hdr, 1, 5, true);
 }
 
-static void test_formats_and_gen(void **state)
+static void test_plots(void **state)
 {
-	const char *src = getenv("LOOM_SRCDIR");
-	char sinc[400], jobs[300], jobs2[300], out[300];
-	const char *j = path_in(jobs, sizeof(jobs), "jobs.loom");
-	const char *j2 = path_in(jobs2, sizeof(jobs2), "jobs2.loom");
-	const char *o = path_in(out, sizeof(out), "out-fmt");
-	char *a, *b;
+	static const char *const images[] = {"cct_cdf.png", "cct_cdf.svg", "jct_cdf.png",
+					     "jct_cdf.svg", "bars.png",    "bars.svg"};
+	char tb[128], ob[128], path[256];
+	const char *t = small_trace(tb, sizeof(tb));
+	const char *o = tmp_path(ob, sizeof(ob), "out-plots");
+	struct result r;
 
 	(void)state;
-	snprintf(sinc, sizeof(sinc), "%s/data/sincronia/526-0.9-FB-UPWS-CHUNKS.txt",
-		 src ? src : "..");
-	/* Sincronia format, detected. */
-	expect(run(replay(),
-		   (const char *[]){"-t", sinc, "-o", o, "--no-plots", "--no-progress", NULL}),
-	       0, "(sincronia): 526 jobs, 526 coflows");
-	/* loom-gen: deterministic in its seed; the output replays (format detected). */
-	expect(run(gen(), (const char *[]){"--out", j, "--jobs", "20", "--hosts", "16", "--seed",
-					   "3", NULL}),
-	       0, "20 jobs");
-	expect(run(gen(), (const char *[]){"--out", j2, "--jobs", "20", "--hosts", "16", "--seed",
-					   "3", NULL}),
-	       0, "20 jobs");
-	a = slurp(j);
-	b = slurp(j2);
-	assert_non_null(a);
-	assert_non_null(b);
-	assert_string_equal(a, b);
-	free(b);
-	expect(run(gen(), (const char *[]){"--out", j2, "--jobs", "20", "--hosts", "16", "--seed",
-					   "4", NULL}),
-	       0, NULL);
-	b = slurp(j2);
-	assert_true(strcmp(a, b) != 0);
-	free(a);
-	free(b);
-	expect(run(replay(),
-		   (const char *[]){"-t", j, "-o", o, "--no-plots", "--no-progress", NULL}),
-	       0, "(loom): 20 jobs");
-	expect(run(gen(), (const char *[]){"--out", j, "--jobs", "0", NULL}), 2, "--jobs");
-	expect(run(gen(), (const char *[]){"--out", j, "--load", "abc", NULL}), 2, "--load");
-	expect(run(gen(), (const char *[]){"--out", j, "--dags", "/nonexistent/dags.txt", NULL}), 1,
-	       "/nonexistent/dags.txt");
+	replay(&r, "-t", t, "-p", "fifo,fair", "--mode", "both", "-o", o, NULL);
+	expect(&r, 0, "normalised to fifo");
+	snprintf(path, sizeof(path), "%s/plots.gp", o);
+	assert_true(file_nonempty(path));
+	snprintf(path, sizeof(path), "%s/summary.csv", o);
+	assert_true(file_nonempty(path));
+	if (!on_path("gnuplot")) {
+		print_message("gnuplot not on PATH: only plots.gp checked\n");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", o, images[i]);
+		if (!file_nonempty(path))
+			fail_msg("gnuplot is on PATH but %s is missing or empty", path);
+	}
+}
+
+static void test_format_detection(void **state)
+{
+	char tb[128], ob[128], lb[128], db[128], sinc[512];
+	const char *t = small_trace(tb, sizeof(tb));
+	const char *o = tmp_path(ob, sizeof(ob), "out-detect");
+	const char *loom = tmp_path(lb, sizeof(lb), "gen.loom");
+	const char *doc = tmp_path(db, sizeof(db), "doc.loom");
+	struct result r;
+	char *detected;
+
+	(void)state;
+	/* FB: detected, and the same table as with --format fb. */
+	replay(&r, "-t", t, "-o", o, "--no-plots", "-p", "fifo,fair", NULL);
+	if (r.status != 0 || !strstr(r.err, "(fb): 5 jobs, 5 coflows, 8 flows"))
+		dump_fail(&r, "FB trace without --format");
+	detected = r.out;
+	r.out = NULL;
+	result_free(&r);
+	replay(&r, "-t", t, "-o", o, "--no-plots", "-p", "fifo,fair", "--format", "fb", NULL);
+	if (r.status != 0 || strcmp(detected, r.out) != 0)
+		dump_fail(&r, "--format fb: expected the table of the detected run");
+	free(detected);
+	result_free(&r);
+
+	/* Sincronia. */
+	snprintf(sinc, sizeof(sinc), "%s/data/sincronia/10-0.9-FB-UPWS.txt", srcdir());
+	replay(&r, "-t", sinc, "-o", o, "--no-plots", "-p", "fifo,fair", NULL);
+	expect(&r, 0, "(sincronia): 10 jobs, 10 coflows");
+	replay(&r, "-t", sinc, "-o", o, "--no-plots", "-p", "fifo", "-f", "sincronia", NULL);
+	expect(&r, 0, "(sincronia): 10 jobs, 10 coflows");
+
+	/* Loom, written by loom-gen. */
+	gen(&r, "--out", loom, "--jobs", "5", "--hosts", "8", "--seed", "2", NULL);
+	expect(&r, 0, "5 jobs");
+	replay(&r, "-t", loom, "-o", o, "--no-plots", "-p", "fifo,fair", NULL);
+	expect(&r, 0, "(loom): 5 jobs");
+	/* Loom by hand, comment line first (docs/trace-format.md). */
+	write_file(doc, doc_loom);
+	replay(&r, "-t", doc, "-o", o, "--no-plots", "-p", "fifo,fair", NULL);
+	expect(&r, 0, "(loom): 2 jobs, 4 coflows, 5 flows");
+}
+
+static void test_check(void **state)
+{
+	char tb[128], ob[128], msg[64];
+	const char *t = small_trace(tb, sizeof(tb));
+	const char *o = tmp_path(ob, sizeof(ob), "out-check");
+	struct result r;
+
+	(void)state;
+	replay(&r, "-t", t, "-o", o, "--no-plots", "-p", "fifo,fair", "--mode", "both", "--check",
+	       NULL);
+	if (r.status != 0 || !strstr(r.err, "max port load"))
+		dump_fail(&r, "--check: expected exit 0 and 'max port load'");
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(msg, sizeof(msg), "%s: checked ", labels[i]);
+		if (!strstr(r.err, msg))
+			dump_fail(&r, "--check: a run did not log 'checked'");
+	}
+	result_free(&r);
+	/* Without --check nothing is checked. */
+	replay(&r, "-t", t, "-o", o, "--no-plots", "-p", "fifo", NULL);
+	if (r.status != 0 || strstr(r.err, "checked") || strstr(r.err, "max port load"))
+		dump_fail(&r, "without --check: expected no check log");
+	result_free(&r);
+}
+
+static void test_bundled_sincronia(void **state)
+{
+	char ob[128], sinc[512];
+	const char *o = tmp_path(ob, sizeof(ob), "out-526");
+	struct result r;
+
+	(void)state;
+	snprintf(sinc, sizeof(sinc), "%s/data/sincronia/526-0.9-FB-UPWS-CHUNKS.txt", srcdir());
+	replay(&r, "-t", sinc, "-p", "fifo,fair", "-o", o, "--no-plots", NULL);
+	if (r.status != 0 || !strstr(r.err, "(sincronia): 526 jobs, 526 coflows") ||
+	    !strstr(r.out, "normalised to fifo") || !has_line(r.out, "fifo ") ||
+	    !has_line(r.out, "fair "))
+		dump_fail(&r, "526-0.9-FB-UPWS-CHUNKS.txt under fifo,fair");
+	result_free(&r);
+	check_csv(o, "fair-coflows.csv", coflows_hdr, 0, 526, true);
+	check_csv(o, "fair-jobs.csv", jobs_hdr, 0, 526, false);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_help),
-		cmocka_unit_test(test_bad_flags),
-		cmocka_unit_test(test_bad_input),
-		cmocka_unit_test(test_good_run),
-		cmocka_unit_test(test_formats_and_gen),
+		cmocka_unit_test(test_help),      cmocka_unit_test(test_bad_flags),
+		cmocka_unit_test(test_bad_input), cmocka_unit_test(test_good_run),
+		cmocka_unit_test(test_plots),     cmocka_unit_test(test_format_detection),
+		cmocka_unit_test(test_check),     cmocka_unit_test(test_bundled_sincronia),
 	};
 
-	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * loom-gen as a user runs it: --help, exit status 2 and a message naming the
+ * flag for a bad command line, a message naming the file for missing input,
+ * and a run: a Loom trace that is the same for the same seed, differs for
+ * another, and replays under loom-replay.
+ *
+ * The programs come from $LOOM_GEN and $LOOM_REPLAY, bundled data from
+ * $LOOM_SRCDIR; meson sets all three. Every run writes its stdout and stderr
+ * to files in a fresh folder under /tmp (removed at the end) and is killed
+ * if it hangs.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_ARGS      48
+#define RUN_TIMEOUT_S 60 /* a hang, not a slow run: every run here takes well under 1 s */
+
+static char tmpdir[64];
+
+struct result {
+	int status;     /* exit status, or -1 when killed by a signal */
+	int sig;        /* the signal when status is -1 */
+	char *out;      /* stdout */
+	char *err;      /* stderr */
+	char cmd[1024]; /* the command line, for messages */
+};
+
+/* The whole file, NUL-terminated, length in *ret_len (if not NULL); NULL if unreadable. */
+static char *slurp(const char *path, size_t *ret_len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+
+	if (!f)
+		return NULL;
+	do {
+		if (cap - len < 4096) {
+			char *nb = realloc(buf, cap + 65536);
+
+			if (!nb) {
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = nb;
+			cap += 65536;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n > 0);
+	fclose(f);
+	buf[len] = '\0';
+	if (ret_len)
+		*ret_len = len;
+	return buf;
+}
+
+static const char *tmp_path(char *buf, size_t size, const char *name)
+{
+	int n = snprintf(buf, size, "%s/%s", tmpdir, name);
+
+	assert_true(n > 0 && (size_t)n < size);
+	return buf;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void result_free(struct result *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}
+
+/* "prog arg..." into buf, for messages. */
+static const char *cmdline(char *buf, size_t size, char *const *argv)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; argv[i] && off < size; i++)
+		off += (size_t)snprintf(buf + off, size - off, "%s%s", i ? " " : "", argv[i]);
+	return buf;
+}
+
+/*
+ * Runs prog with args (NULL-terminated), stdin from /dev/null, stdout and
+ * stderr into files read back into r. The child leads its own process group
+ * so that a hang kills whatever it started too, and fails the test.
+ */
+static void run_argv(struct result *r, const char *prog, const char *const *args)
+{
+	char out_path[128], err_path[128], cmd[1024], *argv[MAX_ARGS + 2];
+	struct timespec start, now, nap = {0, 5 * 1000 * 1000};
+	int n = 0, st = 0;
+	pid_t pid, w;
+
+	tmp_path(out_path, sizeof(out_path), "stdout.txt");
+	tmp_path(err_path, sizeof(err_path), "stderr.txt");
+	argv[n++] = (char *)prog;
+	for (; args[n - 1]; n++) {
+		assert_true(n <= MAX_ARGS);
+		argv[n] = (char *)args[n - 1];
+	}
+	argv[n] = NULL;
+	fflush(NULL);
+	assert_int_equal(clock_gettime(CLOCK_MONOTONIC, &start), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int in = open("/dev/null", O_RDONLY);
+		int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int err = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		setpgid(0, 0);
+		if (in < 0 || out < 0 || err < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 ||
+		    dup2(err, 2) < 0)
+			_exit(126);
+		execv(prog, argv);
+		_exit(127);
+	}
+	setpgid(pid, pid); /* as the child does: whichever runs first */
+	for (;;) {
+		w = waitpid(pid, &st, WNOHANG);
+		if (w == pid)
+			break;
+		assert_true(w == 0 || errno == EINTR);
+		assert_int_equal(clock_gettime(CLOCK_MONOTONIC, &now), 0);
+		if (now.tv_sec - start.tv_sec > RUN_TIMEOUT_S) {
+			kill(-pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			fail_msg("%s: still running after %d s; killed",
+				 cmdline(cmd, sizeof(cmd), argv), RUN_TIMEOUT_S);
+		}
+		nanosleep(&nap, NULL);
+	}
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	r->sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+	r->out = slurp(out_path, NULL);
+	r->err = slurp(err_path, NULL);
+	assert_non_null(r->out);
+	assert_non_null(r->err);
+	if (r->status == 127 || r->status == 126)
+		fail_msg("cannot run %s (exit %d)", prog, r->status);
+	cmdline(r->cmd, sizeof(r->cmd), argv);
+}
+
+static void run_va(struct result *r, const char *prog, const char *first, va_list ap)
+{
+	const char *args[MAX_ARGS + 1];
+	size_t n = 0;
+
+	if (first)
+		args[n++] = first;
+	for (const char *a = va_arg(ap, const char *); a; a = va_arg(ap, const char *)) {
+		assert_true(n < MAX_ARGS);
+		args[n++] = a;
+	}
+	args[n] = NULL;
+	run_argv(r, prog, args);
+}
+
+static const char *replay_prog(void)
+{
+	const char *p = getenv("LOOM_REPLAY");
+
+	return p && *p ? p : "controlplane/sim/loom-replay";
+}
+
+static const char *gen_prog(void)
+{
+	const char *p = getenv("LOOM_GEN");
+
+	return p && *p ? p : "controlplane/sim/loom-gen";
+}
+
+static const char *srcdir(void)
+{
+	const char *p = getenv("LOOM_SRCDIR");
+
+	return p && *p ? p : "..";
+}
+
+/* loom-replay --no-progress ARGS... (NULL-terminated) */
+__attribute__((sentinel)) static void replay(struct result *r, ...)
+{
+	va_list ap;
+
+	va_start(ap, r);
+	run_va(r, replay_prog(), "--no-progress", ap);
+	va_end(ap);
+}
+
+/* loom-gen ARGS... (NULL-terminated) */
+__attribute__((sentinel)) static void gen(struct result *r, ...)
+{
+	va_list ap;
+
+	va_start(ap, r);
+	run_va(r, gen_prog(), NULL, ap);
+	va_end(ap);
+}
+
+static void dump_fail(const struct result *r, const char *what)
+{
+	fail_msg("%s\n%s; got exit %d (signal %d)\n--- stdout:\n%s--- stderr:\n%s", r->cmd, what,
+		 r->status, r->sig, r->out, r->err);
+}
+
+/* Exit status is status and needle (if any) is on stdout or stderr; frees r. */
+static void expect(struct result *r, int status, const char *needle)
+{
+	char what[512];
+
+	if (r->status != status || (needle && !strstr(r->out, needle) && !strstr(r->err, needle))) {
+		snprintf(what, sizeof(what), "expected exit %d and '%s'", status,
+			 needle ? needle : "");
+		dump_fail(r, what);
+	}
+	result_free(r);
+}
+
+/* Expects a usage error: exit 2 and needle (naming the flag) on stderr; frees r. */
+static void expect_usage(struct result *r, const char *needle)
+{
+	char what[512];
+
+	if (r->status != 2 || !strstr(r->err, needle)) {
+		snprintf(what, sizeof(what), "expected exit 2 and '%s' on stderr", needle);
+		dump_fail(r, what);
+	}
+	result_free(r);
+}
+
+/* Whether text has a line that starts with prefix. */
+static bool has_line(const char *text, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	for (const char *s = text; s; s = strchr(s, '\n')) {
+		if (*s == '\n')
+			s++;
+		if (strncmp(s, prefix, n) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/loom-gen-cli-XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	return nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void test_help(void **state)
+{
+	static const char *const words[] = {
+		"Usage: loom-gen", "--out",         "--jobs",       "--load", "--seed",
+		"--hosts",         "--rate-bps",    "--topo",       "--dags", "--fb",
+		"--compute-scale", "--bytes-scale", "--weight-max", "--help",
+	};
+	struct result r;
+
+	(void)state;
+	gen(&r, "--help", NULL);
+	if (r.status != 0)
+		dump_fail(&r, "--help: expected exit 0");
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (!strstr(r.out, words[i]))
+			fail_msg("--help does not mention %s:\n%s", words[i], r.out);
+	result_free(&r);
+	gen(&r, "-h", NULL);
+	expect(&r, 0, "--out");
+}
+
+static void test_bad_flags(void **state)
+{
+	char fb[128], jb[128];
+	const char *f = tmp_path(fb, sizeof(fb), "flags.loom");
+	const char *topo = tmp_path(jb, sizeof(jb), "topo.json");
+	struct result r;
+
+	(void)state;
+	gen(&r, "--out", f, "--jobs", "0", NULL);
+	expect_usage(&r, "--jobs: '0'");
+	gen(&r, "--out", f, "--jobs", "many", NULL);
+	expect_usage(&r, "--jobs: 'many'");
+	gen(&r, "--out", f, "--load", "0", NULL);
+	expect_usage(&r, "--load: '0'");
+	gen(&r, "--out", f, "--load", "-0.5", NULL);
+	expect_usage(&r, "--load: '-0.5'");
+	gen(&r, "--out", f, "--load", "abc", NULL);
+	expect_usage(&r, "--load: 'abc'");
+	gen(&r, "--out", f, "--seed", "x", NULL);
+	expect_usage(&r, "--seed: 'x'");
+	gen(&r, "--out", f, "--hosts", "0", NULL);
+	expect_usage(&r, "--hosts: '0'");
+	gen(&r, "--out", f, "--bytes-scale", "0", NULL);
+	expect_usage(&r, "--bytes-scale: '0'");
+	gen(&r, "--out", f, "--weight-max", "0.5", NULL);
+	expect_usage(&r, "--weight-max: '0.5'");
+	gen(&r, "--out", f, "--bogus", NULL);
+	if (r.status != 2 || !strstr(r.err, "--bogus") || !strstr(r.err, "loom-gen --help"))
+		dump_fail(&r, "--bogus: expected exit 2, the option and a pointer to --help");
+	result_free(&r);
+	gen(&r, "--out", f, "--jobs", NULL);
+	expect_usage(&r, "--jobs");
+	gen(&r, "--jobs", "3", NULL);
+	expect_usage(&r, "--out is required");
+	gen(&r, "--out", f, "extra", NULL);
+	expect_usage(&r, "unexpected argument 'extra'");
+	write_file(topo, "{\"hosts\": 8}");
+	gen(&r, "--out", f, "--topo", topo, "--hosts", "8", NULL);
+	expect_usage(&r, "--topo cannot be combined");
+	/* None of these wrote the trace. */
+	assert_int_equal(access(f, F_OK), -1);
+}
+
+/* Fails unless the trace at path is a Loom trace of njobs jobs on nhosts hosts. */
+static char *check_trace(const char *path, unsigned njobs, unsigned nhosts, size_t *ret_len)
+{
+	char hdr[64];
+	char *t = slurp(path, ret_len);
+	const char *s;
+	unsigned jobs = 0;
+
+	if (!t)
+		fail_msg("%s was not written", path);
+	/* The header is the first line that is not a comment. */
+	for (s = t; *s == '#'; s = strchr(s, '\n') + 1)
+		assert_non_null(strchr(s, '\n'));
+	snprintf(hdr, sizeof(hdr), "loom-trace 1 hosts %u\n", nhosts);
+	if (strncmp(s, hdr, strlen(hdr)) != 0)
+		fail_msg("%s does not start with the Loom header %s", path, hdr);
+	assert_true(strncmp(t, "# Loom trace", 12) == 0);
+	for (s = t; (s = strstr(s, "\njob ")) != NULL; s++)
+		jobs++;
+	assert_int_equal(jobs, njobs);
+	assert_true(has_line(t, "coflow "));
+	assert_true(has_line(t, "flow "));
+	return t;
+}
+
+static void test_run(void **state)
+{
+	char ab[128], bb[128], cb[128], db[128], eb[128], ob[128], msg[256];
+	const char *a = tmp_path(ab, sizeof(ab), "a.loom");
+	const char *b = tmp_path(bb, sizeof(bb), "b.loom");
+	const char *c = tmp_path(cb, sizeof(cb), "c.loom");
+	const char *d = tmp_path(db, sizeof(db), "d.loom");
+	const char *topo = tmp_path(eb, sizeof(eb), "topo.json");
+	const char *o = tmp_path(ob, sizeof(ob), "out-replay");
+	char dags_src[512], fb_src[512];
+	char *ta, *tb;
+	size_t la, lb;
+	struct result r;
+
+	(void)state;
+	gen(&r, "--out", a, "--jobs", "20", "--load", "0.7", "--seed", "3", "--hosts", "16", NULL);
+	snprintf(msg, sizeof(msg), "wrote %s: 20 jobs", a);
+	expect(&r, 0, msg);
+	ta = check_trace(a, 20, 16, &la);
+
+	/* Same seed, same bytes. */
+	gen(&r, "--out", b, "--jobs", "20", "--load", "0.7", "--seed", "3", "--hosts", "16", NULL);
+	expect(&r, 0, NULL);
+	tb = check_trace(b, 20, 16, &lb);
+	assert_true(la == lb && memcmp(ta, tb, la) == 0);
+	free(tb);
+	/* The bundled files named explicitly are the ones found by default. */
+	snprintf(dags_src, sizeof(dags_src), "%s/data/tpch/dags.txt", srcdir());
+	snprintf(fb_src, sizeof(fb_src), "%s/data/fb2010/FB2010-1Hr-150-0.txt", srcdir());
+	gen(&r, "--out", b, "--jobs", "20", "--load", "0.7", "--seed", "3", "--hosts", "16",
+	    "--dags", dags_src, "--fb", fb_src, NULL);
+	expect(&r, 0, NULL);
+	tb = check_trace(b, 20, 16, &lb);
+	assert_true(la == lb && memcmp(ta, tb, la) == 0);
+	free(tb);
+	/* '-' writes the same trace to stdout and the summary to stderr. */
+	gen(&r, "--out", "-", "--jobs", "20", "--load", "0.7", "--seed", "3", "--hosts", "16",
+	    NULL);
+	if (r.status != 0 || strlen(r.out) != la || memcmp(r.out, ta, la) != 0 ||
+	    !strstr(r.err, "20 jobs"))
+		dump_fail(&r, "--out -: expected the trace of --out FILE on stdout");
+	result_free(&r);
+
+	/* Another seed, another trace. */
+	gen(&r, "--out", c, "--jobs", "20", "--load", "0.7", "--seed", "4", "--hosts", "16", NULL);
+	expect(&r, 0, "20 jobs");
+	tb = check_trace(c, 20, 16, &lb);
+	assert_false(la == lb && memcmp(ta, tb, la) == 0);
+	free(tb);
+	free(ta);
+
+	/* A topology file instead of --hosts. */
+	write_file(topo, "{\"hosts\": 8}");
+	gen(&r, "--out", d, "--jobs", "3", "--topo", topo, NULL);
+	expect(&r, 0, "3 jobs");
+	free(check_trace(d, 3, 8, NULL));
+
+	/* The trace replays: format detected, 20 jobs. */
+	replay(&r, "--trace", a, "--out", o, "--no-plots", "--policy", "fifo,fair", NULL);
+	if (r.status != 0 || !strstr(r.err, "(loom): 20 jobs") || !strstr(r.out, "20 jobs in fifo"))
+		dump_fail(&r, "loom-replay of the generated trace");
+	result_free(&r);
+}
+
+static void test_missing_files(void **state)
+{
+	char fb[128], msg[256];
+	const char *f = tmp_path(fb, sizeof(fb), "missing.loom");
+	struct result r;
+
+	(void)state;
+	gen(&r, "--out", f, "--jobs", "2", "--dags", "/nonexistent/dags.txt", NULL);
+	expect(&r, 1, "/nonexistent/dags.txt: No such file");
+	gen(&r, "--out", f, "--jobs", "2", "--fb", "/nonexistent/fb.txt", NULL);
+	expect(&r, 1, "/nonexistent/fb.txt: No such file");
+	gen(&r, "--out", f, "--jobs", "2", "--topo", "/nonexistent/topo.json", NULL);
+	expect(&r, 1, "/nonexistent/topo.json: No such file");
+	assert_int_equal(access(f, F_OK), -1);
+	gen(&r, "--out", "/nonexistent/dir/x.loom", "--jobs", "2", NULL);
+	snprintf(msg, sizeof(msg), "cannot write %s", "/nonexistent/dir/x.loom");
+	expect(&r, 1, msg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_help),
+		cmocka_unit_test(test_bad_flags),
+		cmocka_unit_test(test_run),
+		cmocka_unit_test(test_missing_files),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

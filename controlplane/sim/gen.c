@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -265,12 +264,10 @@ struct sim_dags *sim_dags_parse(const char *buf, size_t len, const char *name, s
 		r = sim_lex_err_at(err, lx.name, lx.lineno ? lx.lineno : 1, "no DAGs in the file");
 		goto fail;
 	}
-	free(lx.line);
-	free(lx.tok);
+	sim_lex_done(&lx);
 	return d;
 fail:
-	free(lx.line);
-	free(lx.tok);
+	sim_lex_done(&lx);
 	sim_dags_free(d);
 	errno = -r;
 	return NULL;
@@ -283,14 +280,8 @@ struct sim_dags *sim_dags_load(const char *path, struct loom_err *err)
 	size_t len = 0;
 	int r;
 
-	if (!path) {
-		loom_err_set(err, EINVAL, "no DAG file given");
-		errno = EINVAL;
-		return NULL;
-	}
-	r = sim_read_file(path, &buf, &len);
+	r = sim_read_file(path, "no DAG file given", &buf, &len, err);
 	if (r < 0) {
-		loom_err_set(err, -r, "%s: %s", path, strerror(-r));
 		errno = -r;
 		return NULL;
 	}

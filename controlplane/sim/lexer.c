@@ -98,15 +98,21 @@ int sim_lex_next(struct sim_lexer *lx, struct loom_err *err)
 	return 0;
 }
 
-int sim_read_file(const char *path, char **ret_buf, size_t *ret_len)
+int sim_read_file(const char *path, const char *missing, char **ret_buf, size_t *ret_len,
+		  struct loom_err *err)
 {
-	FILE *f = fopen(path, "rb");
+	FILE *f;
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	int r = 0;
 
-	if (!f)
-		return loom_negerrno();
+	if (!path)
+		return loom_err_set(err, EINVAL, "%s", missing);
+	f = fopen(path, "rb");
+	if (!f) {
+		r = loom_negerrno();
+		return loom_err_set(err, -r, "%s: %s", path, strerror(-r));
+	}
 	for (;;) {
 		size_t n;
 
@@ -125,7 +131,7 @@ int sim_read_file(const char *path, char **ret_buf, size_t *ret_len)
 	fclose(f);
 	if (r < 0) {
 		free(buf);
-		return r;
+		return loom_err_set(err, -r, "%s: %s", path, strerror(-r));
 	}
 	*ret_buf = buf;
 	*ret_len = len;

@@ -6,7 +6,8 @@
  * Works over a borrowed buffer that need not be NUL-terminated: each line is
  * copied, '#' starts a comment to the end of the line, blank lines are
  * skipped, NUL bytes are rejected. Every error is "name:line: reason".
- * Memory grows with the longest line and its token count only.
+ * Memory grows with the longest line and its token count only. Also the
+ * file reader and growable-array helper those readers share.
  */
 #ifndef LOOM_CONTROLPLANE_SIM_LEXER_H
 #define LOOM_CONTROLPLANE_SIM_LEXER_H
@@ -46,8 +47,13 @@ int sim_grow(void **p, size_t *cap, size_t need, size_t elem);
  */
 int sim_lex_next(struct sim_lexer *lx, struct loom_err *err);
 
-/* Reads all of path into *ret_buf (caller frees; not NUL-terminated). 0 or -errno. */
-int sim_read_file(const char *path, char **ret_buf, size_t *ret_len);
+/*
+ * Reads all of path into *ret_buf (caller frees; not NUL-terminated). Returns
+ * 0, or -errno with err filled: missing when path is NULL (-EINVAL), else
+ * "path: strerror".
+ */
+int sim_read_file(const char *path, const char *missing, char **ret_buf, size_t *ret_len,
+		  struct loom_err *err);
 
 /* Frees the lexer's buffers (not the input). */
 void sim_lex_done(struct sim_lexer *lx);

@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,7 +51,7 @@ static int trace_builder_err(struct loom_err *err, const char *name, unsigned lo
 	char msg[LOOM_ERR_MSG_MAX];
 
 	if (rc == -ENOMEM)
-		return loom_err_set(err, ENOMEM, "%s:%lu: out of memory", name, line);
+		return sim_lex_nomem(err, name, line);
 	snprintf(msg, sizeof(msg), "%s", loom_err_str(err));
 	return sim_lex_err_at(err, name, line, "%s", msg);
 }
@@ -1032,14 +1031,8 @@ struct cp_model *sim_trace_load(const char *path, enum sim_trace_format fmt, uin
 	size_t len = 0;
 	int r, saved;
 
-	if (!path) {
-		loom_err_set(err, EINVAL, "no trace path given");
-		errno = EINVAL;
-		return NULL;
-	}
-	r = sim_read_file(path, &buf, &len);
+	r = sim_read_file(path, "no trace path given", &buf, &len, err);
 	if (r < 0) {
-		loom_err_set(err, -r, "%s: %s", path, strerror(-r));
 		errno = -r;
 		return NULL;
 	}

@@ -42,6 +42,11 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	fb->entry_of = calloc(np, sizeof(*fb->entry_of));
 	fb->ver = calloc(np, sizeof(*fb->ver));
 	fb->pstamp = calloc(nf, sizeof(*fb->pstamp));
+	fb->rank = calloc(nf, sizeof(*fb->rank));
+	fb->mk_port = calloc(np, sizeof(*fb->mk_port));
+	fb->mk_cur = calloc(np, sizeof(*fb->mk_cur));
+	fb->mk_seen = calloc(np, sizeof(*fb->mk_seen));
+	fb->nflows = nf;
 	fb->heap_cap = (size_t)np + nfp + 1;
 	fb->heap = calloc(fb->heap_cap, sizeof(*fb->heap));
 	fb->old_rate = calloc(nf, sizeof(*fb->old_rate));
@@ -54,11 +59,12 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 		fb->snap_classes = (uint32_t)nc;
 	fb->snap = calloc((size_t)fb->snap_classes * np + 1, sizeof(*fb->snap));
 	fb->dirty_class = CP_NONE;
-	if (!fb->snap || !fb->cap || !fb->free_bps || !fb->fport_start || !fb->fport_list ||
-	    !fb->pairs || !fb->members || !fb->pair_of || !fb->classes || !fb->tports ||
-	    !fb->tl_start || !fb->tl_end || !fb->tlist || !fb->cntw || !fb->entry_of || !fb->ver ||
-	    !fb->pstamp || !fb->heap || !fb->old_rate || !fb->hkeys || !fb->hvals || !fb->hstamp ||
-	    !fb->scratch) {
+	if (!fb->snap || !fb->rank || !fb->mk_port || !fb->mk_cur || !fb->mk_seen || !fb->entries ||
+	    !fb->flow_entry || !fb->last_cf || !fb->cap || !fb->free_bps || !fb->fport_start ||
+	    !fb->fport_list || !fb->pairs || !fb->members || !fb->pair_of || !fb->classes ||
+	    !fb->tports || !fb->tl_start || !fb->tl_end || !fb->tlist || !fb->cntw ||
+	    !fb->entry_of || !fb->ver || !fb->pstamp || !fb->heap || !fb->old_rate || !fb->hkeys ||
+	    !fb->hvals || !fb->hstamp || !fb->scratch) {
 		sim_fabric_done(fb);
 		return -ENOMEM;
 	}
@@ -88,6 +94,10 @@ void sim_fabric_done(struct sim_fabric *fb)
 	free(fb->entry_of);
 	free(fb->ver);
 	free(fb->pstamp);
+	free(fb->rank);
+	free(fb->mk_port);
+	free(fb->mk_cur);
+	free(fb->mk_seen);
 	free(fb->heap);
 	free(fb->old_rate);
 	free(fb->hkeys);
@@ -189,13 +199,14 @@ static void build_port_lists(struct sim_fabric *fb, const struct cp_model *m,
 	for (uint32_t p = 0; p < fb->nports; p++)
 		cnt[p + 1] += cnt[p];
 	memcpy(fb->fport_start, cnt, (fb->nports + 1) * sizeof(*cnt));
-	for (uint32_t i = 0; i < d->norder; i++) {
+	for (uint32_t i = 0, rank = 0; i < d->norder; i++) {
 		const struct cp_coflow *cf = &m->coflows[d->order[i]];
 		const uint32_t *slot = &m->flow_slot[cf->first_flow];
 
 		for (uint32_t k = 0; k < cf->flows_left; k++) {
 			const struct cp_flow *fl = &m->flows[slot[k]];
 
+			fb->rank[slot[k]] = rank++;
 			for (uint32_t q = 0; q < fl->nports; q++)
 				fb->fport_list[cnt[fl->ports[q]]++] = slot[k];
 		}
@@ -242,17 +253,52 @@ static void allocate_rates(struct sim_fabric *fb, struct cp_model *m,
 	build_port_lists(fb, m, d);
 }
 
-/* Offers the free capacity of port p to its flows in priority order. */
-static void backfill_port(struct sim_fabric *fb, struct cp_model *m, uint32_t p,
-			  fabric_rate_fn set_rate, void *ctx)
+/*
+ * Offers the capacity freed on the ports of the finished flows to the flows
+ * crossing those ports, in priority order: a k-way merge of the ports' lists
+ * (each already in priority order), each flow once, until no freed port has
+ * capacity left.
+ */
+static void backfill_freed(struct sim_fabric *fb, struct cp_model *m, const uint32_t *freed,
+			   uint32_t nfreed, fabric_rate_fn set_rate, void *ctx)
 {
-	for (uint32_t k = fb->fport_start[p]; k < fb->fport_start[p + 1]; k++) {
-		uint32_t f = fb->fport_list[k];
-		const struct cp_flow *fl = &m->flows[f];
+	uint32_t k = 0, last = CP_NONE;
+
+	for (uint32_t i = 0; i < nfreed; i++) {
+		const struct cp_flow *fl = &m->flows[freed[i]];
+
+		for (uint32_t q = 0; q < fl->nports; q++) {
+			uint32_t p = fl->ports[q];
+
+			if (!fb->mk_seen[p]) {
+				fb->mk_seen[p] = true;
+				fb->mk_cur[k] = fb->fport_start[p];
+				fb->mk_port[k++] = p;
+			}
+		}
+	}
+	for (;;) {
+		uint32_t best = CP_NONE, best_rank = UINT32_MAX, f;
+		const struct cp_flow *fl;
 		double h;
 
-		if (fb->free_bps[p] <= FREE_EPS * fb->cap[p])
-			return;
+		for (uint32_t j = 0; j < k; j++) {
+			uint32_t p = fb->mk_port[j], c = fb->mk_cur[j];
+
+			if (c >= fb->fport_start[p + 1] || fb->free_bps[p] <= FREE_EPS * fb->cap[p])
+				continue;
+			if (fb->rank[fb->fport_list[c]] < best_rank) {
+				best_rank = fb->rank[fb->fport_list[c]];
+				best = j;
+			}
+		}
+		if (best == CP_NONE)
+			break;
+		f = fb->fport_list[fb->mk_cur[best]++];
+		if (best_rank == last)
+			continue; /* the same flow through a second freed port */
+		last = best_rank;
+		fl = &m->flows[f];
 		if (fl->done)
 			continue;
 		h = flow_headroom(fb, fl);
@@ -261,6 +307,8 @@ static void backfill_port(struct sim_fabric *fb, struct cp_model *m, uint32_t p,
 			set_rate(ctx, f, fl->rate_bps + h);
 		}
 	}
+	for (uint32_t j = 0; j < k; j++)
+		fb->mk_seen[fb->mk_port[j]] = false;
 }
 
 /* ---- water-fill mode ------------------------------------------------------ */
@@ -490,7 +538,7 @@ static void waterfill_class(struct sim_fabric *fb, const struct fabric_class *c)
 	size_t hn = 0;
 
 	if (gen == 0) {
-		memset(fb->pstamp, 0, fb->npairs * sizeof(*fb->pstamp));
+		memset(fb->pstamp, 0, fb->nflows * sizeof(*fb->pstamp));
 		gen = fb->gen = 1;
 	}
 	for (uint32_t e = c->tstart; e < c->tend; e++) {
@@ -615,12 +663,7 @@ void sim_fabric_update(struct sim_fabric *fb, struct cp_model *m, const uint32_t
 		       void *ctx)
 {
 	if (fb->rate_mode) {
-		for (uint32_t i = 0; i < nfreed; i++) {
-			const struct cp_flow *fl = &m->flows[freed[i]];
-
-			for (uint32_t q = 0; q < fl->nports; q++)
-				backfill_port(fb, m, fl->ports[q], set_rate, ctx);
-		}
+		backfill_freed(fb, m, freed, nfreed, set_rate, ctx);
 		return;
 	}
 	uint32_t from = fb->dirty_class, g0;

@@ -71,6 +71,11 @@ struct sim_fabric {
 	/* rate mode: unfinished flows by port, in priority order */
 	uint32_t *fport_start; /* nports + 1 */
 	uint32_t *fport_list;  /* TOPO_MAX_FLOW_PORTS * nflows */
+	uint32_t *rank;        /* per flow: position in the priority order */
+	uint32_t *mk_port;     /* freed ports being merged (update scratch) */
+	uint32_t *mk_cur;      /* per merged port: cursor into its list */
+	bool *mk_seen;         /* per port: already among mk_port */
+	size_t nflows;         /* capacity of the per-flow arrays */
 
 	/* water-fill mode */
 	struct fabric_pair *pairs;

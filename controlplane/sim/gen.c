@@ -635,7 +635,7 @@ struct cp_model *sim_gen(const struct sim_gen_params *p, const struct sim_dags *
 	struct cp_builder *b = NULL;
 	struct loom_rng start;
 	uint64_t *arrival_ns = NULL;
-	double bytes;
+	double bytes = 0;
 	int r;
 
 	if (!err)

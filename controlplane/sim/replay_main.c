@@ -347,9 +347,9 @@ static int run_one(struct cp_model *m, const char *name, const struct replay_arg
 	ret->wall_s = (double)(loom_clock_now_ns(pc.clock) - t0) * 1e-9;
 	if (a->check)
 		log_info("%s: checked %llu steps: max port load %.9f of capacity, max residual "
-			 "%.3g bytes at flow completion",
+			 "%.3g ns of transfer at flow completion",
 			 label, (unsigned long long)st.checked_steps, st.max_port_load,
-			 st.max_residual_bytes);
+			 st.max_residual_ns);
 	sim_label_file(label, file, sizeof(file));
 	snprintf(path, sizeof(path), "%s/%s-coflows.csv", dir, file);
 	r = sim_write_coflows_csv(m, path);

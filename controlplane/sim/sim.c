@@ -580,8 +580,9 @@ static void flow_finished(struct engine *e, uint32_t f, double rate, double resi
 	struct cp_flow *fl = &m->flows[f];
 	struct cp_coflow *cf = &m->coflows[fl->coflow];
 
-	if (e->o->check && resid > e->st->max_residual_bytes)
-		e->st->max_residual_bytes = resid;
+	/* in nanoseconds of transfer at the flow's rate */
+	if (e->o->check && rate > 0 && resid * 8e9 / rate > e->st->max_residual_ns)
+		e->st->max_residual_ns = resid * 8e9 / rate;
 	coflow_sync(e, fl->coflow);
 	cf->rate_bps -= rate;
 	e->job_rate[cf->job] -= rate;

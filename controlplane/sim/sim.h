@@ -141,8 +141,13 @@ struct sim_stats {
 	uint64_t decisions; /* policy decide calls */
 	uint64_t makespan_ns;
 	/* filled when opts.check: */
-	double max_port_load;      /* max over steps and ports of allocated / capacity */
-	double max_residual_bytes; /* max |bytes left - bytes moved| at a flow's completion */
+	double max_port_load; /* max over steps and ports of allocated / capacity */
+	/*
+	 * max over flow completions of |bytes left| (0 ideally), in nanoseconds
+	 * of transfer at the flow's rate: completions are rounded up to whole
+	 * nanoseconds, which bounds it by 1
+	 */
+	double max_residual_ns;
 	uint64_t checked_steps;
 };
 

@@ -101,10 +101,13 @@ static void replay(struct fixture *fx, const char *policy, enum sim_mode mode)
 	assert_true(st.checked_steps == st.decisions);
 	if (st.max_port_load > 1.0 + 1e-9)
 		fail_msg("%s: port load %.12f of capacity", policy, st.max_port_load);
-	/* Each flow moved exactly its bytes: the residual at completion is below a byte. */
-	if (st.max_residual_bytes >= 1.0)
-		fail_msg("%s: residual %.3f bytes at a flow completion", policy,
-			 st.max_residual_bytes);
+	/*
+	 * Each flow moved exactly its bytes: what is left (or over-sent) at its
+	 * completion is at most what one nanosecond moves (rounding to whole ns).
+	 */
+	if (st.max_residual_ns > 1.0 + 1e-6)
+		fail_msg("%s: residual of %.3f ns of transfer at a flow completion", policy,
+			 st.max_residual_ns);
 	for (uint32_t f = 0; f < fx->m->nflows; f++) {
 		const struct cp_flow *fl = &fx->m->flows[f];
 

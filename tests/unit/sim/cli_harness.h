@@ -269,4 +269,26 @@ static bool has_line(const char *text, const char *prefix)
 	return false;
 }
 
+static int cli_rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+/* Makes the test's temp folder from a mkdtemp template; ignores SIGPIPE. 0 or -1. */
+static int cli_tmpdir_make(const char *tmpl)
+{
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(tmpdir, sizeof(tmpdir), "%s", tmpl);
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+/* Removes the temp folder and everything in it. */
+static int cli_tmpdir_remove(void)
+{
+	return nftw(tmpdir, cli_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 #endif

@@ -88,26 +88,16 @@ static const char *small_trace(char *buf, size_t size)
 	return buf;
 }
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
-
 static int setup(void **state)
 {
 	(void)state;
-	signal(SIGPIPE, SIG_IGN);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/loom-replay-cli-XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return cli_tmpdir_make("/tmp/loom-replay-cli-XXXXXX");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	return nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	return cli_tmpdir_remove();
 }
 
 static void test_help(void **state)

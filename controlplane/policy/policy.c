@@ -2,47 +2,207 @@
 #include "controlplane/policy/policy.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const struct policy_class *const registry[] = {
-	&policy_fifo,
-	&policy_fair,
+	&policy_fifo, &policy_fair,  &policy_scf,       &policy_ncf,       &policy_lcf,
+	&policy_sebf, &policy_dclas, &policy_dclas_job, &policy_sincronia, &policy_cpf,
+	&policy_wcpf, &policy_srjf,  &policy_wsrjf,
 };
+
+#define NREGISTRY (sizeof(registry) / sizeof(registry[0]))
 
 const struct policy_class *const *policy_class_list(size_t *ret_n)
 {
-	*ret_n = sizeof(registry) / sizeof(registry[0]);
+	*ret_n = NREGISTRY;
 	return registry;
 }
 
 const struct policy_class *policy_class_find(const char *name)
 {
-	for (size_t i = 0; name && i < sizeof(registry) / sizeof(registry[0]); i++)
+	for (size_t i = 0; name && i < NREGISTRY; i++)
 		if (strcmp(registry[i]->name, name) == 0)
 			return registry[i];
 	return NULL;
 }
 
-struct policy *policy_new(const char *name, const struct policy_params *params,
-			  const struct cp_model *m, struct loom_err *err)
+static const char *const bool_words[][2] = {{"0", "1"},
+					    {"no", "yes"},
+					    {"false", "true"},
+					    {"off", "on"}};
+
+/* Parses a number with an optional k/M/G/T suffix (x1024^n). */
+static int parse_num(const char *s, double *ret)
 {
-	const struct policy_class *cls = policy_class_find(name);
-	struct policy *p;
+	char buf[64];
+	size_t len = strlen(s);
+	double mul = 1;
+
+	if (len == 0 || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, len + 1);
+	switch (buf[len - 1]) {
+	case 'k':
+	case 'K':
+		mul = 1024.0;
+		break;
+	case 'M':
+		mul = 1024.0 * 1024.0;
+		break;
+	case 'G':
+		mul = 1024.0 * 1024.0 * 1024.0;
+		break;
+	case 'T':
+		mul = 1024.0 * 1024.0 * 1024.0 * 1024.0;
+		break;
+	default:
+		break;
+	}
+	if (mul != 1)
+		buf[len - 1] = '\0';
+	if (loom_parse_double(buf, ret) < 0 || !isfinite(*ret))
+		return -EINVAL;
+	*ret *= mul;
+	return 0;
+}
+
+static int set_opt(const struct policy_class *cls, const char *key, const char *val, double *opt,
+		   struct loom_err *err)
+{
+	char valid[160] = "";
+	size_t off = 0;
+
+	for (uint32_t i = 0; i < cls->nopts; i++) {
+		const struct policy_opt_def *o = &cls->opts[i];
+		double v = 0;
+
+		if (strcmp(o->key, key) != 0)
+			continue;
+		switch (o->type) {
+		case POLICY_OPT_NUM:
+			if (parse_num(val, &v) < 0 || v < o->min || v > o->max)
+				return loom_err_set(err, EINVAL,
+						    "policy '%s': option '%s' wants a number in "
+						    "[%g, %g], got '%s'",
+						    cls->name, key, o->min, o->max, val);
+			break;
+		case POLICY_OPT_BOOL:
+			v = -1;
+			for (size_t w = 0; w < sizeof(bool_words) / sizeof(bool_words[0]); w++)
+				for (int b = 0; b < 2; b++)
+					if (strcmp(val, bool_words[w][b]) == 0)
+						v = b;
+			if (v < 0)
+				return loom_err_set(err, EINVAL,
+						    "policy '%s': option '%s' wants 0 or 1 (or "
+						    "no/yes), got '%s'",
+						    cls->name, key, val);
+			break;
+		case POLICY_OPT_ENUM:
+			v = -1;
+			for (size_t c = 0; o->choices[c]; c++) {
+				if (strcmp(val, o->choices[c]) == 0)
+					v = (double)c;
+				off += (size_t)snprintf(
+					valid + off, off < sizeof(valid) ? sizeof(valid) - off : 0,
+					"%s%s", c ? ", " : "", o->choices[c]);
+			}
+			if (v < 0)
+				return loom_err_set(
+					err, EINVAL,
+					"policy '%s': option '%s' must be one of %s, got "
+					"'%s'",
+					cls->name, key, valid, val);
+			break;
+		}
+		opt[i] = v;
+		return 0;
+	}
+	for (uint32_t i = 0; i < cls->nopts; i++)
+		off += (size_t)snprintf(valid + off, off < sizeof(valid) ? sizeof(valid) - off : 0,
+					"%s%s", i ? ", " : "", cls->opts[i].key);
+	return loom_err_set(err, EINVAL, "policy '%s': unknown option '%s' (%s%s)", cls->name, key,
+			    cls->nopts ? "valid: " : "it takes no options", valid);
+}
+
+/* Applies "key=value:key=value" (modified in place) to opt. */
+static int apply_opts(const struct policy_class *cls, char *list, double *opt, struct loom_err *err)
+{
+	char *save = NULL;
+
+	for (char *kv = strtok_r(list, ":", &save); kv; kv = strtok_r(NULL, ":", &save)) {
+		char *eq = strchr(kv, '=');
+		int r;
+
+		if (!eq || eq == kv)
+			return loom_err_set(err, EINVAL,
+					    "policy '%s': option '%s' is not key=value", cls->name,
+					    kv);
+		*eq = '\0';
+		r = set_opt(cls, kv, eq + 1, opt, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int policy_spec_parse(const char *spec, const struct policy_class **ret_cls, double *opt,
+		      struct loom_err *err)
+{
+	char buf[POLICY_SPEC_MAX], *colon;
+	const struct policy_class *cls;
+	size_t len = spec ? strlen(spec) : 0;
 	int r;
 
+	if (len >= sizeof(buf))
+		return loom_err_set(err, EINVAL, "policy spec '%.40s...' is longer than %zu bytes",
+				    spec, sizeof(buf) - 1);
+	memcpy(buf, spec ? spec : "", len + 1);
+	colon = strchr(buf, ':');
+	if (colon)
+		*colon = '\0';
+	cls = policy_class_find(buf);
 	if (!cls) {
 		char known[256] = "";
 		size_t off = 0;
 
-		for (size_t i = 0; i < sizeof(registry) / sizeof(registry[0]); i++)
+		for (size_t i = 0; i < NREGISTRY; i++)
 			off += (size_t)snprintf(known + off,
 						off < sizeof(known) ? sizeof(known) - off : 0,
 						"%s%s", i ? ", " : "", registry[i]->name);
-		loom_err_set(err, ENOENT, "unknown policy '%s' (known: %s)", name ? name : "",
-			     known);
-		errno = ENOENT;
+		return loom_err_set(err, ENOENT, "unknown policy '%s' (known: %s)", buf, known);
+	}
+	for (uint32_t i = 0; i < POLICY_MAX_OPTS; i++)
+		opt[i] = i < cls->nopts ? cls->opts[i].def : 0;
+	if (cls->preset) {
+		char pre[POLICY_SPEC_MAX];
+
+		snprintf(pre, sizeof(pre), "%s", cls->preset);
+		r = apply_opts(cls, pre, opt, err);
+		if (r < 0)
+			return r;
+	}
+	if (colon && (r = apply_opts(cls, colon + 1, opt, err)) < 0)
+		return r;
+	if (ret_cls)
+		*ret_cls = cls;
+	return 0;
+}
+
+struct policy *policy_new(const char *spec, const struct policy_params *params,
+			  const struct cp_model *m, struct loom_err *err)
+{
+	const struct policy_class *cls;
+	double opt[POLICY_MAX_OPTS];
+	struct policy *p;
+	int r;
+
+	r = policy_spec_parse(spec, &cls, opt, err);
+	if (r < 0) {
+		errno = -r;
 		return NULL;
 	}
 	p = calloc(1, sizeof(*p));
@@ -51,6 +211,9 @@ struct policy *policy_new(const char *name, const struct policy_params *params,
 		return NULL;
 	}
 	p->cls = cls;
+	p->decide_on_flow_done = cls->decide_on_flow_done;
+	memcpy(p->opt, opt, sizeof(opt));
+	snprintf(p->spec, sizeof(p->spec), "%s", spec);
 	if (params)
 		p->params = *params;
 	if (p->params.classes == 0)
@@ -58,12 +221,39 @@ struct policy *policy_new(const char *name, const struct policy_params *params,
 	loom_rng_seed(&p->rng, p->params.seed);
 	r = cls->init ? cls->init(p, m) : 0;
 	if (r < 0) {
-		loom_err_set(err, -r, "policy '%s': initialisation failed: %s", name, strerror(-r));
+		loom_err_set(err, -r, "policy '%s': initialisation failed: %s", spec, strerror(-r));
 		free(p);
 		errno = -r;
 		return NULL;
 	}
 	return p;
+}
+
+void policy_describe(FILE *f)
+{
+	for (size_t i = 0; i < NREGISTRY; i++) {
+		const struct policy_class *c = registry[i];
+
+		fprintf(f, "  %-10s %s\n", c->name, c->summary);
+		if (c->preset)
+			fprintf(f, "  %-10s   = the policy above with %s (same options)\n", "",
+				c->preset);
+		for (uint32_t k = 0; k < c->nopts && !c->preset; k++) {
+			const struct policy_opt_def *o = &c->opts[k];
+
+			fprintf(f, "  %-10s   :%s=", "", o->key);
+			if (o->type == POLICY_OPT_ENUM) {
+				for (size_t x = 0; o->choices[x]; x++)
+					fprintf(f, "%s%s", x ? "|" : "", o->choices[x]);
+				fprintf(f, "  %s (default %s)\n", o->help,
+					o->choices[(size_t)o->def]);
+			} else if (o->type == POLICY_OPT_BOOL) {
+				fprintf(f, "0|1  %s (default %.15g)\n", o->help, o->def);
+			} else {
+				fprintf(f, "N  %s (default %.15g)\n", o->help, o->def);
+			}
+		}
+	}
 }
 
 struct policy *policy_free(struct policy *p)

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/errors.h"
 #include "common/rng.h"
@@ -68,6 +69,30 @@ struct policy_params {
 
 struct policy;
 
+/*
+ * Options. A policy spec is "name" or "name:key=value:key=value"; each class
+ * declares the keys it accepts with their types, ranges and defaults, and a
+ * preset (a spec tail applied before the user's) lets one implementation be
+ * registered under several names (e.g. "wcpf" = "cpf:weighted=1").
+ */
+#define POLICY_MAX_OPTS 8
+#define POLICY_SPEC_MAX 96
+
+enum policy_opt_type {
+	POLICY_OPT_NUM,  /* a number; a k, M, G or T suffix multiplies by 1024^n */
+	POLICY_OPT_BOOL, /* 0/1, no/yes, false/true, off/on; value 0 or 1 */
+	POLICY_OPT_ENUM, /* one of choices; the value is its index */
+};
+
+struct policy_opt_def {
+	const char *key;
+	const char *help;
+	enum policy_opt_type type;
+	double def;
+	double min, max;            /* NUM: accepted range, inclusive */
+	const char *const *choices; /* ENUM: NULL-terminated */
+};
+
 struct policy_class {
 	const char *name;
 	const char *summary; /* one line for --help */
@@ -80,6 +105,9 @@ struct policy_class {
 	 * finished flows leave. Set this to be consulted on flow completions too.
 	 */
 	bool decide_on_flow_done;
+	const struct policy_opt_def *opts; /* nopts entries, at most POLICY_MAX_OPTS */
+	uint32_t nopts;
+	const char *preset; /* options applied before the user's, "key=value:..." or NULL */
 	/* Allocates private state into p->priv. 0 or -errno. */
 	int (*init)(struct policy *p, const struct cp_model *m);
 	/* Frees p->priv (may be NULL). */
@@ -95,6 +123,9 @@ struct policy {
 	const struct policy_class *cls;
 	struct policy_params params;
 	struct loom_rng rng;
+	double opt[POLICY_MAX_OPTS]; /* value of cls->opts[i] */
+	bool decide_on_flow_done;    /* cls->decide_on_flow_done; init may set it */
+	char spec[POLICY_SPEC_MAX];  /* the spec it was made from */
 	void *priv;
 };
 
@@ -105,11 +136,25 @@ const struct policy_class *policy_class_find(const char *name);
 const struct policy_class *const *policy_class_list(size_t *ret_n);
 
 /*
- * Returns a new policy instance for model m (borrowed), or NULL with errno
- * (ENOENT: unknown name, listing the known ones in err).
+ * Parses spec ("name[:key=value]..."): finds the class and fills opt
+ * (POLICY_MAX_OPTS doubles) with defaults, preset and the given values.
+ * Returns 0, or -ENOENT (unknown name; err lists the known ones) or -EINVAL
+ * (unknown key, bad value; err lists the valid keys or the accepted range).
+ * Needs no model: drivers check their specs before loading anything.
  */
-struct policy *policy_new(const char *name, const struct policy_params *params,
+int policy_spec_parse(const char *spec, const struct policy_class **ret_cls, double *opt,
+		      struct loom_err *err);
+
+/*
+ * Returns a new policy instance for model m (borrowed) from spec, or NULL
+ * with errno (ENOENT: unknown name, EINVAL: bad option, both explained in
+ * err with the valid choices).
+ */
+struct policy *policy_new(const char *spec, const struct policy_params *params,
 			  const struct cp_model *m, struct loom_err *err);
+
+/* Writes every policy, its summary and its options (for --help). */
+void policy_describe(FILE *f);
 struct policy *policy_free(struct policy *p);
 
 static inline int policy_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns,
@@ -140,5 +185,16 @@ void policy_madd(const struct cp_model *m, const uint32_t *order, uint32_t n, do
 /* Registered policy classes. */
 extern const struct policy_class policy_fifo;
 extern const struct policy_class policy_fair;
+extern const struct policy_class policy_scf;
+extern const struct policy_class policy_ncf;
+extern const struct policy_class policy_lcf;
+extern const struct policy_class policy_sebf;
+extern const struct policy_class policy_dclas;
+extern const struct policy_class policy_dclas_job;
+extern const struct policy_class policy_sincronia;
+extern const struct policy_class policy_cpf;
+extern const struct policy_class policy_wcpf;
+extern const struct policy_class policy_srjf;
+extern const struct policy_class policy_wsrjf;
 
 #endif

@@ -42,9 +42,6 @@ struct replay_args {
 
 static void usage(FILE *f)
 {
-	size_t n;
-	const struct policy_class *const *cls = policy_class_list(&n);
-
 	fprintf(f,
 		"Usage: loom-replay --trace FILE [options]\n"
 		"Replays a coflow/job trace through Loom's simulator under each policy and\n"
@@ -55,7 +52,8 @@ static void usage(FILE *f)
 		"  -T, --topo FILE        topology JSON (default: big switch, one host per trace port)\n"
 		"  -r, --rate-bps BPS     port rate of the default topology (default %llu = 1 Gbit/s\n"
 		"                         as CoflowSim counts it)\n"
-		"  -p, --policy LIST      comma-separated policies (default: all)\n"
+		"  -p, --policy LIST      comma-separated policy specs, NAME[:KEY=VALUE]...\n"
+		"                         (default: all, with default options)\n"
 		"  -m, --mode MODE        ideal | classes | both (default: ideal; --classes implies\n"
 		"                         classes unless --mode is given)\n"
 		"  -k, --classes K        priority classes in classes mode (default 8, 1..4096)\n"
@@ -73,8 +71,7 @@ static void usage(FILE *f)
 		"  -h, --help             this text\n"
 		"\nPolicies:\n",
 		(unsigned long long)TOPO_DEFAULT_BPS);
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "  %-12s %s\n", cls[i]->name, cls[i]->summary);
+	policy_describe(f);
 	fprintf(f, "\nOutputs in DIR: <label>-coflows.csv, <label>-jobs.csv, summary.csv,\n"
 		   "plots.gp and cct_cdf, jct_cdf, bars as .png and .svg (needs gnuplot).\n");
 }
@@ -304,7 +301,7 @@ static int run_one(struct cp_model *m, const char *name, const struct replay_arg
 	struct sim_stats st;
 	struct sim_opts o;
 	struct policy *p;
-	char label[64], file[64], path[PATH_MAX];
+	char label[POLICY_SPEC_MAX + 16], file[POLICY_SPEC_MAX + 16], path[PATH_MAX];
 	uint64_t t0;
 	int r;
 
@@ -406,10 +403,10 @@ int main(int argc, char **argv)
 		}
 		for (char *tok = strtok_r(list, ",", &save); tok;
 		     tok = strtok_r(NULL, ",", &save)) {
-			if (!policy_class_find(tok)) {
-				struct loom_err e2;
+			struct loom_err e2;
+			double opt[POLICY_MAX_OPTS];
 
-				policy_new(tok, NULL, NULL, &e2);
+			if (policy_spec_parse(tok, NULL, opt, &e2) < 0) {
 				log_err("--policy: %s", loom_err_str(&e2));
 				free(list);
 				return 2;

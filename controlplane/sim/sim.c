@@ -287,7 +287,7 @@ static void on_model_event(void *ctx, const struct cp_event *ev)
 
 	if (ev->type == CP_EV_COFLOW_READY)
 		rel_push(e, ev->time_ns > e->now ? ev->time_ns : e->now, ev->id);
-	if (ev->type != CP_EV_FLOW_DONE || e->p->cls->decide_on_flow_done)
+	if (ev->type != CP_EV_FLOW_DONE || e->p->decide_on_flow_done)
 		e->significant = true;
 	if (e->nevs == e->cap_evs) {
 		size_t ncap = e->cap_evs ? e->cap_evs * 2 : 1024;

@@ -170,7 +170,7 @@ struct sim_dist {
 void sim_dist_compute(double *values, uint32_t n, struct sim_dist *ret);
 
 struct sim_summary {
-	char label[64]; /* e.g. "fifo" or "fifo/K8" */
+	char label[112]; /* e.g. "fifo" or "dclas:sharing=weighted/K8" */
 	struct sim_dist cct_s;
 	struct sim_dist bin_cct_s[CP_BIN_COUNT];
 	struct sim_dist jct_s;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cleanup.h"
+
 /* ---- an open-addressing map from external id to index ------------------- */
 
 struct idmap {
@@ -721,6 +723,51 @@ uint64_t cp_coflow_isolation_ns(const struct cp_model *m, uint32_t c, double *po
 		}
 	}
 	return (uint64_t)ceil(worst_s * 1e9);
+}
+
+int cp_job_critical_paths_ns(const struct cp_model *m, uint64_t *job_ns)
+{
+	_cleanup_free_ double *ports = NULL;
+	_cleanup_free_ uint64_t *finish = NULL;
+	_cleanup_free_ uint32_t *indeg = NULL, *queue = NULL;
+	uint32_t n = m->ncoflows ? m->ncoflows : 1, head = 0, tail = 0;
+
+	ports = calloc((size_t)m->topo->nports + 1, sizeof(*ports));
+	finish = calloc(n, sizeof(*finish));
+	indeg = calloc(n, sizeof(*indeg));
+	queue = calloc(n, sizeof(*queue));
+	if (!ports || !finish || !indeg || !queue)
+		return -ENOMEM;
+	for (uint32_t j = 0; j < m->njobs; j++)
+		job_ns[j] = 0;
+	for (uint32_t c = 0; c < m->ncoflows; c++) {
+		indeg[c] = m->coflows[c].nparents;
+		if (!indeg[c])
+			queue[tail++] = c;
+	}
+	/* Kahn: every coflow is taken after all its parents (the DAG is acyclic). */
+	while (head < tail) {
+		uint32_t c = queue[head++];
+		const struct cp_coflow *cf = &m->coflows[c];
+		uint64_t start = cf->release_offset_ns;
+
+		for (uint32_t i = 0; i < cf->nparents; i++) {
+			const struct cp_edge *e = &m->edges[cf->first_parent + i];
+
+			if (finish[e->parent] + e->delay_ns > start)
+				start = finish[e->parent] + e->delay_ns;
+		}
+		finish[c] = start + cp_coflow_isolation_ns(m, c, ports);
+		if (finish[c] > job_ns[cf->job])
+			job_ns[cf->job] = finish[c];
+		for (uint32_t i = 0; i < cf->nchildren; i++) {
+			uint32_t ch = m->edges[m->child_edge[cf->first_child + i]].child;
+
+			if (--indeg[ch] == 0)
+				queue[tail++] = ch;
+		}
+	}
+	return 0;
 }
 
 const char *cp_event_type_name(enum cp_event_type type)

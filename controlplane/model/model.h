@@ -249,6 +249,16 @@ const char *cp_bin_name(enum cp_bin bin);
  */
 uint64_t cp_coflow_isolation_ns(const struct cp_model *m, uint32_t c, double *port_scratch);
 
+/*
+ * Critical-path isolation time of every job: the earliest it could finish
+ * after its arrival if each of its coflows ran alone on an empty fabric as
+ * soon as its parents (plus edge delays) and release offset allow, so
+ * finish(c) = max(offset(c), max over parents p of finish(p) + delay) +
+ * isolation(c), and the job's time is the latest finish. A lower bound on its
+ * JCT. Fills job_ns[0 .. njobs). Returns 0 or -ENOMEM. Requires cp_model_bind().
+ */
+int cp_job_critical_paths_ns(const struct cp_model *m, uint64_t *job_ns);
+
 const char *cp_event_type_name(enum cp_event_type type);
 
 #endif

@@ -87,9 +87,11 @@ int sim_summarise(const struct cp_model *m, const struct sim_stats *st, const ch
 		  struct sim_summary *ret)
 {
 	_cleanup_free_ double *cct = NULL, *bin_cct = NULL, *jct = NULL, *scratch = NULL;
+	_cleanup_free_ uint64_t *job_cp = NULL;
 	uint32_t bin_n[CP_BIN_COUNT] = {0}, bin_off[CP_BIN_COUNT] = {0};
-	uint32_t ncct = 0, njct = 0, nslow = 0;
+	uint32_t ncct = 0, njct = 0, nslow = 0, njslow = 0;
 	double iso_sum = 0, slow_sum = 0, wjct_sum = 0, bits = 0;
+	double jiso_sum = 0, wjiso_sum = 0, jslow_sum = 0;
 	struct sim_summary s;
 
 	memset(&s, 0, sizeof(s));
@@ -104,7 +106,8 @@ int sim_summarise(const struct cp_model *m, const struct sim_stats *st, const ch
 		return -ENOMEM;
 	if (m->topo) {
 		scratch = calloc((size_t)m->topo->nports + 1, sizeof(*scratch));
-		if (!scratch)
+		job_cp = calloc((size_t)m->njobs + 1, sizeof(*job_cp));
+		if (!scratch || !job_cp || cp_job_critical_paths_ns(m, job_cp) < 0)
 			return -ENOMEM;
 	}
 
@@ -142,15 +145,27 @@ int sim_summarise(const struct cp_model *m, const struct sim_stats *st, const ch
 
 	for (uint32_t j = 0; j < m->njobs; j++) {
 		const struct cp_job *jb = &m->jobs[j];
-		double jct_s;
+		double jct_s, iso_s;
 
 		if (!job_finished(jb))
 			continue;
 		jct_s = (double)(jb->finish_ns - jb->arrival_ns) / NS_PER_S;
 		jct[njct++] = jct_s;
 		wjct_sum += jb->weight * jct_s;
+		if (!job_cp)
+			continue;
+		iso_s = (double)job_cp[j] / NS_PER_S;
+		jiso_sum += iso_s;
+		wjiso_sum += jb->weight * iso_s;
+		if (iso_s > 0) {
+			jslow_sum += jct_s / iso_s;
+			njslow++;
+		}
 	}
 	s.avg_wjct_s = njct ? wjct_sum / njct : 0;
+	s.avg_job_isolation_s = njct ? jiso_sum / njct : 0;
+	s.avg_wjob_isolation_s = njct ? wjiso_sum / njct : 0;
+	s.avg_jct_slowdown = njslow ? jslow_sum / njslow : 0;
 	sim_dist_compute(jct, njct, &s.jct_s);
 
 	s.makespan_s = (double)s.stats.makespan_ns / NS_PER_S;
@@ -278,7 +293,8 @@ int sim_write_summary_csv(const struct sim_summary *s, size_t n, const char *pat
 		fprintf(f, ",%s_coflows,%s_avg_cct_s,%s_p95_cct_s", col, col, col);
 	}
 	fprintf(f, ",jobs,avg_jct_s,p50_jct_s,p95_jct_s,p99_jct_s,avg_wjct_s,avg_isolation_s,"
-		   "avg_cct_slowdown,makespan_s,utilisation,events,steps,decisions,wall_s\n");
+		   "avg_cct_slowdown,avg_job_isolation_s,avg_wjob_isolation_s,avg_jct_slowdown,"
+		   "makespan_s,utilisation,events,steps,decisions,wall_s\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_summary *r = &s[i];
 
@@ -288,10 +304,12 @@ int sim_write_summary_csv(const struct sim_summary *s, size_t n, const char *pat
 		for (enum cp_bin b = 0; b < CP_BIN_COUNT; b++)
 			fprintf(f, ",%" PRIu32 ",%.10g,%.10g", r->bin_cct_s[b].n,
 				r->bin_cct_s[b].avg, r->bin_cct_s[b].p95);
-		fprintf(f, ",%" PRIu32 ",%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g",
+		fprintf(f,
+			",%" PRIu32 ",%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g",
 			r->jct_s.n, r->jct_s.avg, r->jct_s.p50, r->jct_s.p95, r->jct_s.p99,
-			r->avg_wjct_s, r->avg_isolation_s, r->avg_cct_slowdown, r->makespan_s,
-			r->utilisation);
+			r->avg_wjct_s, r->avg_isolation_s, r->avg_cct_slowdown,
+			r->avg_job_isolation_s, r->avg_wjob_isolation_s, r->avg_jct_slowdown);
+		fprintf(f, ",%.10g,%.10g", r->makespan_s, r->utilisation);
 		fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.6g\n", r->stats.events,
 			r->stats.steps, r->stats.decisions, r->wall_s);
 	}
@@ -301,8 +319,11 @@ int sim_write_summary_csv(const struct sim_summary *s, size_t n, const char *pat
 /* ---- the comparison table ----------------------------------------------- */
 
 enum {
-	TABLE_COLS = 9
+	TABLE_COLS = 10
 };
+
+/* The label of the table's lower-bound row. */
+#define BOUND_LABEL "(isolation bound)"
 
 /* Varys' short name of a bin: initials of its name ("short_narrow" -> "SN"). */
 static const char *bin_initials(enum cp_bin b, char *buf, size_t size)
@@ -341,10 +362,40 @@ static double table_value(const struct sim_summary *r, int j, bool *ok)
 	case 7:
 		*ok = r->jct_s.n > 0;
 		return r->avg_wjct_s;
-	default:
+	case 8:
 		*ok = r->avg_cct_slowdown > 0;
 		return r->avg_cct_slowdown;
+	default:
+		*ok = r->avg_jct_slowdown > 0;
+		return r->avg_jct_slowdown;
 	}
+}
+
+/*
+ * The lower bounds as a last row, as ratios to s[0] like every other row:
+ * avg coflow isolation time under avg CCT, avg job critical-path isolation
+ * time under avg JCT and its weighted mean under avg wJCT.
+ */
+static void print_bound_row(FILE *f, const struct sim_summary *s, int lw, const int *cw)
+{
+	double bound[TABLE_COLS] = {0};
+
+	bound[0] = s[0].avg_isolation_s;
+	bound[6] = s[0].avg_job_isolation_s;
+	bound[7] = s[0].avg_wjob_isolation_s;
+	fprintf(f, "%-*s", lw, BOUND_LABEL);
+	for (int j = 0; j < TABLE_COLS; j++) {
+		bool ok;
+		double base = table_value(&s[0], j, &ok);
+		char cell[32];
+
+		if (bound[j] > 0 && ok && base > 0)
+			snprintf(cell, sizeof(cell), "%.3fx", bound[j] / base);
+		else
+			snprintf(cell, sizeof(cell), "-");
+		fprintf(f, "  %*s", cw[j], cell);
+	}
+	fputc('\n', f);
 }
 
 /*
@@ -355,7 +406,8 @@ static double table_value(const struct sim_summary *r, int j, bool *ok)
 void sim_print_table(FILE *f, const struct sim_summary *s, size_t n)
 {
 	static const char *const head[TABLE_COLS] = {
-		"avg CCT", "p95 CCT", NULL, NULL, NULL, NULL, "avg JCT", "avg wJCT", "slowdown",
+		"avg CCT", "p95 CCT", NULL,       NULL,       NULL,
+		NULL,      "avg JCT", "avg wJCT", "CCT slow", "JCT slow",
 	};
 	char names[TABLE_COLS][24], abbr[8];
 	int lw = (int)strlen("policy"), cw[TABLE_COLS];
@@ -371,11 +423,15 @@ void sim_print_table(FILE *f, const struct sim_summary *s, size_t n)
 				 bin_initials((enum cp_bin)(j - 2), abbr, sizeof(abbr)));
 		cw[j] = (int)strlen(names[j]) > 9 ? (int)strlen(names[j]) : 9;
 	}
+	if ((int)strlen(BOUND_LABEL) > lw)
+		lw = (int)strlen(BOUND_LABEL);
 	for (size_t i = 0; i < n; i++)
 		if ((int)strlen(s[i].label) > lw)
 			lw = (int)strlen(s[i].label);
 
-	fprintf(f, "normalised to %s: first row in seconds (slowdown = CCT / isolation time),\n",
+	fprintf(f,
+		"normalised to %s: first row in seconds, slowdowns as factors (CCT slow = CCT /\n"
+		"coflow isolation time, JCT slow = JCT / job critical-path isolation time),\n",
 		s[0].label);
 	fprintf(f,
 		"other rows as ratio to it (< 1x is better); %" PRIu32 " coflows, %" PRIu32
@@ -405,7 +461,7 @@ void sim_print_table(FILE *f, const struct sim_summary *s, size_t n)
 
 			if (!ok)
 				snprintf(cell, sizeof(cell), "-");
-			else if (i == 0 && j == TABLE_COLS - 1)
+			else if (i == 0 && j >= TABLE_COLS - 2)
 				snprintf(cell, sizeof(cell), "%.3g", v);
 			else if (i == 0)
 				snprintf(cell, sizeof(cell), "%.4gs", v);
@@ -417,6 +473,7 @@ void sim_print_table(FILE *f, const struct sim_summary *s, size_t n)
 		}
 		fputc('\n', f);
 	}
+	print_bound_row(f, s, lw, cw);
 }
 
 /* ---- plots -------------------------------------------------------------- */

@@ -174,9 +174,12 @@ struct sim_summary {
 	struct sim_dist cct_s;
 	struct sim_dist bin_cct_s[CP_BIN_COUNT];
 	struct sim_dist jct_s;
-	double avg_wjct_s;       /* mean over jobs of weight * JCT */
-	double avg_isolation_s;  /* mean coflow isolation time (CCT lower bound) */
-	double avg_cct_slowdown; /* mean over coflows of CCT / isolation time */
+	double avg_wjct_s;           /* mean over jobs of weight * JCT */
+	double avg_isolation_s;      /* mean coflow isolation time (CCT lower bound) */
+	double avg_cct_slowdown;     /* mean over coflows of CCT / isolation time */
+	double avg_job_isolation_s;  /* mean job critical-path isolation time (JCT bound) */
+	double avg_wjob_isolation_s; /* mean of weight x that (weighted JCT bound) */
+	double avg_jct_slowdown;     /* mean over jobs of JCT / critical-path isolation */
 	double makespan_s;
 	double utilisation; /* bytes moved / (uplink capacity * makespan) */
 	struct sim_stats stats;

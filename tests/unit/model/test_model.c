@@ -229,6 +229,53 @@ static void test_bins_and_isolation(void **state)
 	topo_free(t);
 }
 
+/*
+ * Job critical paths: job 1 is a diamond 1 -> {2, 3} -> 4 whose slow branch
+ * (via 3, with a 2 s compute delay) sets the bound; job 2 is one coflow with
+ * a release offset. 1000 B/s ports, so 1000 B through a port is 1 s.
+ */
+static void test_critical_paths(void **state)
+{
+	struct cp_builder *b = cp_builder_new(3);
+	struct topo *t = topo_new_bigswitch(3, 8000);
+	uint64_t cp[2];
+	struct cp_model *m;
+	struct loom_err err;
+
+	(void)state;
+	cp_builder_add_job(b, 1, 0, 1.0, NULL);
+	cp_builder_add_job(b, 2, 5, 2.0, NULL);
+	for (uint64_t c = 1; c <= 4; c++)
+		cp_builder_add_coflow(b, c, 1, 0, NULL);
+	cp_builder_add_coflow(b, 5, 2, 4000000000ULL, NULL);
+	cp_builder_add_flow(b, 1, 0, 1, 1000, NULL); /* 1 s */
+	cp_builder_add_flow(b, 2, 0, 1, 5000, NULL); /* 5 s */
+	cp_builder_add_flow(b, 3, 1, 2, 2000, NULL); /* 2 s, then a 2 s delay */
+	cp_builder_add_flow(b, 3, 0, 1, 2000, NULL); /* on other ports: still 2 s */
+	cp_builder_add_flow(b, 4, 2, 0, 1000, NULL); /* 1 s */
+	cp_builder_add_flow(b, 5, 0, 1, 3000, NULL); /* 3 s after a 4 s offset */
+	cp_builder_add_edge(b, 1, 2, 0, NULL);
+	cp_builder_add_edge(b, 1, 3, 0, NULL);
+	cp_builder_add_edge(b, 2, 4, 0, NULL);
+	cp_builder_add_edge(b, 3, 4, 2000000000ULL, NULL);
+	m = cp_builder_finish(b, &err);
+	assert_non_null(m);
+	assert_int_equal(cp_model_bind(m, t), 0);
+	assert_int_equal(cp_job_critical_paths_ns(m, cp), 0);
+	/* Branch via 2: 1 + 5 = 6 s; via 3: 1 + 2 + 2 = 5 s; then 4: 1 s. */
+	assert_int_equal(cp[0], 7000000000ULL);
+	assert_int_equal(cp[1], 7000000000ULL);
+	/* A 4 s delay on 3 -> 4 makes that branch the critical one: 1 + 2 + 4 + 1. */
+	for (uint32_t e = 0; e < m->nedges; e++)
+		if (m->coflows[m->edges[e].parent].ext_id == 3)
+			m->edges[e].delay_ns = 4000000000ULL;
+	assert_int_equal(cp_job_critical_paths_ns(m, cp), 0);
+	assert_int_equal(cp[0], 8000000000ULL);
+	assert_int_equal(cp[1], 7000000000ULL);
+	cp_model_free(m);
+	topo_free(t);
+}
+
 /* A trace with hosts beyond the fabric cannot be bound. */
 static void test_bind_range(void **state)
 {
@@ -256,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_transitions),
 		cmocka_unit_test(test_bins_and_isolation),
+		cmocka_unit_test(test_critical_paths),
 		cmocka_unit_test(test_bind_range),
 	};
 

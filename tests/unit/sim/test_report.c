@@ -315,6 +315,17 @@ static void test_summarise(void **state)
 						 3.0);
 	assert_true(fabs(s.avg_cct_slowdown - 3.0) < 1e-3);
 
+	/* Job bounds: job 10 is coflow 100 alone; job 20 is the chain 200 -> 201. */
+	expect_close(s.avg_job_isolation_s,
+		     (double)(fx->iso100_ns + fx->iso200_ns + fx->iso201_ns) / 2.0 / 1e9);
+	expect_close(s.avg_wjob_isolation_s,
+		     (1.0 * (double)fx->iso100_ns + 3.0 * (double)(fx->iso200_ns + fx->iso201_ns)) /
+			     2.0 / 1e9);
+	expect_close(s.avg_jct_slowdown, ((double)C100_CCT_NS / (double)fx->iso100_ns +
+					  (double)(C201_FINISH_NS - J20_ARRIVAL_NS) /
+						  (double)(fx->iso200_ns + fx->iso201_ns)) /
+						 2.0);
+
 	expect_close(s.makespan_s, makespan_s);
 	expect_close(s.utilisation, TOTAL_BYTES * 8.0 / (4.0 * PORT_BPS * makespan_s));
 	assert_int_equal(s.stats.steps, 7);
@@ -398,7 +409,8 @@ static void test_summary_csv(void **state)
 	assert_non_null(text);
 	assert_memory_equal(text, "label,coflows,avg_cct_s,", strlen("label,coflows,avg_cct_s,"));
 	for (const char *col = "p95_cct_s\0p99_cct_s\0avg_jct_s\0p95_jct_s\0avg_wjct_s\0"
-			       "avg_isolation_s\0avg_cct_slowdown\0makespan_s\0utilisation\0"
+			       "avg_isolation_s\0avg_cct_slowdown\0avg_job_isolation_s\0"
+			       "avg_wjob_isolation_s\0avg_jct_slowdown\0makespan_s\0utilisation\0"
 			       "steps\0decisions\0wall_s\0";
 	     *col; col += strlen(col) + 1)
 		if (!strstr(text, col))
@@ -432,7 +444,8 @@ static void test_print_table(void **state)
 	sim_print_table(f, s, 2);
 	fclose(f);
 	if (!strstr(buf, "normalised to fifo") || !strstr(buf, "0.500x") ||
-	    !strstr(buf, "1.000x") || !strstr(buf, "loom-gnn"))
+	    !strstr(buf, "1.000x") || !strstr(buf, "loom-gnn") || !strstr(buf, "JCT slow") ||
+	    !strstr(buf, "(isolation bound)"))
 		fail_msg("unexpected table:\n%s", buf);
 	free(buf);
 }

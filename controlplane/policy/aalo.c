@@ -53,7 +53,7 @@ static const char *const scope_choices[] = {"coflow", "job", NULL};
 static const char *const within_choices[] = {"fifo", "fair", NULL};
 
 static const struct policy_opt_def dclas_opts[] = {
-	[OPT_QUEUES] = {"queues", "number of queues K", POLICY_OPT_NUM, 10, 1, 64, NULL},
+	[OPT_QUEUES] = {"queues", "number of queues K", POLICY_OPT_INT, 10, 1, 64, NULL},
 	[OPT_FIRST] = {"first", "upper threshold of the first queue, bytes", POLICY_OPT_NUM,
 		       10.0 * 1048576.0, 1, 1e18, NULL},
 	[OPT_FACTOR] = {"factor", "each threshold over the previous one", POLICY_OPT_NUM, 10,

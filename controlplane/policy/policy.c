@@ -83,11 +83,16 @@ static int set_opt(const struct policy_class *cls, const char *key, const char *
 			continue;
 		switch (o->type) {
 		case POLICY_OPT_NUM:
-			if (parse_num(val, &v) < 0 || v < o->min || v > o->max)
+		case POLICY_OPT_INT:
+			if (parse_num(val, &v) < 0 || v < o->min || v > o->max ||
+			    (o->type == POLICY_OPT_INT && v != floor(v)))
 				return loom_err_set(err, EINVAL,
-						    "policy '%s': option '%s' wants a number in "
+						    "policy '%s': option '%s' wants %s in "
 						    "[%g, %g], got '%s'",
-						    cls->name, key, o->min, o->max, val);
+						    cls->name, key,
+						    o->type == POLICY_OPT_INT ? "an integer" :
+										"a number",
+						    o->min, o->max, val);
 			break;
 		case POLICY_OPT_BOOL:
 			v = -1;
@@ -173,6 +178,8 @@ int policy_spec_parse(const char *spec, const struct policy_class **ret_cls, dou
 			off += (size_t)snprintf(known + off,
 						off < sizeof(known) ? sizeof(known) - off : 0,
 						"%s%s", i ? ", " : "", registry[i]->name);
+		if (!buf[0])
+			return loom_err_set(err, ENOENT, "empty policy name (known: %s)", known);
 		return loom_err_set(err, ENOENT, "unknown policy '%s' (known: %s)", buf, known);
 	}
 	for (uint32_t i = 0; i < POLICY_MAX_OPTS; i++)

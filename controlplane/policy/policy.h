@@ -80,6 +80,7 @@ struct policy;
 
 enum policy_opt_type {
 	POLICY_OPT_NUM,  /* a number; a k, M, G or T suffix multiplies by 1024^n */
+	POLICY_OPT_INT,  /* the same, and whole */
 	POLICY_OPT_BOOL, /* 0/1, no/yes, false/true, off/on; value 0 or 1 */
 	POLICY_OPT_ENUM, /* one of choices; the value is its index */
 };

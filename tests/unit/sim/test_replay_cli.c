@@ -136,6 +136,11 @@ static void test_help(void **state)
 	assert_true(strstr(r.out, "Policies:") != NULL);
 	assert_true(has_line(r.out, "  fifo "));
 	assert_true(has_line(r.out, "  fair "));
+	assert_true(has_line(r.out, "  sebf "));
+	assert_true(has_line(r.out, "  dclas "));
+	assert_true(has_line(r.out, "  sincronia "));
+	assert_true(has_line(r.out, "  wsrjf "));
+	assert_true(strstr(r.out, ":sharing=strict|weighted") != NULL);
 	result_free(&r);
 
 	replay(&r, "-h", NULL);
@@ -186,6 +191,13 @@ static void test_bad_flags(void **state)
 	if (r.status != 2 || !strstr(r.err, "fifo") || !strstr(r.err, "fair"))
 		dump_fail(&r, "--policy fifo,nope: expected exit 2 and the known policies");
 	result_free(&r);
+	/* A bad option names the valid keys, or the accepted values. */
+	replay(&r, "-t", t, "-o", o, "--policy", "sebf,dclas:queue=2", NULL);
+	expect_usage(&r, "unknown option 'queue' (valid: queues, first, factor");
+	replay(&r, "-t", t, "-o", o, "--policy", "dclas:sharing=wfq", NULL);
+	expect_usage(&r, "must be one of strict, weighted, got 'wfq'");
+	replay(&r, "-t", t, "-o", o, "--policy", "dclas:queues=99", NULL);
+	expect_usage(&r, "wants an integer in [1, 64], got '99'");
 	replay(&r, "-t", t, "-o", o, "extra", NULL);
 	expect_usage(&r, "unexpected argument 'extra'");
 	/* An empty policy list is refused (not a crash, not an empty table). */

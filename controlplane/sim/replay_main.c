@@ -52,8 +52,9 @@ static void usage(FILE *f)
 		"  -T, --topo FILE        topology JSON (default: big switch, one host per trace port)\n"
 		"  -r, --rate-bps BPS     port rate of the default topology (default %llu = 1 Gbit/s\n"
 		"                         as CoflowSim counts it)\n"
-		"  -p, --policy LIST      comma-separated policy specs, NAME[:KEY=VALUE]...\n"
-		"                         (default: all, with default options)\n"
+		"  -p, --policy LIST      comma-separated policy specs, NAME[:KEY=VALUE]...; 'all'\n"
+		"                         adds every policy not listed yet (default: all; the\n"
+		"                         table is normalised to the first, e.g. fair,all)\n"
 		"  -m, --mode MODE        ideal | classes | both (default: ideal; --classes implies\n"
 		"                         classes unless --mode is given)\n"
 		"  -k, --classes K        priority classes in classes mode (default 8, 1..4096)\n"
@@ -361,6 +362,27 @@ static int run_one(struct cp_model *m, const char *name, const struct replay_arg
 	return 0;
 }
 
+/*
+ * Appends every registered policy not already in names[0 .. n) (by name,
+ * default options), in registry order, as "--policy all" asks; returns the
+ * new count (at most MAX_RUNS / 2).
+ */
+static size_t add_all_policies(const char **names, size_t n)
+{
+	size_t ncls;
+	const struct policy_class *const *cls = policy_class_list(&ncls);
+
+	for (size_t i = 0; i < ncls && n < MAX_RUNS / 2; i++) {
+		bool listed = false;
+
+		for (size_t k = 0; k < n && !listed; k++)
+			listed = strcmp(names[k], cls[i]->name) == 0;
+		if (!listed)
+			names[n++] = cls[i]->name;
+	}
+	return n;
+}
+
 int main(int argc, char **argv)
 {
 	struct replay_args a = {
@@ -406,6 +428,10 @@ int main(int argc, char **argv)
 			struct loom_err e2;
 			double opt[POLICY_MAX_OPTS];
 
+			if (strcmp(tok, "all") == 0) {
+				npol = add_all_policies(names, npol);
+				continue;
+			}
 			if (policy_spec_parse(tok, NULL, opt, &e2) < 0) {
 				log_err("--policy: %s", loom_err_str(&e2));
 				free(list);
@@ -419,11 +445,7 @@ int main(int argc, char **argv)
 			names[npol++] = tok;
 		}
 	} else {
-		size_t n;
-		const struct policy_class *const *cls = policy_class_list(&n);
-
-		for (size_t i = 0; i < n && npol < MAX_RUNS / 2; i++)
-			names[npol++] = cls[i]->name;
+		npol = add_all_policies(names, npol);
 	}
 	if (npol == 0) {
 		log_err("--policy: no policy given");

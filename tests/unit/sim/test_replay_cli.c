@@ -10,6 +10,7 @@
  * --no-progress, writes its stdout and stderr to files in a fresh folder
  * under /tmp (removed at the end) and is killed if it hangs.
  */
+#include "controlplane/policy/policy.h"
 #include "tests/unit/sim/cli_harness.h"
 
 static size_t count_char(const char *s, char c)
@@ -299,6 +300,41 @@ static void check_csv(const char *dir, const char *file, const char *hdr, unsign
 	free(csv);
 }
 
+/* "fair,all": fair first (the baseline), then every other policy once, with options. */
+static void test_all_policies(void **state)
+{
+	char tb[128], ob[128], path[256], line[64];
+	const char *t = small_trace(tb, sizeof(tb));
+	const char *o = tmp_path(ob, sizeof(ob), "out-all");
+	size_t n;
+	const struct policy_class *const *list = policy_class_list(&n);
+	struct result r;
+	char *csv;
+
+	(void)state;
+	replay(&r, "--trace", t, "--policy", "fair,all,dclas:sharing=weighted", "--out", o,
+	       "--no-plots", "--check", NULL);
+	if (r.status != 0)
+		dump_fail(&r, "fair,all: expected exit 0");
+	if (!strstr(r.out, "normalised to fair"))
+		dump_fail(&r, "fair,all: not normalised to fair");
+	for (size_t i = 0; i < n; i++) {
+		snprintf(line, sizeof(line), "%s ", list[i]->name);
+		if (!has_line(r.out, line))
+			dump_fail(&r, "fair,all: a policy's row is missing");
+	}
+	if (!has_line(r.out, "dclas:sharing=weighted "))
+		dump_fail(&r, "fair,all: the spec's row is missing");
+	result_free(&r);
+	snprintf(path, sizeof(path), "%s/summary.csv", o);
+	csv = slurp(path, NULL);
+	assert_non_null(csv);
+	/* header + each policy once + the spec */
+	assert_int_equal(count_char(csv, '\n'), n + 2);
+	assert_true(strncmp(strchr(csv, '\n') + 1, "fair,", 5) == 0);
+	free(csv);
+}
+
 static const char *const labels[] = {"fifo", "fifo/K8", "fair", "fair/K8"};
 static const char *const files[] = {"fifo", "fifo-K8", "fair", "fair-K8"};
 
@@ -473,10 +509,15 @@ static void test_bundled_sincronia(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_help),      cmocka_unit_test(test_bad_flags),
-		cmocka_unit_test(test_bad_input), cmocka_unit_test(test_good_run),
-		cmocka_unit_test(test_plots),     cmocka_unit_test(test_format_detection),
-		cmocka_unit_test(test_check),     cmocka_unit_test(test_bundled_sincronia),
+		cmocka_unit_test(test_help),
+		cmocka_unit_test(test_bad_flags),
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_good_run),
+		cmocka_unit_test(test_all_policies),
+		cmocka_unit_test(test_plots),
+		cmocka_unit_test(test_format_detection),
+		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_bundled_sincronia),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

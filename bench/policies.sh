@@ -17,7 +17,7 @@
 #
 # Runs use every core (one replay per core at a time; the two FB2010 runs and
 # the latency bench are pinned, as timings come from them);
-# about 25 minutes on a 2-core machine. --quick: one seed, 20 jobs, FB2010
+# 21 minutes on a 2-core machine. --quick: one seed, 20 jobs, FB2010
 # ideal only (a smoke run of the pipeline, minutes; README left alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -658,8 +658,9 @@ static void gp_cdf(FILE *f, const struct plot_ctx *c, const char *kind, const in
 	for (size_t i = 0; i < c->n; i++) {
 		if (points[i] <= 0)
 			continue;
-		fprintf(f, "%s '%s-%s.dat' using 1:2 with steps lw 2 title ",
-			any ? ", \\\n    " : "plot ", c->file[i], kind);
+		/* Line i: colour i mod 8 (gnuplot's default cycle), a new dash pattern per 8. */
+		fprintf(f, "%s '%s-%s.dat' using 1:2 with steps lw 2 lt %zu dt %zu title ",
+			any ? ", \\\n    " : "plot ", c->file[i], kind, i % 8 + 1, i / 8 + 1);
 		gp_string(f, c->s[i].label);
 		any = true;
 	}

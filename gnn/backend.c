@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gnn backends on the CPU and their lookup by name (struct gnn_backend_class,
+ * gnn.h): "cpu" runs every GEMM with CBLAS cblas_sgemm (Debian's OpenBLAS,
+ * set to one thread), "naive" with a reference triple loop that the tests
+ * compare against. Both use the element-wise kernels of kernels.c.
+ * Without BLAS at build time, "cpu" runs the naive GEMM and says so in its
+ * info string.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef GNN_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+#include "gnn/gnn_impl.h"
+
+static void *cpu_alloc(void *ctx, size_t bytes)
+{
+	void *p = NULL;
+
+	(void)ctx;
+	bytes = (bytes + GNN_ALIGN - 1) / GNN_ALIGN * GNN_ALIGN;
+	if (bytes == 0)
+		bytes = GNN_ALIGN;
+	if (posix_memalign(&p, GNN_ALIGN, bytes) != 0)
+		return NULL;
+	memset(p, 0, bytes);
+	return p;
+}
+
+static void cpu_free(void *ctx, void *p)
+{
+	(void)ctx;
+	free(p);
+}
+
+static int noop_init(void **ret_ctx, struct gnn_err *err)
+{
+	(void)err;
+	*ret_ctx = NULL;
+	return 0;
+}
+
+static void noop_fini(void *ctx)
+{
+	(void)ctx;
+}
+
+static void naive_gemm1(const struct gnn_gemm *g)
+{
+	for (uint32_t i = 0; i < g->m; i++) {
+		for (uint32_t j = 0; j < g->n; j++) {
+			float acc = 0;
+			float *c = g->c + (size_t)i * g->ldc + j;
+
+			for (uint32_t p = 0; p < g->k; p++) {
+				float a = g->trans_a ? g->a[(size_t)p * g->lda + i] :
+						       g->a[(size_t)i * g->lda + p];
+				float b = g->trans_b ? g->b[(size_t)j * g->ldb + p] :
+						       g->b[(size_t)p * g->ldb + j];
+
+				acc += a * b;
+			}
+			*c = g->beta == 0 ? g->alpha * acc : g->alpha * acc + g->beta * *c;
+		}
+	}
+}
+
+static void naive_gemm_batch(void *ctx, const struct gnn_gemm *g, size_t count)
+{
+	(void)ctx;
+	for (size_t i = 0; i < count; i++)
+		naive_gemm1(&g[i]);
+}
+
+static const char *naive_info(void *ctx)
+{
+	(void)ctx;
+	return "reference triple-loop GEMM";
+}
+
+#ifdef GNN_HAVE_CBLAS
+static void cpu_gemm_batch(void *ctx, const struct gnn_gemm *g, size_t count)
+{
+	(void)ctx;
+	for (size_t i = 0; i < count; i++) {
+		const struct gnn_gemm *x = &g[i];
+
+		if (x->m == 0 || x->n == 0)
+			continue;
+		if (x->k == 0) {
+			/* BLAS scales C by beta; keep the beta == 0 "not read" rule. */
+			for (uint32_t r = 0; r < x->m; r++)
+				for (uint32_t c = 0; c < x->n; c++) {
+					float *p = x->c + (size_t)r * x->ldc + c;
+
+					*p = x->beta == 0 ? 0 : x->beta * *p;
+				}
+			continue;
+		}
+		cblas_sgemm(CblasRowMajor, x->trans_a ? CblasTrans : CblasNoTrans,
+			    x->trans_b ? CblasTrans : CblasNoTrans, (int)x->m, (int)x->n, (int)x->k,
+			    x->alpha, x->a, (int)x->lda, x->b, (int)x->ldb, x->beta, x->c,
+			    (int)x->ldc);
+	}
+}
+
+static int cpu_init(void **ret_ctx, struct gnn_err *err)
+{
+	(void)err;
+#ifdef GNN_HAVE_OPENBLAS_THREADS
+	/* A scheduler step is small: BLAS threads cost more than they save. */
+	openblas_set_num_threads(1);
+#endif
+	*ret_ctx = NULL;
+	return 0;
+}
+
+static const char *cpu_info(void *ctx)
+{
+	(void)ctx;
+#ifdef GNN_HAVE_OPENBLAS_THREADS
+	return "OpenBLAS cblas_sgemm, 1 thread";
+#else
+	return "CBLAS cblas_sgemm (library's default threading)";
+#endif
+}
+#else
+#define cpu_gemm_batch naive_gemm_batch
+#define cpu_init       noop_init
+static const char *cpu_info(void *ctx)
+{
+	(void)ctx;
+	return "no BLAS at build time: reference triple-loop GEMM";
+}
+#endif
+
+static const struct gnn_backend_class cpu_class = {
+	.name = "cpu",
+	.init = cpu_init,
+	.fini = noop_fini,
+	.info = cpu_info,
+	.mem_alloc = cpu_alloc,
+	.mem_free = cpu_free,
+	.gemm_batch = cpu_gemm_batch,
+	.kernels = &gnn_kernels_ref,
+};
+
+static const struct gnn_backend_class naive_class = {
+	.name = "naive",
+	.init = noop_init,
+	.fini = noop_fini,
+	.info = naive_info,
+	.mem_alloc = cpu_alloc,
+	.mem_free = cpu_free,
+	.gemm_batch = naive_gemm_batch,
+	.kernels = &gnn_kernels_ref,
+};
+
+static const struct gnn_backend_class *const classes[] = {
+	&cpu_class,
+	&naive_class,
+};
+
+const char *gnn_backend_names(void)
+{
+	return "cpu, naive";
+}
+
+const struct gnn_backend_class *gnn_backend_find(const char *name, struct gnn_err *err)
+{
+	if (!name)
+		name = "cpu";
+	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++)
+		if (strcmp(classes[i]->name, name) == 0)
+			return classes[i];
+	if (strcmp(name, "cuda") == 0) {
+		errno = -gnn_errf(err, ENODEV,
+				  "gnn backend 'cuda': this build has no CUDA backend (valid: %s)",
+				  gnn_backend_names());
+		return NULL;
+	}
+	errno = -gnn_errf(err, ENOENT, "unknown gnn backend '%s' (valid: %s)", name,
+			  gnn_backend_names());
+	return NULL;
+}
+
+int gnn_errf(struct gnn_err *err, int e, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return -e;
+}

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gnn internals shared by the files of gnn/: the model, its workspace layout
+ * and the element-wise kernel table every backend provides. Not installed,
+ * not included outside gnn/.
+ *
+ * Matrices are row-major float32; a weight W of shape out x in is applied as
+ * Y = X W^T. "Dir order" is the order of the nodes of a batch sorted by
+ * their level in one direction (forward: longest path from a source;
+ * reverse: longest path to a sink), so the nodes of one level are
+ * contiguous rows.
+ */
+#ifndef LOOM_GNN_GNN_IMPL_H
+#define LOOM_GNN_GNN_IMPL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gnn/gnn.h"
+
+#define GNN_LEAKY_SLOPE 0.2f
+#define GNN_ALIGN       64
+
+/*
+ * Element-wise kernels. All pointers address backend memory; ranges are
+ * rows [r0, r1) or counts. gnn_kernels_ref (kernels.c) is the CPU version.
+ */
+struct gnn_kernels {
+	/* x[0..n) = 0 */
+	void (*zero)(float *x, size_t n);
+	/* y[r][0..cols) += b for rows [0, rows) (row stride ld) */
+	void (*add_bias)(float *y, uint32_t ld, const float *b, uint32_t rows, uint32_t cols);
+	/* db[c] += sum_r dy[r][c] */
+	void (*colsum_add)(float *db, const float *dy, uint32_t ld, uint32_t rows, uint32_t cols);
+	/* dst[r] = src[idx[r]] (idx NULL: src[r]), rows of cols floats */
+	void (*gather)(float *dst, uint32_t dst_ld, const float *src, uint32_t src_ld,
+		       const int32_t *idx, uint32_t rows, uint32_t cols);
+	/* dst[idx[r]] += src[r] (idx NULL: dst[r]) */
+	void (*scatter_add)(float *dst, uint32_t dst_ld, const float *src, uint32_t src_ld,
+			    const int32_t *idx, uint32_t rows, uint32_t cols);
+	/*
+	 * DAGNN attention message for dir-order rows [r0, r1): edges of row p are
+	 * adj[ptr[p] .. ptr[p+1]) (dir-order rows of earlier levels). Writes
+	 * pre[e] (score before LeakyReLU), alpha[e] and m rows.
+	 */
+	void (*msg_fwd)(uint32_t r0, uint32_t r1, uint32_t d, const int32_t *ptr,
+			const int32_t *adj, const float *hprev, const float *hcur, const float *aq,
+			const float *ak, float *pre, float *alpha, float *m);
+	/*
+	 * Backward of msg_fwd for rows [r0, r1), given dm: adds to dhprev rows,
+	 * dhcur rows of earlier levels, daq and dak; ealpha is edge scratch.
+	 */
+	void (*msg_bwd)(uint32_t r0, uint32_t r1, uint32_t d, const int32_t *ptr,
+			const int32_t *adj, const float *hprev, const float *hcur, const float *aq,
+			const float *ak, const float *pre, const float *alpha, const float *dm,
+			float *ealpha, float *dhprev, float *dhcur, float *daq, float *dak);
+	/*
+	 * GRU gates for rows [0, rows): gi (+= bi), gh (+= bh) are rows x 3d
+	 * pre-activations [r | z | n], m the hidden input; writes gates [r | z | n]
+	 * and h.
+	 */
+	void (*gru_fwd)(uint32_t rows, uint32_t d, float *gi, float *gh, const float *bi,
+			const float *bh, const float *m, float *gates, float *h);
+	/* Backward of gru_fwd: writes dgi, dgh (rows x 3d) and dm = dh * z. */
+	void (*gru_bwd)(uint32_t rows, uint32_t d, const float *dh, const float *gates,
+			const float *gh, const float *m, float *dgi, float *dgh, float *dm);
+	/*
+	 * Per-job max-pool of e (nnodes x E) into pool (njobs x E) with the
+	 * argmax node per entry (-1 for an empty job).
+	 */
+	void (*pool_fwd)(const float *e, uint32_t E, const uint32_t *job_start, uint32_t njobs,
+			 float *pool, int32_t *argmax);
+	/* de[v] = du[v][0..E) plus the pooled half routed to the argmax nodes. */
+	void (*pool_bwd)(const float *du, uint32_t E, const uint32_t *job_start, uint32_t njobs,
+			 const int32_t *argmax, float *de);
+	/* Row-wise softmax of scale * a, in place. */
+	void (*softmax_fwd)(float *a, uint32_t rows, uint32_t cols, float scale);
+	/* da = scale * a * (da - rowsum(da * a)), in place (a: softmax output). */
+	void (*softmax_bwd)(float *da, const float *a, uint32_t rows, uint32_t cols, float scale);
+	/* y = tanh(y + b) row-wise (rows x cols). */
+	void (*tanh_bias_fwd)(float *y, const float *b, uint32_t rows, uint32_t cols);
+	/* dy *= 1 - y^2 */
+	void (*tanh_bwd)(float *dy, const float *y, size_t n);
+	/* returns sum g^2 in double */
+	double (*sumsq)(const float *g, size_t n);
+	/* Adam update of n parameters with gradient g * gscale; bc1, bc2: bias corrections. */
+	void (*adam)(float *p, const float *g, float *mom1, float *mom2, size_t n, float gscale,
+		     float lr, float beta1, float beta2, float eps, float bc1, float bc2);
+};
+
+extern const struct gnn_kernels gnn_kernels_ref;
+
+/* The parameter tensors of a model, in file order. */
+struct gnn_ptensor {
+	char name[24];
+	size_t off; /* in floats, into params / grads */
+	uint32_t rows, cols;
+	float init_scale; /* uniform +-init_scale; 0: zeros */
+};
+
+/* Indices into a direction/layer's tensors. */
+enum {
+	GNN_T_AQ,
+	GNN_T_AK,
+	GNN_T_WI,
+	GNN_T_BI,
+	GNN_T_WH,
+	GNN_T_BH,
+	GNN_T_PER_LAYER
+};
+
+/* Per direction and layer activations, in dir order. */
+struct gnn_layer_act {
+	float *h, *m, *gi, *gh, *gates; /* N x d, N x d, N x 3d, N x 3d, N x 3d */
+	float *pre, *alpha;             /* E */
+	float *dh, *dm, *dgi, *dgh;     /* backward */
+	float *ealpha;                  /* E scratch */
+};
+
+/* Per direction: level structure and stacks (act[0] holds h^(0) in dir order). */
+struct gnn_dir {
+	int32_t *order;       /* dir-order position -> node */
+	int32_t *pos;         /* node -> position */
+	int32_t *level_start; /* nlevels + 1 */
+	uint32_t nlevels;
+	int32_t *ptr; /* CSR over positions: N + 1 */
+	int32_t *adj; /* E */
+	/*
+	 * Layer 1's input GEMM folded through the input projection (used when
+	 * F < d): W_i h^(0) = (W_i W_in) x + W_i b_in, so it runs with k = F.
+	 * x: N x F in dir order; wf = W_i W_in (3d x F); bf = W_i b_in + b_i (3d).
+	 */
+	float *x, *wf, *bf;
+	struct gnn_layer_act act[GNN_MAX_LAYERS + 1];
+};
+
+struct gnn_model {
+	struct gnn_config cfg;
+	const struct gnn_backend_class *be;
+	const struct gnn_kernels *k;
+	void *ctx;
+	char info[160];
+
+	/* parameters */
+	uint32_t ntensors;
+	struct gnn_ptensor *tensors;
+	size_t nparams;
+	float *block; /* params | grads | adam m | adam v, from mem_alloc */
+	float *params, *grads, *mom1, *mom2;
+	uint64_t adam_t;
+
+	/* workspace, grown by gnn_forward */
+	void *ws;
+	size_t ws_cap;
+	struct gnn_gemm *gemms; /* room for 8 * L + 2 * heads + 8 descriptors */
+
+	bool fold; /* layer 1 reads x through wf, bf (struct gnn_dir) */
+
+	/* the last forward's shape and activations (valid when have_fwd) */
+	bool have_fwd;
+	uint32_t N, nedges, njobs, nsched;
+	float *x;          /* N x F */
+	float *h0;         /* N x d, node order */
+	float *dh0;        /* N x d */
+	uint32_t *jstart;  /* njobs + 1 */
+	float *zcat;       /* N x 2Ld */
+	float *dzcat;      /* N x 2Ld */
+	float *e, *de;     /* N x E */
+	float *pool;       /* njobs x E */
+	int32_t *argmax;   /* njobs x E */
+	int32_t *job_of;   /* N */
+	float *u, *du;     /* N x D */
+	int32_t *sched;    /* nsched */
+	float *us, *dus;   /* nsched x D */
+	float *qkv, *dqkv; /* nsched x 3D */
+	float *att, *datt; /* heads x nsched x nsched */
+	float *o, *dout;   /* nsched x D */
+	float *y, *dy;     /* nsched x D */
+	float *t, *dt;     /* nsched x mlp */
+	float *s, *ds;     /* nsched */
+	int32_t *scratch;  /* validation: 2N + njobs ints */
+	struct gnn_dir dir[2];
+};
+
+/* Writes a formatted message into err (if not NULL) and returns -e. */
+int gnn_errf(struct gnn_err *err, int e, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Tensor indices of the model's named parameters. */
+uint32_t gnn_tidx_layer(const struct gnn_model *m, int dir, uint32_t l, int which);
+enum {
+	GNN_TI_IN_W,
+	GNN_TI_IN_B,
+	GNN_TI_FIRST_LAYER,
+};
+/* Index of the tensor after the DAGNN layers: emb.Wo, att.Wqkv, att.Wa, head.W1, head.b1,
+ * head.w2, head.b2 follow in this order. */
+uint32_t gnn_tidx_after_layers(const struct gnn_model *m);
+
+static inline float *gnn_pv(const struct gnn_model *m, uint32_t t)
+{
+	return m->params + m->tensors[t].off;
+}
+
+static inline float *gnn_pg(const struct gnn_model *m, uint32_t t)
+{
+	return m->grads + m->tensors[t].off;
+}
+
+/* Validates a configuration; 0 or -EINVAL with a message. */
+int gnn_config_check(const struct gnn_config *cfg, struct gnn_err *err);
+
+/* Runs one GEMM on m's backend. */
+void gnn_gemm1(struct gnn_model *m, bool ta, bool tb, uint32_t M, uint32_t N, uint32_t K,
+	       float alpha, const float *a, uint32_t lda, const float *b, uint32_t ldb, float beta,
+	       float *c, uint32_t ldc);
+
+/* Sets up the batch: validates, grows the workspace, builds levels. 0 or -errno. */
+int gnn_prepare(struct gnn_model *m, const struct gnn_batch *b, const uint32_t *sched,
+		uint32_t nsched, struct gnn_err *err);
+
+/* DAGNN forward / backward (dagnn.c). */
+void gnn_dagnn_forward(struct gnn_model *m);
+void gnn_dagnn_backward(struct gnn_model *m);
+
+/* Embedding, pooling, attention and score head (head.c). */
+void gnn_head_forward(struct gnn_model *m);
+void gnn_head_backward(struct gnn_model *m);
+
+#endif

@@ -14,6 +14,9 @@
  * (forward, Plackett-Luce sample, log-probability gradient, backward, and an
  * Adam step every 16 decisions), cpu backend.
  *
+ * With --cuda, the same on the "cuda" backend, with the cpu p50 measured in
+ * the same run for the ratio.
+ *
  * Single-threaded; pin it (taskset -c 0 loom_gnn_bench).
  */
 #include <errno.h>
@@ -187,6 +190,84 @@ static double train_rate(struct gnn_model *m, const struct workload *w, double s
 	return r < 0 ? r : steps / (now_s() - t0);
 }
 
+/*
+ * The cuda table: per N, cuda pipelined and plain p50/p99, the cpu
+ * (pipelined) p50 measured again in the same loop, their ratio, and cuda
+ * training decisions per second. Returns 0, or 1 on error; when cuda falls
+ * back to cpu, says why in one line and returns 0.
+ */
+static int cuda_table(const struct gnn_config *cfg, const uint32_t *sizes, uint32_t nsizes,
+		      uint32_t reps, double train_s, FILE *cf)
+{
+	struct gnn_err err;
+	struct gnn_model *probe = gnn_model_new(cfg, "cuda", 1, &err);
+	int ret = 0;
+
+	if (!probe) {
+		fprintf(stderr, "loom_gnn_bench: %s\n", err.msg);
+		return 1;
+	}
+	if (gnn_model_fallback(probe)) {
+		printf("\ncuda: not measured, falling back to cpu: %s\n",
+		       gnn_model_fallback(probe));
+		gnn_model_free(probe);
+		return 0;
+	}
+	printf("\n%s\n", gnn_model_backend_info(probe));
+	gnn_model_free(probe);
+	printf("%6s %7s  %-22s %-22s %-14s %9s %12s\n", "N", "nodes", "cuda pipelined p50/p99 us",
+	       "cuda plain p50/p99 us", "cpu p50 us", "cpu/cuda", "train dec/s");
+	for (uint32_t i = 0; i < nsizes && ret == 0; i++) {
+		struct gnn_model *gpu = gnn_model_new(cfg, "cuda", 1, &err);
+		struct gnn_model *cpu = gpu ? gnn_model_new(cfg, "cpu", 1, &err) : NULL;
+		struct workload w;
+		struct gnn_rng rng;
+		double p[6] = {0}, rate = 0;
+		uint32_t nreps = sizes[i] >= 1000 ? reps / 4 + 1 : reps;
+
+		if (!gpu || !cpu) {
+			fprintf(stderr, "loom_gnn_bench: %s\n", err.msg);
+			gnn_model_free(gpu);
+			return 1;
+		}
+		gnn_rng_seed(&rng, sizes[i]);
+		if (workload_new(&w, sizes[i], cfg->nfeatures, &rng) < 0) {
+			fprintf(stderr, "loom_gnn_bench: out of memory\n");
+			ret = 1;
+		}
+		if (ret == 0)
+			ret = time_forward(gpu, &w, nreps, &p[0], &p[1]);
+		gnn_model_set_pipelined(gpu, false);
+		if (ret == 0)
+			ret = time_forward(gpu, &w, nreps, &p[2], &p[3]);
+		gnn_model_set_pipelined(gpu, true);
+		if (ret == 0)
+			ret = time_forward(cpu, &w, nreps, &p[4], &p[5]);
+		if (ret == 0 && train_s > 0)
+			rate = train_rate(gpu, &w, train_s);
+		if (ret == 0 && rate < 0)
+			ret = 1;
+		if (ret == 0) {
+			char a[32], b[32];
+
+			snprintf(a, sizeof(a), "%.1f / %.1f", p[0], p[1]);
+			snprintf(b, sizeof(b), "%.1f / %.1f", p[2], p[3]);
+			printf("%6u %7u  %-22s %-22s %-14.1f %8.2fx %12.1f\n", sizes[i], w.b.nnodes,
+			       a, b, p[4], p[4] / p[0], rate);
+			if (cf) {
+				fprintf(cf, "cuda,pipelined,%u,%u,%.3f,%.3f\n", sizes[i],
+					w.b.nnodes, p[0], p[1]);
+				fprintf(cf, "cuda,plain,%u,%u,%.3f,%.3f\n", sizes[i], w.b.nnodes,
+					p[2], p[3]);
+			}
+		}
+		workload_free(&w);
+		gnn_model_free(gpu);
+		gnn_model_free(cpu);
+	}
+	return ret;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -198,6 +279,7 @@ static void usage(FILE *f)
 		"  -t, --train-s S    seconds of training steps per N (default 2; 0 = skip)\n"
 		"  -c, --csv FILE     also write backend,mode,n,nodes,p50_us,p99_us rows to FILE\n"
 		"  -n, --no-naive     skip the reference backend (for profiling the cpu one)\n"
+		"  -g, --cuda         also measure the cuda backend (says why when it cannot)\n"
 		"  -h, --help         this text\n\n"
 		"Single-threaded; run it as 'taskset -c 0 loom_gnn_bench' for stable numbers.\n",
 		NODES_PER_JOB);
@@ -222,24 +304,21 @@ static int parse_sizes(const char *s, uint32_t *out, uint32_t *n)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"sizes", required_argument, NULL, 's'},
-		{"reps", required_argument, NULL, 'r'},
-		{"train-s", required_argument, NULL, 't'},
-		{"csv", required_argument, NULL, 'c'},
-		{"no-naive", no_argument, NULL, 'n'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{"sizes", required_argument, NULL, 's'},   {"reps", required_argument, NULL, 'r'},
+		{"train-s", required_argument, NULL, 't'}, {"csv", required_argument, NULL, 'c'},
+		{"no-naive", no_argument, NULL, 'n'},      {"cuda", no_argument, NULL, 'g'},
+		{"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
 	};
 	uint32_t sizes[MAX_SIZES] = {10, 100, 1000}, nsizes = 3, reps = 200;
 	double train_s = 2;
-	bool naive_too = true;
+	bool naive_too = true, cuda = false;
 	const char *csv = NULL;
 	struct gnn_config cfg = gnn_config_default();
 	struct gnn_err err;
 	FILE *cf = NULL;
 	int c, ret = 0;
 
-	while ((c = getopt_long(argc, argv, "s:r:t:c:nh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:r:t:c:ngh", longopts, NULL)) != -1) {
 		char *end = NULL;
 
 		switch (c) {
@@ -272,6 +351,9 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			naive_too = false;
+			break;
+		case 'g':
+			cuda = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -329,26 +411,32 @@ int main(int argc, char **argv)
 		if (ret == 0 && rate < 0)
 			ret = 1;
 		if (ret == 0) {
-			char a[32], b[32], d[32];
+			char a[32], b[32], d[32] = "-", ratio[16] = "-";
 
 			snprintf(a, sizeof(a), "%.1f / %.1f", p[0], p[1]);
 			snprintf(b, sizeof(b), "%.1f / %.1f", p[2], p[3]);
-			snprintf(d, sizeof(d), "%.1f / %.1f", p[4], p[5]);
-			printf("%6u %7u  %-22s %-22s %-22s %8.2fx %12.1f\n", sizes[i], w.b.nnodes,
-			       a, b, d, p[4] / p[0], rate);
+			if (naive_too) {
+				snprintf(d, sizeof(d), "%.1f / %.1f", p[4], p[5]);
+				snprintf(ratio, sizeof(ratio), "%.2fx", p[4] / p[0]);
+			}
+			printf("%6u %7u  %-22s %-22s %-22s %9s %12.1f\n", sizes[i], w.b.nnodes, a,
+			       b, d, ratio, rate);
 			if (cf) {
 				fprintf(cf, "cpu,pipelined,%u,%u,%.3f,%.3f\n", sizes[i], w.b.nnodes,
 					p[0], p[1]);
 				fprintf(cf, "cpu,plain,%u,%u,%.3f,%.3f\n", sizes[i], w.b.nnodes,
 					p[2], p[3]);
-				fprintf(cf, "naive,pipelined,%u,%u,%.3f,%.3f\n", sizes[i],
-					w.b.nnodes, p[4], p[5]);
+				if (naive_too)
+					fprintf(cf, "naive,pipelined,%u,%u,%.3f,%.3f\n", sizes[i],
+						w.b.nnodes, p[4], p[5]);
 			}
 		}
 		workload_free(&w);
 		gnn_model_free(cpu);
 		gnn_model_free(naive);
 	}
+	if (ret == 0 && cuda)
+		ret = cuda_table(&cfg, sizes, nsizes, reps, train_s, cf);
 	if (cf && fclose(cf) != 0 && ret == 0) {
 		fprintf(stderr, "loom_gnn_bench: %s: %s\n", csv, strerror(errno));
 		ret = 1;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * gnn backends on the CPU and their lookup by name (struct gnn_backend_class,
- * gnn.h): "cpu" runs every GEMM with CBLAS cblas_sgemm (Debian's OpenBLAS,
- * set to one thread), "naive" with a reference triple loop that the tests
- * compare against. Both use the element-wise kernels of kernels.c.
+ * gnn backends on the CPU and the lookup of every backend by name (struct
+ * gnn_backend_class, gnn.h): "cpu" runs every GEMM with CBLAS cblas_sgemm
+ * (Debian's OpenBLAS, set to one thread), "naive" with a reference triple
+ * loop that the tests compare against. Both use the element-wise kernels of
+ * kernels.c and host memory. "cuda" is in backend_cuda.cu.
  * Without BLAS at build time, "cpu" runs the naive GEMM and says so in its
  * info string.
  */
@@ -36,6 +37,19 @@ static void cpu_free(void *ctx, void *p)
 {
 	(void)ctx;
 	free(p);
+}
+
+static void cpu_copy(void *ctx, void *dst, const void *src, size_t bytes)
+{
+	(void)ctx;
+	memcpy(dst, src, bytes);
+}
+
+static int noop_sync(void *ctx, struct gnn_err *err)
+{
+	(void)ctx;
+	(void)err;
+	return 0;
 }
 
 static int noop_init(void **ret_ctx, struct gnn_err *err)
@@ -141,34 +155,58 @@ static const char *cpu_info(void *ctx)
 
 static const struct gnn_backend_class cpu_class = {
 	.name = "cpu",
+	.host_memory = true,
 	.init = cpu_init,
 	.fini = noop_fini,
 	.info = cpu_info,
 	.mem_alloc = cpu_alloc,
 	.mem_free = cpu_free,
+	.mem_alloc_shared = cpu_alloc,
+	.mem_free_shared = cpu_free,
+	.copy_to_dev = cpu_copy,
+	.copy_to_host = cpu_copy,
+	.sync = noop_sync,
 	.gemm_batch = cpu_gemm_batch,
 	.kernels = &gnn_kernels_ref,
 };
 
 static const struct gnn_backend_class naive_class = {
 	.name = "naive",
+	.host_memory = true,
 	.init = noop_init,
 	.fini = noop_fini,
 	.info = naive_info,
 	.mem_alloc = cpu_alloc,
 	.mem_free = cpu_free,
+	.mem_alloc_shared = cpu_alloc,
+	.mem_free_shared = cpu_free,
+	.copy_to_dev = cpu_copy,
+	.copy_to_host = cpu_copy,
+	.sync = noop_sync,
 	.gemm_batch = naive_gemm_batch,
 	.kernels = &gnn_kernels_ref,
 };
 
+#ifdef GNN_HAVE_CUDA
+/* gnn/backend_cuda.cu */
+extern const struct gnn_backend_class gnn_backend_cuda;
+#endif
+
 static const struct gnn_backend_class *const classes[] = {
 	&cpu_class,
 	&naive_class,
+#ifdef GNN_HAVE_CUDA
+	&gnn_backend_cuda,
+#endif
 };
 
 const char *gnn_backend_names(void)
 {
+#ifdef GNN_HAVE_CUDA
+	return "cpu, naive, cuda";
+#else
 	return "cpu, naive";
+#endif
 }
 
 const struct gnn_backend_class *gnn_backend_find(const char *name, struct gnn_err *err)

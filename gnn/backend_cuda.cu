@@ -1,29 +1,38 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The "cuda" backend of gnn/: every GEMM through cuBLAS (cublasSgemm, default
- * math mode, so no TF32 and results stay comparable with the CPU), and every
- * element-wise operation of struct gnn_kernels (gnn_impl.h) as a CUDA kernel,
- * each the parallel form of the reference loop in kernels.c. Tensors live in
- * managed memory (cudaMallocManaged), allocated once per model and grown
- * with the batch, so the host-side batch preparation of dagnn.c and the
- * public API's reads of scores and parameters work unchanged; every op
- * synchronises before it returns, as the interface promises results visible
- * to the host.
+ * The "cuda" backend of gnn/: every GEMM through cuBLAS in FP32 (default
+ * math mode: no TF32, so results stay comparable with the CPU backend), and
+ * every element-wise operation of struct gnn_kernels (gnn_impl.h) as a CUDA
+ * kernel, each the parallel form of the reference loop in kernels.c.
+ *
+ * Memory: activations in device memory (cudaMalloc), allocated once per
+ * model and grown with the batch; the parameter block in managed memory
+ * (small: parameters, gradients and Adam moments of a model of a few
+ * thousand to a few hundred thousand floats), so the public API reads and
+ * writes parameters on the host after a sync. All work goes to the legacy
+ * default stream in issue order, so no operation waits for the one before
+ * it on the host; sync() waits once and reports the first error.
  *
  * Parallel forms: one thread per output element where outputs are
- * independent (bias, GRU gates, gathers, Adam); one thread per row where a
- * row is a reduction (DAGNN message over a node's predecessors, softmax);
- * atomicAdd where several rows add into one place (scatter_add, the
- * message backward into shared parents and the score vectors a_q, a_k,
- * pooling backward, column sums, the squared-norm reduction in double).
+ * independent (bias, GRU gates, gathers and distinct-index scatters, Adam,
+ * job max-pool columns); one warp per row where a row is a reduction (the
+ * DAGNN message over a node's neighbours, attention softmax), lanes over the
+ * d columns; atomicAdd only where rows of one launch add into shared places
+ * (the message backward into shared neighbours and into a_q, a_k; column
+ * sums of bias gradients; the squared-norm reduction, in double). Float
+ * atomics make gradients run-to-run nondeterministic in the last bits.
+ * GEMMs of a gemm_batch with one shape and constant strides between their
+ * operands (the attention heads) go as one cublasSgemmStridedBatched.
  *
- * Built only when nvcc is found (meson option 'cuda'); at run time init
- * fails with ENODEV and the driver's reason when cudaGetDeviceCount reports
- * an error or no device, and the library falls back to "cpu".
+ * Built only when nvcc is found (meson option 'cuda'). init fails with
+ * ENODEV and the runtime's reason when cudaGetDeviceCount reports an error
+ * (35, cudaErrorInsufficientDriver, where there is no driver) or no device;
+ * gnn_model_new() then falls back to "cpu".
  */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cublas_v2.h>
@@ -34,11 +43,15 @@ extern "C" {
 }
 
 #define THREADS 256
+#define WARP    32
+#define ROWS_PER_BLOCK (THREADS / WARP)
 
 struct cuda_ctx {
 	cublasHandle_t blas;
 	int device;
 	char info[160];
+	/* first failure since the last sync, reported by it */
+	char fail[GNN_ERR_MAX];
 };
 
 static unsigned blocks_for(size_t n)
@@ -48,28 +61,43 @@ static unsigned blocks_for(size_t n)
 	return (unsigned)(b ? b : 1);
 }
 
-/* Waits for the device; the interface returns results visible to the host. */
-static void sync(void)
+static unsigned row_blocks(size_t rows)
 {
-	(void)cudaDeviceSynchronize();
+	size_t b = (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
+
+	return (unsigned)(b ? b : 1);
+}
+
+__device__ float warp_sum(float v)
+{
+	for (int o = WARP / 2; o > 0; o /= 2)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+
+__device__ float warp_max(float v)
+{
+	for (int o = WARP / 2; o > 0; o /= 2)
+		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+	return v;
+}
+
+/* a . b over n floats, every lane gets the result */
+__device__ float warp_dot(const float *a, const float *b, uint32_t n, unsigned lane)
+{
+	float s = 0;
+
+	for (uint32_t c = lane; c < n; c += WARP)
+		s += a[c] * b[c];
+	return warp_sum(s);
 }
 
 /* ---- element-wise kernels ------------------------------------------------- */
 
-__global__ void kz_zero(float *x, size_t n)
-{
-	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < n)
-		x[i] = 0;
-}
-
 static void c_zero(float *x, size_t n)
 {
-	if (!n)
-		return;
-	kz_zero<<<blocks_for(n), THREADS>>>(x, n);
-	sync();
+	if (n)
+		cudaMemsetAsync(x, 0, n * sizeof(*x), 0);
 }
 
 __global__ void kz_add_bias(float *y, uint32_t ld, const float *b, uint32_t rows, uint32_t cols)
@@ -84,31 +112,41 @@ static void c_add_bias(float *y, uint32_t ld, const float *b, uint32_t rows, uin
 {
 	size_t n = (size_t)rows * cols;
 
-	if (!n)
-		return;
-	kz_add_bias<<<blocks_for(n), THREADS>>>(y, ld, b, rows, cols);
-	sync();
+	if (n)
+		kz_add_bias<<<blocks_for(n), THREADS>>>(y, ld, b, rows, cols);
 }
 
+#define COLSUM_ROWS 256
+
+/* Block (x: 32 columns, y: a chunk of COLSUM_ROWS rows); 8 threads per column, then atomics. */
 __global__ void kz_colsum_add(float *db, const float *dy, uint32_t ld, uint32_t rows,
 			      uint32_t cols)
 {
-	uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
+	__shared__ float part[ROWS_PER_BLOCK][WARP];
+	uint32_t c = blockIdx.x * WARP + threadIdx.x;
+	size_t r0 = (size_t)blockIdx.y * COLSUM_ROWS, r1 = r0 + COLSUM_ROWS;
 	float s = 0;
 
-	if (c >= cols)
-		return;
-	for (uint32_t r = 0; r < rows; r++)
-		s += dy[(size_t)r * ld + c];
-	db[c] += s;
+	if (r1 > rows)
+		r1 = rows;
+	if (c < cols)
+		for (size_t r = r0 + threadIdx.y; r < r1; r += ROWS_PER_BLOCK)
+			s += dy[r * ld + c];
+	part[threadIdx.y][threadIdx.x] = s;
+	__syncthreads();
+	if (threadIdx.y == 0 && c < cols) {
+		for (int k = 1; k < ROWS_PER_BLOCK; k++)
+			s += part[k][threadIdx.x];
+		atomicAdd(&db[c], s);
+	}
 }
 
 static void c_colsum_add(float *db, const float *dy, uint32_t ld, uint32_t rows, uint32_t cols)
 {
-	if (!rows || !cols)
-		return;
-	kz_colsum_add<<<blocks_for(cols), THREADS>>>(db, dy, ld, rows, cols);
-	sync();
+	dim3 grid((cols + WARP - 1) / WARP, (rows + COLSUM_ROWS - 1) / COLSUM_ROWS);
+
+	if (rows && cols)
+		kz_colsum_add<<<grid, dim3(WARP, ROWS_PER_BLOCK)>>>(db, dy, ld, rows, cols);
 }
 
 __global__ void kz_gather(float *dst, uint32_t dst_ld, const float *src, uint32_t src_ld,
@@ -129,12 +167,11 @@ static void c_gather(float *dst, uint32_t dst_ld, const float *src, uint32_t src
 {
 	size_t n = (size_t)rows * cols;
 
-	if (!n)
-		return;
-	kz_gather<<<blocks_for(n), THREADS>>>(dst, dst_ld, src, src_ld, idx, rows, cols);
-	sync();
+	if (n)
+		kz_gather<<<blocks_for(n), THREADS>>>(dst, dst_ld, src, src_ld, idx, rows, cols);
 }
 
+/* The idx entries are distinct (gnn_impl.h), so each output has one writer. */
 __global__ void kz_scatter_add(float *dst, uint32_t dst_ld, const float *src, uint32_t src_ld,
 			       const int32_t *idx, uint32_t rows, uint32_t cols)
 {
@@ -145,7 +182,7 @@ __global__ void kz_scatter_add(float *dst, uint32_t dst_ld, const float *src, ui
 		return;
 	r = i / cols;
 	c = i % cols;
-	atomicAdd(&dst[(idx ? (size_t)idx[r] : r) * dst_ld + c], src[r * src_ld + c]);
+	dst[(idx ? (size_t)idx[r] : r) * dst_ld + c] += src[r * src_ld + c];
 }
 
 static void c_scatter_add(float *dst, uint32_t dst_ld, const float *src, uint32_t src_ld,
@@ -153,59 +190,59 @@ static void c_scatter_add(float *dst, uint32_t dst_ld, const float *src, uint32_
 {
 	size_t n = (size_t)rows * cols;
 
-	if (!n)
-		return;
-	kz_scatter_add<<<blocks_for(n), THREADS>>>(dst, dst_ld, src, src_ld, idx, rows, cols);
-	sync();
+	if (n)
+		kz_scatter_add<<<blocks_for(n), THREADS>>>(dst, dst_ld, src, src_ld, idx, rows,
+							   cols);
 }
 
-__device__ float dev_dot(const float *a, const float *b, uint32_t n)
-{
-	float s = 0;
-
-	for (uint32_t i = 0; i < n; i++)
-		s += a[i] * b[i];
-	return s;
-}
-
-/* One thread per row p of [r0, r1): softmax over its predecessors, then the message. */
+/*
+ * One warp per row p of [r0, r1), lanes over the d columns: the scores of
+ * its edges (lane 0 stores pre and the LeakyReLU'd score), their softmax,
+ * and the message. Edge values written by lane 0 are read by the other lanes
+ * after __syncwarp(), which orders the warp's memory accesses.
+ */
 __global__ void kz_msg_fwd(uint32_t r0, uint32_t r1, uint32_t d, const int32_t *ptr,
 			   const int32_t *adj, const float *hprev, const float *hcur,
 			   const float *aq, const float *ak, float *pre, float *alpha, float *m)
 {
-	uint32_t p = r0 + blockIdx.x * blockDim.x + threadIdx.x;
-	int32_t e0, e1;
-	float q, mx = -INFINITY, sum = 0;
+	unsigned lane = threadIdx.x % WARP;
+	uint32_t p = r0 + blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
 	float *mp;
+	float q, mx = -INFINITY, sum = 0;
+	int32_t e0, e1;
 
 	if (p >= r1)
 		return;
 	e0 = ptr[p];
 	e1 = ptr[p + 1];
 	mp = m + (size_t)p * d;
-	for (uint32_t c = 0; c < d; c++)
+	for (uint32_t c = lane; c < d; c += WARP)
 		mp[c] = 0;
 	if (e0 == e1)
 		return;
-	q = dev_dot(aq, hprev + (size_t)p * d, d);
+	q = warp_dot(aq, hprev + (size_t)p * d, d, lane);
 	for (int32_t e = e0; e < e1; e++) {
-		float s = q + dev_dot(ak, hcur + (size_t)adj[e] * d, d);
+		float s = q + warp_dot(ak, hcur + (size_t)adj[e] * d, d, lane);
+		float l = s > 0 ? s : GNN_LEAKY_SLOPE * s;
 
-		pre[e] = s;
-		s = s > 0 ? s : GNN_LEAKY_SLOPE * s;
-		alpha[e] = s;
-		mx = fmaxf(mx, s);
+		if (lane == 0) {
+			pre[e] = s;
+			alpha[e] = l;
+		}
+		mx = fmaxf(mx, l);
 	}
-	for (int32_t e = e0; e < e1; e++) {
-		alpha[e] = expf(alpha[e] - mx);
-		sum += alpha[e];
-	}
+	__syncwarp();
+	for (int32_t e = e0; e < e1; e++)
+		sum += expf(alpha[e] - mx);
 	for (int32_t e = e0; e < e1; e++) {
 		const float *hu = hcur + (size_t)adj[e] * d;
+		float a = expf(alpha[e] - mx) / sum;
 
-		alpha[e] /= sum;
-		for (uint32_t c = 0; c < d; c++)
-			mp[c] += alpha[e] * hu[c];
+		for (uint32_t c = lane; c < d; c += WARP)
+			mp[c] += a * hu[c];
+		__syncwarp();
+		if (lane == 0)
+			alpha[e] = a;
 	}
 }
 
@@ -213,24 +250,27 @@ static void c_msg_fwd(uint32_t r0, uint32_t r1, uint32_t d, const int32_t *ptr, 
 		      const float *hprev, const float *hcur, const float *aq, const float *ak,
 		      float *pre, float *alpha, float *m)
 {
-	if (r1 <= r0)
-		return;
-	kz_msg_fwd<<<blocks_for(r1 - r0), THREADS>>>(r0, r1, d, ptr, adj, hprev, hcur, aq, ak, pre,
-						      alpha, m);
-	sync();
+	if (r1 > r0)
+		kz_msg_fwd<<<row_blocks(r1 - r0), THREADS>>>(r0, r1, d, ptr, adj, hprev, hcur, aq,
+							     ak, pre, alpha, m);
 }
 
-/* One thread per row; parents shared by several rows, a_q and a_k take atomic adds. */
+/*
+ * Backward of kz_msg_fwd, one warp per row. A node's neighbours are shared
+ * with other rows of the launch, and a_q, a_k with all of them: those take
+ * atomic adds (one per warp and column for a_q, a_k).
+ */
 __global__ void kz_msg_bwd(uint32_t r0, uint32_t r1, uint32_t d, const int32_t *ptr,
 			   const int32_t *adj, const float *hprev, const float *hcur,
 			   const float *aq, const float *ak, const float *pre, const float *alpha,
 			   const float *dm, float *ealpha, float *dhprev, float *dhcur, float *daq,
 			   float *dak)
 {
-	uint32_t p = r0 + blockIdx.x * blockDim.x + threadIdx.x;
-	int32_t e0, e1;
+	unsigned lane = threadIdx.x % WARP;
+	uint32_t p = r0 + blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
 	const float *dmp;
 	float dq = 0, avg = 0;
+	int32_t e0, e1;
 
 	if (p >= r1)
 		return;
@@ -240,22 +280,26 @@ __global__ void kz_msg_bwd(uint32_t r0, uint32_t r1, uint32_t d, const int32_t *
 		return;
 	dmp = dm + (size_t)p * d;
 	for (int32_t e = e0; e < e1; e++) {
-		ealpha[e] = dev_dot(dmp, hcur + (size_t)adj[e] * d, d);
-		avg += alpha[e] * ealpha[e];
+		float ea = warp_dot(dmp, hcur + (size_t)adj[e] * d, d, lane);
+
+		if (lane == 0)
+			ealpha[e] = ea;
+		avg += alpha[e] * ea;
 	}
+	__syncwarp();
 	for (int32_t e = e0; e < e1; e++) {
 		const float *hu = hcur + (size_t)adj[e] * d;
 		float *dhu = dhcur + (size_t)adj[e] * d;
 		float ds = alpha[e] * (ealpha[e] - avg);
 		float dpre = pre[e] > 0 ? ds : GNN_LEAKY_SLOPE * ds;
 
-		for (uint32_t c = 0; c < d; c++) {
+		for (uint32_t c = lane; c < d; c += WARP) {
 			atomicAdd(&dhu[c], alpha[e] * dmp[c] + dpre * ak[c]);
 			atomicAdd(&dak[c], dpre * hu[c]);
 		}
 		dq += dpre;
 	}
-	for (uint32_t c = 0; c < d; c++) {
+	for (uint32_t c = lane; c < d; c += WARP) {
 		atomicAdd(&daq[c], dq * hprev[(size_t)p * d + c]);
 		dhprev[(size_t)p * d + c] += dq * aq[c];
 	}
@@ -266,11 +310,10 @@ static void c_msg_bwd(uint32_t r0, uint32_t r1, uint32_t d, const int32_t *ptr, 
 		      const float *pre, const float *alpha, const float *dm, float *ealpha,
 		      float *dhprev, float *dhcur, float *daq, float *dak)
 {
-	if (r1 <= r0)
-		return;
-	kz_msg_bwd<<<blocks_for(r1 - r0), THREADS>>>(r0, r1, d, ptr, adj, hprev, hcur, aq, ak, pre,
-						      alpha, dm, ealpha, dhprev, dhcur, daq, dak);
-	sync();
+	if (r1 > r0)
+		kz_msg_bwd<<<row_blocks(r1 - r0), THREADS>>>(r0, r1, d, ptr, adj, hprev, hcur, aq,
+							     ak, pre, alpha, dm, ealpha, dhprev,
+							     dhcur, daq, dak);
 }
 
 __device__ float dev_sigm(float x)
@@ -312,10 +355,8 @@ static void c_gru_fwd(uint32_t rows, uint32_t d, float *gi, float *gh, const flo
 {
 	size_t n = (size_t)rows * d;
 
-	if (!n)
-		return;
-	kz_gru_fwd<<<blocks_for(n), THREADS>>>(rows, d, gi, gh, bi, bh, m, gates, h);
-	sync();
+	if (n)
+		kz_gru_fwd<<<blocks_for(n), THREADS>>>(rows, d, gi, gh, bi, bh, m, gates, h);
 }
 
 __global__ void kz_gru_bwd(uint32_t rows, uint32_t d, const float *dh, const float *gates,
@@ -357,13 +398,11 @@ static void c_gru_bwd(uint32_t rows, uint32_t d, const float *dh, const float *g
 {
 	size_t n = (size_t)rows * d;
 
-	if (!n)
-		return;
-	kz_gru_bwd<<<blocks_for(n), THREADS>>>(rows, d, dh, gates, gh, m, dgi, dgh, dm);
-	sync();
+	if (n)
+		kz_gru_bwd<<<blocks_for(n), THREADS>>>(rows, d, dh, gates, gh, m, dgi, dgh, dm);
 }
 
-/* One thread per (job, column). */
+/* One thread per (job, column); the first node wins ties, as on the CPU. */
 __global__ void kz_pool_fwd(const float *e, uint32_t E, const uint32_t *job_start, uint32_t njobs,
 			    float *pool, int32_t *argmax)
 {
@@ -390,23 +429,24 @@ static void c_pool_fwd(const float *e, uint32_t E, const uint32_t *job_start, ui
 {
 	size_t n = (size_t)njobs * E;
 
-	if (!n)
-		return;
-	kz_pool_fwd<<<blocks_for(n), THREADS>>>(e, E, job_start, njobs, pool, argmax);
-	sync();
+	if (n)
+		kz_pool_fwd<<<blocks_for(n), THREADS>>>(e, E, job_start, njobs, pool, argmax);
 }
 
-/* Copies the node's own half of du for nodes [v0, v0 + nnodes); one thread per (node, column). */
-__global__ void kz_pool_bwd_copy(const float *du, uint32_t E, size_t v0, size_t nnodes, float *de)
+/* de[v] = the node's own half of du, for every node. */
+__global__ void kz_pool_bwd_copy(const float *du, uint32_t E, size_t nnodes, float *de)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	size_t v = v0 + i / E;
 
 	if (i < nnodes * E)
-		de[v * E + i % E] = du[v * 2 * E + i % E];
+		de[i] = du[(i / E) * 2 * E + i % E];
 }
 
-/* Routes the pooled half to each job's argmax node; one thread per (job, column). */
+/*
+ * Routes the pooled half to each job's argmax node, one thread per (job,
+ * column): the argmax nodes of different (job, column) pairs are different
+ * entries of de (jobs are disjoint), so a plain add is safe.
+ */
 __global__ void kz_pool_bwd_route(const float *du, uint32_t E, const uint32_t *job_start,
 				  uint32_t njobs, const int32_t *argmax, float *de)
 {
@@ -414,87 +454,79 @@ __global__ void kz_pool_bwd_route(const float *du, uint32_t E, const uint32_t *j
 	size_t j, c;
 	float s = 0;
 
-	if (i >= (size_t)njobs * E)
+	if (i >= (size_t)njobs * E || argmax[i] < 0)
 		return;
 	j = i / E;
 	c = i % E;
-	if (argmax[i] < 0)
-		return;
 	for (uint32_t v = job_start[j]; v < job_start[j + 1]; v++)
 		s += du[(size_t)v * 2 * E + E + c];
-	atomicAdd(&de[(size_t)argmax[i] * E + c], s);
+	de[(size_t)argmax[i] * E + c] += s;
 }
 
 static void c_pool_bwd(const float *du, uint32_t E, const uint32_t *job_start, uint32_t njobs,
-		       const int32_t *argmax, float *de)
+		       uint32_t nnodes, const int32_t *argmax, float *de)
 {
-	size_t nnodes, n;
+	size_t n = (size_t)nnodes * E;
 
-	if (!njobs || !E)
-		return;
-	sync(); /* job_start is read on the host below */
-	nnodes = job_start[njobs] - job_start[0];
-	n = nnodes * E;
 	if (n)
-		kz_pool_bwd_copy<<<blocks_for(n), THREADS>>>(du, E, job_start[0], nnodes, de);
-	kz_pool_bwd_route<<<blocks_for((size_t)njobs * E), THREADS>>>(du, E, job_start, njobs,
-								       argmax, de);
-	sync();
+		kz_pool_bwd_copy<<<blocks_for(n), THREADS>>>(du, E, nnodes, de);
+	if ((size_t)njobs * E)
+		kz_pool_bwd_route<<<blocks_for((size_t)njobs * E), THREADS>>>(du, E, job_start,
+									      njobs, argmax, de);
 }
 
-/* One thread per row. */
+/* One warp per row: scale, max, exp, sum, normalise. */
 __global__ void kz_softmax_fwd(float *a, uint32_t rows, uint32_t cols, float scale)
 {
-	uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
-	float *x, mx = -INFINITY, sum = 0;
+	unsigned lane = threadIdx.x % WARP;
+	size_t r = (size_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
+	float *x, mx = -INFINITY, sum = 0, inv;
 
 	if (r >= rows)
 		return;
-	x = a + (size_t)r * cols;
-	for (uint32_t c = 0; c < cols; c++) {
+	x = a + r * cols;
+	for (uint32_t c = lane; c < cols; c += WARP) {
 		x[c] *= scale;
 		mx = fmaxf(mx, x[c]);
 	}
-	for (uint32_t c = 0; c < cols; c++) {
+	mx = warp_max(mx);
+	for (uint32_t c = lane; c < cols; c += WARP) {
 		x[c] = expf(x[c] - mx);
 		sum += x[c];
 	}
-	for (uint32_t c = 0; c < cols; c++)
-		x[c] /= sum;
+	inv = 1.0f / warp_sum(sum);
+	for (uint32_t c = lane; c < cols; c += WARP)
+		x[c] *= inv;
 }
 
 static void c_softmax_fwd(float *a, uint32_t rows, uint32_t cols, float scale)
 {
-	if (!rows || !cols)
-		return;
-	kz_softmax_fwd<<<blocks_for(rows), THREADS>>>(a, rows, cols, scale);
-	sync();
+	if (rows && cols)
+		kz_softmax_fwd<<<row_blocks(rows), THREADS>>>(a, rows, cols, scale);
 }
 
 __global__ void kz_softmax_bwd(float *da, const float *a, uint32_t rows, uint32_t cols,
 			       float scale)
 {
-	uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+	unsigned lane = threadIdx.x % WARP;
+	size_t r = (size_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
 	float *g;
 	const float *x;
-	float dotv = 0;
+	float dotv;
 
 	if (r >= rows)
 		return;
-	g = da + (size_t)r * cols;
-	x = a + (size_t)r * cols;
-	for (uint32_t c = 0; c < cols; c++)
-		dotv += g[c] * x[c];
-	for (uint32_t c = 0; c < cols; c++)
+	g = da + r * cols;
+	x = a + r * cols;
+	dotv = warp_dot(g, x, cols, lane);
+	for (uint32_t c = lane; c < cols; c += WARP)
 		g[c] = scale * x[c] * (g[c] - dotv);
 }
 
 static void c_softmax_bwd(float *da, const float *a, uint32_t rows, uint32_t cols, float scale)
 {
-	if (!rows || !cols)
-		return;
-	kz_softmax_bwd<<<blocks_for(rows), THREADS>>>(da, a, rows, cols, scale);
-	sync();
+	if (rows && cols)
+		kz_softmax_bwd<<<row_blocks(rows), THREADS>>>(da, a, rows, cols, scale);
 }
 
 __global__ void kz_tanh_bias_fwd(float *y, const float *b, uint32_t rows, uint32_t cols)
@@ -509,10 +541,8 @@ static void c_tanh_bias_fwd(float *y, const float *b, uint32_t rows, uint32_t co
 {
 	size_t n = (size_t)rows * cols;
 
-	if (!n)
-		return;
-	kz_tanh_bias_fwd<<<blocks_for(n), THREADS>>>(y, b, rows, cols);
-	sync();
+	if (n)
+		kz_tanh_bias_fwd<<<blocks_for(n), THREADS>>>(y, b, rows, cols);
 }
 
 __global__ void kz_tanh_bwd(float *dy, const float *y, size_t n)
@@ -525,47 +555,44 @@ __global__ void kz_tanh_bwd(float *dy, const float *y, size_t n)
 
 static void c_tanh_bwd(float *dy, const float *y, size_t n)
 {
-	if (!n)
-		return;
-	kz_tanh_bwd<<<blocks_for(n), THREADS>>>(dy, y, n);
-	sync();
+	if (n)
+		kz_tanh_bwd<<<blocks_for(n), THREADS>>>(dy, y, n);
 }
 
-/* Block-wise sums of squares in double, then one atomic add per block. */
+/* Grid-stride sums of squares in double, a block reduction, one atomic add per block. */
 __global__ void kz_sumsq(const float *g, size_t n, double *out)
 {
 	__shared__ double part[THREADS];
-	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	double s = 0;
 
-	part[threadIdx.x] = i < n ? (double)g[i] * g[i] : 0.0;
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)gridDim.x * blockDim.x)
+		s += (double)g[i] * g[i];
+	part[threadIdx.x] = s;
 	__syncthreads();
-	for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
-		if (threadIdx.x < s)
-			part[threadIdx.x] += part[threadIdx.x + s];
+	for (unsigned k = blockDim.x / 2; k > 0; k >>= 1) {
+		if (threadIdx.x < k)
+			part[threadIdx.x] += part[threadIdx.x + k];
 		__syncthreads();
 	}
 	if (threadIdx.x == 0)
 		atomicAdd(out, part[0]);
 }
 
-/*
- * The one allocation outside the model's blocks: an 8-byte managed
- * accumulator per call (once per training step, for gradient clipping),
- * since kernels get no backend context to keep it in.
- */
-static double c_sumsq(const float *g, size_t n)
+/* red: the model's reduction scratch; NaN when a CUDA call fails (sync says why). */
+static double c_sumsq(const float *g, size_t n, double *red)
 {
-	double *acc = NULL, s = 0;
+	unsigned blocks = blocks_for(n);
+	double s = 0;
 
 	if (!n)
 		return 0;
-	if (cudaMallocManaged(&acc, sizeof(*acc)) != cudaSuccess)
-		return NAN; /* the caller's clipping sees a non-finite norm */
-	*acc = 0;
-	kz_sumsq<<<blocks_for(n), THREADS>>>(g, n, acc);
-	sync();
-	s = *acc;
-	cudaFree(acc);
+	if (blocks > 1024)
+		blocks = 1024;
+	cudaMemsetAsync(red, 0, sizeof(*red), 0);
+	kz_sumsq<<<blocks, THREADS>>>(g, n, red);
+	if (cudaMemcpy(&s, red, sizeof(s), cudaMemcpyDefault) != cudaSuccess)
+		return NAN;
 	return s;
 }
 
@@ -586,11 +613,9 @@ __global__ void kz_adam(float *p, const float *g, float *mom1, float *mom2, size
 static void c_adam(float *p, const float *g, float *mom1, float *mom2, size_t n, float gscale,
 		   float lr, float beta1, float beta2, float eps, float bc1, float bc2)
 {
-	if (!n)
-		return;
-	kz_adam<<<blocks_for(n), THREADS>>>(p, g, mom1, mom2, n, gscale, lr, beta1, beta2, eps, bc1,
-					    bc2);
-	sync();
+	if (n)
+		kz_adam<<<blocks_for(n), THREADS>>>(p, g, mom1, mom2, n, gscale, lr, beta1, beta2,
+						    eps, bc1, bc2);
 }
 
 /* C++20 designated initializers: in member order, checked by the compiler. */
@@ -616,6 +641,13 @@ static const struct gnn_kernels cuda_kernels = {
 
 /* ---- the backend ------------------------------------------------------------ */
 
+/* Records the first failure since the last sync. */
+static void note(struct cuda_ctx *x, const char *what, int code, const char *why)
+{
+	if (x && !x->fail[0])
+		snprintf(x->fail, sizeof(x->fail), "cuda: %s failed: %s (%d)", what, why, code);
+}
+
 static int cuda_init(void **ret_ctx, struct gnn_err *err)
 {
 	struct cuda_ctx *x;
@@ -635,7 +667,7 @@ static int cuda_init(void **ret_ctx, struct gnn_err *err)
 	if ((ce = cudaGetDevice(&x->device)) != cudaSuccess ||
 	    (ce = cudaGetDeviceProperties(&prop, x->device)) != cudaSuccess) {
 		free(x);
-		return gnn_errf(err, ENODEV, "cuda: %s", cudaGetErrorString(ce));
+		return gnn_errf(err, ENODEV, "cuda: %s (%d)", cudaGetErrorString(ce), (int)ce);
 	}
 	if (cublasCreate(&x->blas) != CUBLAS_STATUS_SUCCESS) {
 		free(x);
@@ -643,7 +675,7 @@ static int cuda_init(void **ret_ctx, struct gnn_err *err)
 	}
 	/* Plain FP32 GEMMs (no TF32 tensor ops), comparable with the CPU backend. */
 	cublasSetMathMode(x->blas, CUBLAS_DEFAULT_MATH);
-	snprintf(x->info, sizeof(x->info), "cuda: %.100s (sm_%d%d), cuBLAS sgemm, FP32", prop.name,
+	snprintf(x->info, sizeof(x->info), "%.100s (sm_%d%d), cuBLAS sgemm, FP32", prop.name,
 		 prop.major, prop.minor);
 	*ret_ctx = x;
 	return 0;
@@ -655,6 +687,7 @@ static void cuda_fini(void *ctx)
 
 	if (!x)
 		return;
+	cudaDeviceSynchronize();
 	cublasDestroy(x->blas);
 	free(x);
 }
@@ -664,59 +697,155 @@ static const char *cuda_info(void *ctx)
 	return ctx ? ((struct cuda_ctx *)ctx)->info : "cuda";
 }
 
+static size_t round_up(size_t bytes)
+{
+	bytes = (bytes + GNN_ALIGN - 1) / GNN_ALIGN * GNN_ALIGN;
+	return bytes ? bytes : GNN_ALIGN;
+}
+
 static void *cuda_alloc(void *ctx, size_t bytes)
 {
 	void *p = NULL;
 
 	(void)ctx;
-	bytes = (bytes + GNN_ALIGN - 1) / GNN_ALIGN * GNN_ALIGN;
-	if (bytes == 0)
-		bytes = GNN_ALIGN;
-	if (cudaMallocManaged(&p, bytes) != cudaSuccess)
+	bytes = round_up(bytes);
+	if (cudaMalloc(&p, bytes) != cudaSuccess)
 		return NULL;
 	if (cudaMemset(p, 0, bytes) != cudaSuccess) {
 		cudaFree(p);
 		return NULL;
 	}
-	sync();
+	return p;
+}
+
+static void *cuda_alloc_shared(void *ctx, size_t bytes)
+{
+	void *p = NULL;
+
+	(void)ctx;
+	bytes = round_up(bytes);
+	if (cudaMallocManaged(&p, bytes, cudaMemAttachGlobal) != cudaSuccess)
+		return NULL;
+	if (cudaDeviceSynchronize() != cudaSuccess) {
+		cudaFree(p);
+		return NULL;
+	}
+	memset(p, 0, bytes);
 	return p;
 }
 
 static void cuda_free(void *ctx, void *p)
 {
 	(void)ctx;
-	if (p)
+	if (p) {
+		cudaDeviceSynchronize();
 		cudaFree(p);
+	}
+}
+
+static void cuda_copy_to_dev(void *ctx, void *dst, const void *src, size_t bytes)
+{
+	cudaError_t ce;
+
+	if (!bytes)
+		return;
+	/* From pageable memory: returns once src is staged, so the caller may reuse it. */
+	ce = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, 0);
+	if (ce != cudaSuccess)
+		note((struct cuda_ctx *)ctx, "copy to device", (int)ce, cudaGetErrorString(ce));
+}
+
+static void cuda_copy_to_host(void *ctx, void *dst, const void *src, size_t bytes)
+{
+	cudaError_t ce;
+
+	if (!bytes)
+		return;
+	ce = cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
+	if (ce != cudaSuccess)
+		note((struct cuda_ctx *)ctx, "copy to host", (int)ce, cudaGetErrorString(ce));
+}
+
+static int cuda_sync(void *ctx, struct gnn_err *err)
+{
+	struct cuda_ctx *x = (struct cuda_ctx *)ctx;
+	cudaError_t ce = cudaDeviceSynchronize();
+
+	if (ce == cudaSuccess)
+		ce = cudaGetLastError();
+	if (ce != cudaSuccess)
+		note(x, "a kernel", (int)ce, cudaGetErrorString(ce));
+	if (!x->fail[0])
+		return 0;
+	gnn_errf(err, EIO, "%s", x->fail);
+	x->fail[0] = 0;
+	return -EIO;
+}
+
+/* Can g[i + 1] join a strided batch of g[i]'s shape whose strides are sa, sb, sc? */
+static bool same_stride(const struct gnn_gemm *a, const struct gnn_gemm *b, long long sa,
+			long long sb, long long sc)
+{
+	return a->trans_a == b->trans_a && a->trans_b == b->trans_b && a->m == b->m &&
+	       a->n == b->n && a->k == b->k && a->lda == b->lda && a->ldb == b->ldb &&
+	       a->ldc == b->ldc && a->alpha == b->alpha && a->beta == b->beta &&
+	       b->a - a->a == sa && b->b - a->b == sb && b->c - a->c == sc;
 }
 
 /*
  * Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so each
- * problem goes to cuBLAS with A and B swapped and m and n swapped.
+ * problem goes to cuBLAS with A and B swapped and m and n swapped. Runs of
+ * problems of one shape whose operands are evenly spaced (non-negative
+ * strides) go as one strided-batched call.
  */
 static void cuda_gemm_batch(void *ctx, const struct gnn_gemm *g, size_t count)
 {
 	struct cuda_ctx *x = (struct cuda_ctx *)ctx;
+	cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
 
-	for (size_t i = 0; i < count; i++) {
+	for (size_t i = 0; i < count;) {
 		const struct gnn_gemm *p = &g[i];
+		cublasOperation_t ta = p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+		cublasOperation_t tb = p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+		size_t run = 1;
 
-		if (!p->m || !p->n)
-			continue;
-		cublasSgemm(x->blas, p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-			    p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)p->n, (int)p->m, (int)p->k,
-			    &p->alpha, p->b, (int)p->ldb, p->a, (int)p->lda, &p->beta, p->c,
-			    (int)p->ldc);
+		if (i + 1 < count) {
+			long long sa = g[i + 1].a - p->a, sb = g[i + 1].b - p->b,
+				  sc = g[i + 1].c - p->c;
+
+			if (sa >= 0 && sb >= 0 && sc > 0)
+				while (i + run < count &&
+				       same_stride(&g[i + run - 1], &g[i + run], sa, sb, sc))
+					run++;
+			if (run > 1 && p->m && p->n)
+				st = cublasSgemmStridedBatched(
+					x->blas, ta, tb, (int)p->n, (int)p->m, (int)p->k,
+					&p->alpha, p->b, (int)p->ldb, sb, p->a, (int)p->lda, sa,
+					&p->beta, p->c, (int)p->ldc, sc, (int)run);
+		}
+		if (run == 1 && p->m && p->n)
+			st = cublasSgemm(x->blas, ta, tb, (int)p->n, (int)p->m, (int)p->k,
+					 &p->alpha, p->b, (int)p->ldb, p->a, (int)p->lda,
+					 &p->beta, p->c, (int)p->ldc);
+		if (st != CUBLAS_STATUS_SUCCESS)
+			note(x, "cuBLAS sgemm", (int)st, cublasGetStatusString(st));
+		i += run;
 	}
-	sync();
 }
 
 extern "C" const struct gnn_backend_class gnn_backend_cuda = {
 	.name = "cuda",
+	.host_memory = false,
 	.init = cuda_init,
 	.fini = cuda_fini,
 	.info = cuda_info,
 	.mem_alloc = cuda_alloc,
 	.mem_free = cuda_free,
+	.mem_alloc_shared = cuda_alloc_shared,
+	.mem_free_shared = cuda_free,
+	.copy_to_dev = cuda_copy_to_dev,
+	.copy_to_host = cuda_copy_to_host,
+	.sync = cuda_sync,
 	.gemm_batch = cuda_gemm_batch,
 	.kernels = &cuda_kernels,
 };

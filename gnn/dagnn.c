@@ -17,6 +17,7 @@
  * (l, > k) add to it, and they lie on later wavefronts (later levels).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gnn/gnn_impl.h"
@@ -37,27 +38,53 @@ static void *take(struct carve *c, size_t n, size_t elem)
 #define TAKE_F(c, n) ((float *)take((c), (n), sizeof(float)))
 #define TAKE_I(c, n) ((int32_t *)take((c), (n), sizeof(int32_t)))
 
-/* Assigns every workspace pointer of m from c (sizes only when c->base is NULL). */
-static void layout(struct gnn_model *m, struct carve *c, uint32_t N, uint32_t E, uint32_t J,
-		   uint32_t n)
+/*
+ * The workspace comes in two parts. The host part holds what gnn_prepare()
+ * builds on the CPU: validation scratch, topological levels, the level
+ * orders and the CSR adjacency. The device part (backend memory) holds every
+ * activation and the copies of the index arrays that kernels read. On a
+ * host-memory backend the copies are the host arrays themselves.
+ */
+
+/* Assigns the host part's pointers from c (sizes only when c->base is NULL). */
+static void layout_host(struct gnn_model *m, struct carve *c, uint32_t N, uint32_t E, uint32_t J,
+			uint32_t n)
+{
+	m->h_jstart = (uint32_t *)take(c, (size_t)J + 1, sizeof(uint32_t));
+	m->h_job_of = TAKE_I(c, N);
+	m->h_sched = TAKE_I(c, n);
+	/* pred CSR, succ CSR (node-indexed), topological queue, counters, two level arrays */
+	m->scratch = TAKE_I(c, 2 * ((size_t)N + 1) + 2 * (size_t)E + 4 * (size_t)N);
+	for (int dir = 0; dir < 2; dir++) {
+		struct gnn_dir *dr = &m->dir[dir];
+
+		dr->h_order = TAKE_I(c, N);
+		dr->h_pos = TAKE_I(c, N);
+		dr->level_start = TAKE_I(c, (size_t)N + 1);
+		dr->h_ptr = TAKE_I(c, (size_t)N + 1);
+		dr->h_adj = TAKE_I(c, E);
+	}
+}
+
+/* Assigns the device part's pointers from c (sizes only when c->base is NULL). */
+static void layout_dev(struct gnn_model *m, struct carve *c, uint32_t N, uint32_t E, uint32_t J,
+		       uint32_t n)
 {
 	const struct gnn_config *g = &m->cfg;
 	size_t d = g->hidden, L = g->layers, D = 2 * (size_t)g->emb, cat = 2 * L * d;
+	bool copies = !m->be->host_memory;
 
 	m->x = TAKE_F(c, (size_t)N * g->nfeatures);
 	m->h0 = TAKE_F(c, N * d);
 	m->dh0 = TAKE_F(c, N * d);
-	m->jstart = (uint32_t *)take(c, (size_t)J + 1, sizeof(uint32_t));
 	m->zcat = TAKE_F(c, N * cat);
 	m->dzcat = TAKE_F(c, N * cat);
 	m->e = TAKE_F(c, (size_t)N * g->emb);
 	m->de = TAKE_F(c, (size_t)N * g->emb);
 	m->pool = TAKE_F(c, (size_t)J * g->emb);
 	m->argmax = TAKE_I(c, (size_t)J * g->emb);
-	m->job_of = TAKE_I(c, N);
 	m->u = TAKE_F(c, N * D);
 	m->du = TAKE_F(c, N * D);
-	m->sched = TAKE_I(c, n);
 	m->us = TAKE_F(c, n * D);
 	m->dus = TAKE_F(c, n * D);
 	m->qkv = TAKE_F(c, n * 3 * D);
@@ -72,16 +99,16 @@ static void layout(struct gnn_model *m, struct carve *c, uint32_t N, uint32_t E,
 	m->dt = TAKE_F(c, (size_t)n * g->mlp_hidden);
 	m->s = TAKE_F(c, n);
 	m->ds = TAKE_F(c, n);
-	/* pred CSR, succ CSR (node-indexed), topological queue, counters, two level arrays */
-	m->scratch = TAKE_I(c, 2 * ((size_t)N + 1) + 2 * (size_t)E + 4 * (size_t)N);
+	m->jstart = copies ? (uint32_t *)take(c, (size_t)J + 1, sizeof(uint32_t)) : m->h_jstart;
+	m->job_of = copies ? TAKE_I(c, N) : m->h_job_of;
+	m->sched = copies ? TAKE_I(c, n) : m->h_sched;
 	for (int dir = 0; dir < 2; dir++) {
 		struct gnn_dir *dr = &m->dir[dir];
 
-		dr->order = TAKE_I(c, N);
-		dr->pos = TAKE_I(c, N);
-		dr->level_start = TAKE_I(c, (size_t)N + 1);
-		dr->ptr = TAKE_I(c, (size_t)N + 1);
-		dr->adj = TAKE_I(c, E);
+		dr->order = copies ? TAKE_I(c, N) : dr->h_order;
+		dr->pos = copies ? TAKE_I(c, N) : dr->h_pos;
+		dr->ptr = copies ? TAKE_I(c, (size_t)N + 1) : dr->h_ptr;
+		dr->adj = copies ? TAKE_I(c, E) : dr->h_adj;
 		dr->x = TAKE_F(c, (size_t)N * g->nfeatures);
 		dr->wf = TAKE_F(c, 3 * d * g->nfeatures);
 		dr->bf = TAKE_F(c, 3 * d);
@@ -186,39 +213,76 @@ static void order_dir(struct gnn_dir *dr, uint32_t N, const int32_t *level, cons
 	for (uint32_t v = 0; v < N; v++) {
 		int32_t p = cnt[level[v]]++;
 
-		dr->order[p] = (int32_t)v;
-		dr->pos[v] = p;
+		dr->h_order[p] = (int32_t)v;
+		dr->h_pos[v] = p;
 	}
-	dr->ptr[0] = 0;
+	dr->h_ptr[0] = 0;
 	for (uint32_t p = 0; p < N; p++) {
-		int32_t v = dr->order[p], o = dr->ptr[p];
+		int32_t v = dr->h_order[p], o = dr->h_ptr[p];
 
 		for (int32_t e = nptr[v]; e < nptr[v + 1]; e++)
-			dr->adj[o++] = dr->pos[nadj[e]];
-		dr->ptr[p + 1] = o;
+			dr->h_adj[o++] = dr->h_pos[nadj[e]];
+		dr->h_ptr[p + 1] = o;
 	}
 }
 
-/* Grows the workspace to fit the batch; 0 or -ENOMEM. */
+/* Grows both parts of the workspace to fit the batch; 0 or -ENOMEM. */
 static int grow(struct gnn_model *m, uint32_t N, uint32_t E, uint32_t J, uint32_t n,
 		struct gnn_err *err)
 {
-	struct carve c = {0};
+	struct carve h = {0}, dv = {0};
 
-	layout(m, &c, N, E, J, n);
-	if (c.off > m->ws_cap) {
+	layout_host(m, &h, N, E, J, n);
+	if (h.off > m->hws_cap) {
+		free(m->hws);
+		m->hws_cap = 0;
+		if (posix_memalign(&m->hws, GNN_ALIGN, h.off) != 0) {
+			m->hws = NULL;
+			return gnn_errf(err, ENOMEM,
+					"gnn: out of memory for a %zu-byte host workspace", h.off);
+		}
+		m->hws_cap = h.off;
+	}
+	h = (struct carve){.base = m->hws};
+	layout_host(m, &h, N, E, J, n);
+	layout_dev(m, &dv, N, E, J, n);
+	if (dv.off > m->ws_cap) {
 		if (m->ws)
 			m->be->mem_free(m->ctx, m->ws);
 		m->ws_cap = 0;
-		m->ws = m->be->mem_alloc(m->ctx, c.off);
+		m->ws = m->be->mem_alloc(m->ctx, dv.off);
 		if (!m->ws)
-			return gnn_errf(err, ENOMEM, "gnn: out of memory for a %zu-byte workspace",
-					c.off);
-		m->ws_cap = c.off;
+			return gnn_errf(err, ENOMEM,
+					"gnn: out of %s memory for a %zu-byte workspace",
+					m->be->name, dv.off);
+		m->ws_cap = dv.off;
 	}
-	c = (struct carve){.base = m->ws};
-	layout(m, &c, N, E, J, n);
+	dv = (struct carve){.base = m->ws};
+	layout_dev(m, &dv, N, E, J, n);
 	return 0;
+}
+
+/* Copies the index arrays built on the host and the features to the backend. */
+static void upload(struct gnn_model *m, const struct gnn_batch *b)
+{
+	const struct gnn_backend_class *be = m->be;
+	size_t N = m->N, E = m->nedges, I = sizeof(int32_t);
+
+	if (N)
+		be->copy_to_dev(m->ctx, m->x, b->features, N * b->nfeatures * sizeof(float));
+	if (be->host_memory)
+		return;
+	be->copy_to_dev(m->ctx, m->jstart, m->h_jstart, ((size_t)m->njobs + 1) * I);
+	be->copy_to_dev(m->ctx, m->job_of, m->h_job_of, N * I);
+	be->copy_to_dev(m->ctx, m->sched, m->h_sched, (size_t)m->nsched * I);
+	for (int dir = 0; dir < 2; dir++) {
+		struct gnn_dir *dr = &m->dir[dir];
+
+		be->copy_to_dev(m->ctx, dr->order, dr->h_order, N * I);
+		be->copy_to_dev(m->ctx, dr->pos, dr->h_pos, N * I);
+		be->copy_to_dev(m->ctx, dr->ptr, dr->h_ptr, (N + 1) * I);
+		be->copy_to_dev(m->ctx, dr->adj, dr->h_adj, E * I);
+	}
 }
 
 int gnn_prepare(struct gnn_model *m, const struct gnn_batch *b, const uint32_t *sched,
@@ -240,17 +304,17 @@ int gnn_prepare(struct gnn_model *m, const struct gnn_batch *b, const uint32_t *
 	m->nedges = E;
 	m->njobs = b->njobs;
 	m->nsched = nsched;
-	memcpy(m->jstart, b->job_start, ((size_t)b->njobs + 1) * sizeof(uint32_t));
+	memcpy(m->h_jstart, b->job_start, ((size_t)b->njobs + 1) * sizeof(uint32_t));
 	for (uint32_t j = 0; j < b->njobs; j++)
 		for (uint32_t v = b->job_start[j]; v < b->job_start[j + 1]; v++)
-			m->job_of[v] = (int32_t)j;
+			m->h_job_of[v] = (int32_t)j;
 	for (uint32_t i = 0; i < E; i++) {
 		uint32_t s = b->edges[2 * i], t = b->edges[2 * i + 1];
 
-		if (m->job_of[s] != m->job_of[t])
+		if (m->h_job_of[s] != m->h_job_of[t])
 			return gnn_errf(err, EINVAL,
 					"gnn batch: edge %u (%u -> %u) joins jobs %d and %d", i, s,
-					t, m->job_of[s], m->job_of[t]);
+					t, m->h_job_of[s], m->h_job_of[t]);
 	}
 	pptr = m->scratch;
 	padj = pptr + N + 1;
@@ -266,7 +330,7 @@ int gnn_prepare(struct gnn_model *m, const struct gnn_batch *b, const uint32_t *
 		if (cnt[sched[i]]++)
 			return gnn_errf(err, EINVAL, "gnn batch: schedulable node %u listed twice",
 					sched[i]);
-		m->sched[i] = (int32_t)sched[i];
+		m->h_sched[i] = (int32_t)sched[i];
 	}
 	build_csr(N, E, b->edges, 1, pptr, padj, cnt);
 	build_csr(N, E, b->edges, 0, sptr, sadj, cnt);
@@ -295,7 +359,7 @@ int gnn_prepare(struct gnn_model *m, const struct gnn_batch *b, const uint32_t *
 				return gnn_errf(err, EINVAL,
 						"gnn batch: the edges have a cycle (through node "
 						"%u, job %d)",
-						v, m->job_of[v]);
+						v, m->h_job_of[v]);
 	}
 	for (uint32_t i = N; i-- > 0;) {
 		int32_t v = queue[i];
@@ -307,8 +371,7 @@ int gnn_prepare(struct gnn_model *m, const struct gnn_batch *b, const uint32_t *
 	}
 	order_dir(&m->dir[0], N, lv0, pptr, padj, cnt);
 	order_dir(&m->dir[1], N, lv1, sptr, sadj, cnt);
-	if (N)
-		memcpy(m->x, b->features, (size_t)N * b->nfeatures * sizeof(float));
+	upload(m, b);
 	return 0;
 }
 
@@ -655,7 +718,9 @@ int gnn_forward(struct gnn_model *m, const struct gnn_batch *b, const uint32_t *
 	gnn_dagnn_forward(m);
 	gnn_head_forward(m);
 	if (nsched)
-		memcpy(ret_scores, m->s, (size_t)nsched * sizeof(float));
+		m->be->copy_to_host(m->ctx, ret_scores, m->s, (size_t)nsched * sizeof(float));
+	if ((r = m->be->sync(m->ctx, err)) < 0)
+		return r;
 	m->have_fwd = true;
 	return 0;
 }
@@ -670,8 +735,8 @@ int gnn_backward(struct gnn_model *m, const float *dscores, uint32_t nsched, str
 	if (nsched && !dscores)
 		return gnn_errf(err, EINVAL, "gnn backward: NULL dscores");
 	if (nsched)
-		memcpy(m->ds, dscores, (size_t)nsched * sizeof(float));
+		m->be->copy_to_dev(m->ctx, m->ds, dscores, (size_t)nsched * sizeof(float));
 	gnn_head_backward(m);
 	gnn_dagnn_backward(m);
-	return 0;
+	return m->be->sync(m->ctx, err);
 }

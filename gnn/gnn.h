@@ -58,20 +58,22 @@
  * thread-safe (use one per thread).
  *
  * Backends: a const struct gnn_backend_class looked up by name ("cpu",
- * "naive"; "cuda" once built). Every GEMM goes through its gemm_batch; every
- * element-wise operation (message passing, GRU gates, pooling, softmax,
- * tanh, Adam, gathers and scatters) goes through its kernel table (struct
- * gnn_kernels, gnn/gnn_impl.h), whose CPU version is gnn/kernels.c. All
- * tensors are allocated with the backend's mem_alloc. A CUDA backend plugs
- * in by (1) a gnn_backend_cuda.cu defining a class whose mem_alloc returns
- * cudaMallocManaged memory (so the host-side batch preparation in dagnn.c,
- * which writes level orders and adjacency arrays, keeps working), whose
- * gemm_batch maps to cublasSgemm / cublasSgemmBatched (row-major: swap A and
- * B), and whose kernel table launches CUDA kernels (starting from
- * gnn_kernels_ref and replacing ops one at a time is valid as long as it
- * synchronises before a CPU op touches memory); (2) an entry in the class
- * list of gnn/backend.c under #ifdef GNN_HAVE_CUDA; (3) the meson option
- * 'cuda'. Scores and parameters are read on the host by the public API.
+ * "naive", and "cuda" in builds where nvcc was found). Every GEMM goes
+ * through its gemm_batch; every element-wise operation (message passing, GRU
+ * gates, pooling, softmax, tanh, Adam, gathers and scatters) through its
+ * kernel table (struct gnn_kernels, gnn/gnn_impl.h), whose CPU version is
+ * gnn/kernels.c and CUDA version gnn/backend_cuda.cu. Activations live in
+ * backend memory (device memory on CUDA), allocated once and grown only when
+ * a batch needs more; the host builds each batch's level orders and
+ * adjacency and copies them over. The parameter block (parameters,
+ * gradients, Adam moments) is in memory both sides address (CUDA managed
+ * memory, a few hundred KiB), so gnn_param_get(), save and load read and
+ * write it directly. Work on a backend runs in order on one stream; every
+ * public function returns with it finished.
+ *
+ * Asking for "cuda" where it cannot run (no CUDA in this build, no driver,
+ * no device: cudaGetDeviceCount's error) gives a "cpu" model instead;
+ * gnn_model_fallback() says why, for the caller to log once.
  */
 #ifndef LOOM_GNN_GNN_H
 #define LOOM_GNN_GNN_H
@@ -134,22 +136,37 @@ struct gnn_gemm {
 /*
  * A compute backend. ctx is what init returned. The problems of one
  * gemm_batch call are independent (no C overlaps another's A, B or C) and
- * may run concurrently. mem_alloc returns memory that both the backend and,
- * after the backend's work is complete, the host may address; the library
- * asks for few, large blocks.
+ * may run concurrently. Backend work (GEMMs, kernels, copies) runs in the
+ * order it is issued; sync waits for all of it. The library asks for few,
+ * large blocks of memory.
  */
 struct gnn_backend_class {
 	const char *name;
+	/* true when backend memory is host memory (no copies needed) */
+	bool host_memory;
 	/* Creates the backend's context (NULL is a valid context). 0 or -errno. */
 	int (*init)(void **ret_ctx, struct gnn_err *err);
 	/* Frees the context. */
 	void (*fini)(void *ctx);
-	/* Returns one-line information about the backend (BLAS used, threads). */
+	/* Returns one-line information about the backend (BLAS used, threads, device). */
 	const char *(*info)(void *ctx);
-	/* Returns bytes of zeroed, 64-byte aligned memory, or NULL. */
+	/* Returns bytes of zeroed, 64-byte aligned backend memory, or NULL. */
 	void *(*mem_alloc)(void *ctx, size_t bytes);
 	void (*mem_free)(void *ctx, void *p);
-	/* Runs count independent GEMMs; returns when their results are visible to the host. */
+	/* As mem_alloc, memory the host may also read and write between syncs. */
+	void *(*mem_alloc_shared)(void *ctx, size_t bytes);
+	void (*mem_free_shared)(void *ctx, void *p);
+	/* Copy host -> backend memory (in order with other work). */
+	void (*copy_to_dev)(void *ctx, void *dst, const void *src, size_t bytes);
+	/* Copy backend -> host memory; returns when dst holds the data. */
+	void (*copy_to_host)(void *ctx, void *dst, const void *src, size_t bytes);
+	/*
+	 * Waits until all issued work is done and visible to the host. Returns
+	 * 0, or -EIO with a message when any of it failed (a kernel launch, a
+	 * GEMM, a copy).
+	 */
+	int (*sync)(void *ctx, struct gnn_err *err);
+	/* Issues count independent GEMMs. */
 	void (*gemm_batch)(void *ctx, const struct gnn_gemm *g, size_t count);
 	/* Element-wise ops (gnn/gnn_impl.h); the CPU backends share gnn_kernels_ref. */
 	const struct gnn_kernels *kernels;
@@ -157,16 +174,18 @@ struct gnn_backend_class {
 
 /*
  * Returns the backend called name ("cpu": CBLAS sgemm, single-threaded;
- * "naive": reference triple-loop GEMM). Note: with OpenBLAS, creating a "cpu"
- * model calls openblas_set_num_threads(1), which is process-wide (OpenBLAS
- * keeps one setting); a program that wants BLAS threads elsewhere must set
- * them again. NULL + errno ENOENT with a message
- * listing the valid names for an unknown name, ENODEV for "cuda" when this
- * build has no CUDA backend. The class is static; do not free it.
+ * "naive": reference triple-loop GEMM; "cuda": cuBLAS + CUDA kernels, in
+ * builds with CUDA). Note: with OpenBLAS, creating a "cpu" model calls
+ * openblas_set_num_threads(1), which is process-wide (OpenBLAS keeps one
+ * setting); a program that wants BLAS threads elsewhere must set them again.
+ * NULL + errno ENOENT with a message listing the valid names for an unknown
+ * name, ENODEV for "cuda" when this build has no CUDA backend. The class is
+ * static; do not free it. Finding "cuda" does not mean a device is there:
+ * that is known when a model starts it (gnn_model_fallback()).
  */
 const struct gnn_backend_class *gnn_backend_find(const char *name, struct gnn_err *err);
 
-/* Returns the comma-separated names of the backends of this build ("cpu, naive"). */
+/* Returns the comma-separated names of the backends of this build ("cpu, naive[, cuda]"). */
 const char *gnn_backend_names(void);
 
 /* ---- model ------------------------------------------------------------------------------ */
@@ -175,7 +194,8 @@ struct gnn_model;
 
 /*
  * Returns a new model of shape cfg on the backend called backend_name (NULL:
- * "cpu"), its parameters initialised from seed (uniform +-1/sqrt(fan_in),
+ * "cpu"; "cuda" falls back to "cpu" where it cannot start, see
+ * gnn_model_fallback()), its parameters initialised from seed (uniform +-1/sqrt(fan_in),
  * biases 0, the score head's last layer scaled by 0.01), gradients and Adam
  * state zero. NULL + errno (EINVAL bad cfg, ENOENT/ENODEV backend, ENOMEM)
  * with a message on error. Free it with gnn_model_free().
@@ -194,6 +214,17 @@ void gnn_model_set_pipelined(struct gnn_model *m, bool pipelined);
 
 /* Returns the backend's name and information, e.g. "cpu: OpenBLAS cblas_sgemm, 1 thread". */
 const char *gnn_model_backend_info(const struct gnn_model *m);
+
+/* Returns the name of the backend the model runs on ("cpu", "naive", "cuda"). */
+const char *gnn_model_backend(const struct gnn_model *m);
+
+/*
+ * Returns why the model does not run on the backend that was asked for
+ * (e.g. "cuda: no usable device: cudaGetDeviceCount: CUDA driver version is
+ * insufficient for CUDA runtime version (35)"), or NULL when it does. Owned by
+ * the model.
+ */
+const char *gnn_model_fallback(const struct gnn_model *m);
 
 /* Returns the number of trainable scalars. */
 size_t gnn_nparams(const struct gnn_model *m);

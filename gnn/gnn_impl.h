@@ -21,6 +21,7 @@
 
 #define GNN_LEAKY_SLOPE 0.2f
 #define GNN_ALIGN       64
+#define GNN_RED_DOUBLES 8 /* doubles of reduction scratch per model */
 
 /*
  * Element-wise kernels. All pointers address backend memory; ranges are
@@ -36,7 +37,7 @@ struct gnn_kernels {
 	/* dst[r] = src[idx[r]] (idx NULL: src[r]), rows of cols floats */
 	void (*gather)(float *dst, uint32_t dst_ld, const float *src, uint32_t src_ld,
 		       const int32_t *idx, uint32_t rows, uint32_t cols);
-	/* dst[idx[r]] += src[r] (idx NULL: dst[r]) */
+	/* dst[idx[r]] += src[r] (idx NULL: dst[r]); the idx entries are distinct */
 	void (*scatter_add)(float *dst, uint32_t dst_ld, const float *src, uint32_t src_ld,
 			    const int32_t *idx, uint32_t rows, uint32_t cols);
 	/*
@@ -71,9 +72,12 @@ struct gnn_kernels {
 	 */
 	void (*pool_fwd)(const float *e, uint32_t E, const uint32_t *job_start, uint32_t njobs,
 			 float *pool, int32_t *argmax);
-	/* de[v] = du[v][0..E) plus the pooled half routed to the argmax nodes. */
+	/*
+	 * de[v] = du[v][0..E) plus the pooled half routed to the argmax nodes,
+	 * for the nnodes (== job_start[njobs]) nodes.
+	 */
 	void (*pool_bwd)(const float *du, uint32_t E, const uint32_t *job_start, uint32_t njobs,
-			 const int32_t *argmax, float *de);
+			 uint32_t nnodes, const int32_t *argmax, float *de);
 	/* Row-wise softmax of scale * a, in place. */
 	void (*softmax_fwd)(float *a, uint32_t rows, uint32_t cols, float scale);
 	/* da = scale * a * (da - rowsum(da * a)), in place (a: softmax output). */
@@ -82,8 +86,8 @@ struct gnn_kernels {
 	void (*tanh_bias_fwd)(float *y, const float *b, uint32_t rows, uint32_t cols);
 	/* dy *= 1 - y^2 */
 	void (*tanh_bwd)(float *dy, const float *y, size_t n);
-	/* returns sum g^2 in double */
-	double (*sumsq)(const float *g, size_t n);
+	/* Returns sum g^2 in double; red is GNN_RED_DOUBLES of backend scratch. */
+	double (*sumsq)(const float *g, size_t n, double *red);
 	/* Adam update of n parameters with gradient g * gscale; bc1, bc2: bias corrections. */
 	void (*adam)(float *p, const float *g, float *mom1, float *mom2, size_t n, float gscale,
 		     float lr, float beta1, float beta2, float eps, float bc1, float bc2);
@@ -118,14 +122,19 @@ struct gnn_layer_act {
 	float *ealpha;                  /* E scratch */
 };
 
-/* Per direction: level structure and stacks (act[0] holds h^(0) in dir order). */
+/*
+ * Per direction: level structure and stacks (act[0] holds h^(0) in dir
+ * order). The h_ arrays are built on the host; the unprefixed ones are the
+ * backend's copies that kernels read (the same arrays on a host-memory
+ * backend). level_start is read only on the host.
+ */
 struct gnn_dir {
-	int32_t *order;       /* dir-order position -> node */
-	int32_t *pos;         /* node -> position */
-	int32_t *level_start; /* nlevels + 1 */
+	int32_t *order, *h_order; /* dir-order position -> node */
+	int32_t *pos, *h_pos;     /* node -> position */
+	int32_t *level_start;     /* nlevels + 1, host */
 	uint32_t nlevels;
-	int32_t *ptr; /* CSR over positions: N + 1 */
-	int32_t *adj; /* E */
+	int32_t *ptr, *h_ptr; /* CSR over positions: N + 1 */
+	int32_t *adj, *h_adj; /* E */
 	/*
 	 * Layer 1's input GEMM folded through the input projection (used when
 	 * F < d): W_i h^(0) = (W_i W_in) x + W_i b_in, so it runs with k = F.
@@ -150,28 +159,34 @@ struct gnn_model {
 	float *params, *grads, *mom1, *mom2;
 	uint64_t adam_t;
 
-	/* workspace, grown by gnn_forward */
+	/* workspace, grown by gnn_forward: backend part and host part (dagnn.c) */
 	void *ws;
 	size_t ws_cap;
-	struct gnn_gemm *gemms; /* room for 8 * L + 2 * heads + 8 descriptors */
+	void *hws;
+	size_t hws_cap;
+	double *red;                /* backend scratch for reductions (GNN_RED_DOUBLES) */
+	char fallback[GNN_ERR_MAX]; /* why the requested backend was not used; "" if it was */
+	struct gnn_gemm *gemms;     /* room for 8 * L + 2 * heads + 8 descriptors */
 
 	bool fold; /* layer 1 reads x through wf, bf (struct gnn_dir) */
 
 	/* the last forward's shape and activations (valid when have_fwd) */
 	bool have_fwd;
 	uint32_t N, nedges, njobs, nsched;
-	float *x;          /* N x F */
-	float *h0;         /* N x d, node order */
-	float *dh0;        /* N x d */
-	uint32_t *jstart;  /* njobs + 1 */
+	float *x;         /* N x F */
+	float *h0;        /* N x d, node order */
+	float *dh0;       /* N x d */
+	uint32_t *jstart; /* njobs + 1 (backend copy; h_jstart on the host) */
+	uint32_t *h_jstart;
+	int32_t *h_job_of, *h_sched;
 	float *zcat;       /* N x 2Ld */
 	float *dzcat;      /* N x 2Ld */
 	float *e, *de;     /* N x E */
 	float *pool;       /* njobs x E */
 	int32_t *argmax;   /* njobs x E */
-	int32_t *job_of;   /* N */
+	int32_t *job_of;   /* N (backend copy) */
 	float *u, *du;     /* N x D */
-	int32_t *sched;    /* nsched */
+	int32_t *sched;    /* nsched (backend copy) */
 	float *us, *dus;   /* nsched x D */
 	float *qkv, *dqkv; /* nsched x 3D */
 	float *att, *datt; /* heads x nsched x nsched */

@@ -160,7 +160,7 @@ void gnn_head_backward(struct gnn_model *m)
 	}
 
 	/* pooling and embedding */
-	k->pool_bwd(m->du, z.E, m->jstart, z.J, m->argmax, m->de);
+	k->pool_bwd(m->du, z.E, m->jstart, z.J, z.N, m->argmax, m->de);
 	gnn_gemm1(m, true, false, z.E, z.cat, z.N, 1, m->de, z.E, m->zcat, z.cat, 1,
 		  gnn_pg(m, z.t_wo), z.cat);
 	gnn_gemm1(m, false, false, z.N, z.cat, z.E, 1, m->de, z.E, gnn_pv(m, z.t_wo), z.cat, 0,

@@ -84,6 +84,10 @@ int gnn_save(const struct gnn_model *m, const char *path, struct gnn_err *err)
 	buf = malloc(len);
 	if (!buf)
 		return gnn_errf(err, ENOMEM, "%s: out of memory", path);
+	if ((r = m->be->sync(m->ctx, err)) < 0) {
+		free(buf);
+		return r;
+	}
 	memcpy(buf, GNN_WEIGHTS_MAGIC, 8); /* with its NUL */
 	put32(buf + 8, GNN_WEIGHTS_VERSION);
 	put32(buf + 12, m->cfg.nfeatures);
@@ -187,6 +191,7 @@ static int parse(const uint8_t *buf, size_t len, const char *name, struct parsed
 
 static void copy_in(struct gnn_model *m, const struct parsed *p)
 {
+	m->be->sync(m->ctx, NULL);
 	for (size_t i = 0; i < m->nparams; i++) {
 		uint32_t bits = get32(p->data + 4 * i);
 

@@ -367,7 +367,7 @@ static void k_pool_fwd(const float *e, uint32_t E, const uint32_t *job_start, ui
 }
 
 static void k_pool_bwd(const float *du, uint32_t E, const uint32_t *job_start, uint32_t njobs,
-		       const int32_t *argmax, float *de)
+		       uint32_t nnodes, const int32_t *argmax, float *de)
 {
 	for (uint32_t j = 0; j < njobs; j++) {
 		for (uint32_t v = job_start[j]; v < job_start[j + 1]; v++)
@@ -429,8 +429,9 @@ static void k_tanh_bwd(float *dy, const float *y, size_t n)
 		dy[i] *= 1 - y[i] * y[i];
 }
 
-static double k_sumsq(const float *g, size_t n)
+static double k_sumsq(const float *g, size_t n, double *red)
 {
+	(void)red;
 	double s = 0;
 
 	for (size_t i = 0; i < n; i++)

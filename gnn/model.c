@@ -117,11 +117,41 @@ static void build_tensors(struct gnn_model *m)
 	add_tensor(m, "head.b2", 1, 1, 0);
 }
 
+/*
+ * Starts backend `name` for m; a "cuda" that cannot start (no CUDA in this
+ * build, no driver, no device) falls back to "cpu" and says why in
+ * m->fallback. 0 or -errno with a message.
+ */
+static int start_backend(struct gnn_model *m, const char *name, struct gnn_err *err)
+{
+	struct gnn_err why = {{0}};
+	int r;
+
+	m->be = gnn_backend_find(name, &why);
+	if (m->be) {
+		r = m->be->init(&m->ctx, &why);
+		if (r == 0)
+			return 0;
+	} else {
+		r = -errno;
+	}
+	if (!name || strcmp(name, "cuda") != 0) {
+		m->be = NULL;
+		return gnn_errf(err, -r, "%s", why.msg);
+	}
+	snprintf(m->fallback, sizeof(m->fallback), "%s", why.msg);
+	m->be = gnn_backend_find("cpu", err);
+	if (!m->be)
+		return -errno;
+	return m->be->init(&m->ctx, err);
+}
+
 struct gnn_model *gnn_model_new(const struct gnn_config *cfg, const char *backend_name,
 				uint64_t seed, struct gnn_err *err)
 {
 	struct gnn_model *m;
 	struct gnn_rng rng;
+	size_t bytes;
 	int r;
 
 	if ((r = gnn_config_check(cfg, err)) < 0) {
@@ -133,33 +163,33 @@ struct gnn_model *gnn_model_new(const struct gnn_config *cfg, const char *backen
 		goto nomem;
 	m->cfg = *cfg;
 	m->fold = cfg->nfeatures < cfg->hidden;
-	m->be = gnn_backend_find(backend_name, err);
-	if (!m->be) {
-		r = -errno;
-		free(m);
-		errno = -r;
-		return NULL;
-	}
-	m->k = m->be->kernels;
-	r = m->be->init(&m->ctx, err);
+	r = start_backend(m, backend_name, err);
 	if (r < 0) {
 		free(m);
 		errno = -r;
 		return NULL;
 	}
-	snprintf(m->info, sizeof(m->info), "%s: %s", m->be->name, m->be->info(m->ctx));
+	m->k = m->be->kernels;
+	if (m->fallback[0])
+		snprintf(m->info, sizeof(m->info), "%s: %s (cuda unavailable)", m->be->name,
+			 m->be->info(m->ctx));
+	else
+		snprintf(m->info, sizeof(m->info), "%s: %s", m->be->name, m->be->info(m->ctx));
 	m->tensors = calloc(gnn_tidx_after_layers(m) + 7, sizeof(*m->tensors));
 	m->gemms = calloc(8 * (size_t)cfg->layers + 2 * (size_t)cfg->heads + 8, sizeof(*m->gemms));
 	if (!m->tensors || !m->gemms)
 		goto nomem_m;
 	build_tensors(m);
-	m->block = m->be->mem_alloc(m->ctx, 4 * m->nparams * sizeof(float));
+	/* params | grads | Adam m | Adam v | reduction scratch, host- and backend-visible */
+	bytes = 4 * m->nparams * sizeof(float) + GNN_RED_DOUBLES * sizeof(double);
+	m->block = m->be->mem_alloc_shared(m->ctx, bytes);
 	if (!m->block)
 		goto nomem_m;
 	m->params = m->block;
 	m->grads = m->params + m->nparams;
 	m->mom1 = m->grads + m->nparams;
 	m->mom2 = m->mom1 + m->nparams;
+	m->red = (double *)(void *)((char *)m->block + 4 * m->nparams * sizeof(float));
 	gnn_rng_seed(&rng, seed);
 	for (uint32_t t = 0; t < m->ntensors; t++) {
 		const struct gnn_ptensor *pt = &m->tensors[t];
@@ -186,8 +216,9 @@ struct gnn_model *gnn_model_free(struct gnn_model *m)
 	if (m->ws)
 		m->be->mem_free(m->ctx, m->ws);
 	if (m->block)
-		m->be->mem_free(m->ctx, m->block);
+		m->be->mem_free_shared(m->ctx, m->block);
 	m->be->fini(m->ctx);
+	free(m->hws);
 	free(m->tensors);
 	free(m->gemms);
 	free(m);
@@ -209,6 +240,16 @@ const char *gnn_model_backend_info(const struct gnn_model *m)
 	return m->info;
 }
 
+const char *gnn_model_backend(const struct gnn_model *m)
+{
+	return m->be->name;
+}
+
+const char *gnn_model_fallback(const struct gnn_model *m)
+{
+	return m->fallback[0] ? m->fallback : NULL;
+}
+
 size_t gnn_nparams(const struct gnn_model *m)
 {
 	return m->nparams;
@@ -225,6 +266,7 @@ int gnn_param_get(struct gnn_model *m, uint32_t i, struct gnn_param *ret)
 
 	if (i >= m->ntensors)
 		return -EINVAL;
+	m->be->sync(m->ctx, NULL);
 	t = &m->tensors[i];
 	*ret = (struct gnn_param){.name = t->name,
 				  .value = m->params + t->off,
@@ -237,6 +279,7 @@ int gnn_param_get(struct gnn_model *m, uint32_t i, struct gnn_param *ret)
 void gnn_zero_grad(struct gnn_model *m)
 {
 	m->k->zero(m->grads, m->nparams);
+	m->be->sync(m->ctx, NULL); /* an error stays pending: the next forward reports it */
 }
 
 int gnn_adam_step(struct gnn_model *m, const struct gnn_adam *opt, double *ret_norm,
@@ -249,9 +292,12 @@ int gnn_adam_step(struct gnn_model *m, const struct gnn_adam *opt, double *ret_n
 	    !(opt->beta2 >= 0 && opt->beta2 < 1) || !(opt->eps > 0) || !(opt->clip_norm >= 0))
 		return gnn_errf(err, EINVAL,
 				"gnn adam: need lr > 0, 0 <= beta1, beta2 < 1, eps > 0, clip >= 0");
-	norm = sqrt(m->k->sumsq(m->grads, m->nparams));
-	if (!isfinite(norm))
-		return gnn_errf(err, EINVAL, "gnn adam: gradient is not finite");
+	norm = sqrt(m->k->sumsq(m->grads, m->nparams, m->red));
+	if (!isfinite(norm)) {
+		int r = m->be->sync(m->ctx, err);
+
+		return r < 0 ? r : gnn_errf(err, EINVAL, "gnn adam: gradient is not finite");
+	}
 	if (ret_norm)
 		*ret_norm = norm;
 	if (opt->clip_norm > 0 && norm > opt->clip_norm)
@@ -261,7 +307,7 @@ int gnn_adam_step(struct gnn_model *m, const struct gnn_adam *opt, double *ret_n
 	bc2 = (float)(1 - pow(opt->beta2, (double)m->adam_t));
 	m->k->adam(m->params, m->grads, m->mom1, m->mom2, m->nparams, scale, opt->lr, opt->beta1,
 		   opt->beta2, opt->eps, bc1, bc2);
-	return 0;
+	return m->be->sync(m->ctx, err);
 }
 
 int gnn_copy_activations(const struct gnn_model *m, enum gnn_activation which, float *out,
@@ -295,7 +341,7 @@ int gnn_copy_activations(const struct gnn_model *m, enum gnn_activation which, f
 		return gnn_errf(err, ENOSPC, "gnn: activation needs %zu floats, room for %zu",
 				(size_t)rows * cols, cap);
 	if (rows)
-		memcpy(out, src, (size_t)rows * cols * sizeof(float));
+		m->be->copy_to_host(m->ctx, out, src, (size_t)rows * cols * sizeof(float));
 	*ret_rows = rows;
 	*ret_cols = cols;
 	return 0;

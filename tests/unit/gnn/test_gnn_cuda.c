@@ -2,12 +2,16 @@
 /*
  * The "cuda" backend against "cpu" on the same inputs and parameters:
  * scores within 1e-4 relative, every parameter gradient within 1e-3
- * (relative to the tensor's largest gradient), and an Adam step that moves
- * the parameters the same way where the gradient is clearly non-zero. Suite gpu: exits 77 (skipped) when this build
- * has no CUDA backend or the machine has no usable device, with the reason.
+ * (relative to the tensor's largest gradient), in pipelined and plain
+ * evaluation; every stored activation; a larger batch that grows the device
+ * workspace; and an Adam step that moves the parameters the same way where
+ * the gradient is clearly non-zero. Suite gpu: exits 77 (skipped) when
+ * "cuda" falls back (no CUDA in this build, no driver, no device), printing
+ * the reason.
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -75,11 +79,15 @@ static int setup(void **state)
 	struct gnn_err err;
 
 	fx.cuda = gnn_model_new(&cfg, "cuda", 3, &err);
-	if (!fx.cuda) {
-		/* A skip, not a failure: no CUDA in this build, or no device. */
-		printf("gnn cuda: skipped: %s\n", err.msg);
+	if (!fx.cuda)
+		return -1;
+	if (gnn_model_fallback(fx.cuda)) {
+		/* A skip, not a failure: no CUDA in this build, no driver or no device. */
+		printf("gnn cuda: skipped: %s\n", gnn_model_fallback(fx.cuda));
+		gnn_model_free(fx.cuda);
 		exit(77);
 	}
+	printf("gnn cuda: %s\n", gnn_model_backend_info(fx.cuda));
 	fx.cpu = gnn_model_new(&cfg, "cpu", 3, &err);
 	if (!fx.cpu)
 		return -1;
@@ -119,11 +127,12 @@ static void run(struct gnn_model *m, float *scores)
 		fail_msg("backward: %s", err.msg);
 }
 
-static void test_scores_and_gradients(void **state)
+static void compare_scores_and_gradients(bool pipelined)
 {
 	float sc[JOBS * 2], sg[JOBS * 2];
 
-	(void)state;
+	gnn_model_set_pipelined(fx.cpu, pipelined);
+	gnn_model_set_pipelined(fx.cuda, pipelined);
 	run(fx.cpu, sc);
 	run(fx.cuda, sg);
 	for (uint32_t i = 0; i < fx.nsched; i++)
@@ -144,6 +153,97 @@ static void test_scores_and_gradients(void **state)
 				fail_msg("%s[%zu]: cpu grad %.9g cuda %.9g", a.name, i, a.grad[i],
 					 b.grad[i]);
 	}
+}
+
+static void test_scores_and_gradients(void **state)
+{
+	(void)state;
+	compare_scores_and_gradients(true);
+	compare_scores_and_gradients(false);
+	gnn_model_set_pipelined(fx.cpu, true);
+	gnn_model_set_pipelined(fx.cuda, true);
+}
+
+/* Every stored activation of the last forward, within 1e-4 of the largest. */
+static void test_activations(void **state)
+{
+	static const enum gnn_activation which[] = {GNN_ACT_DAGNN, GNN_ACT_NODE, GNN_ACT_ATTN};
+	static float a[NODES * 256], b[NODES * 256];
+	float s[JOBS * 2];
+	struct gnn_err err;
+
+	(void)state;
+	run(fx.cpu, s);
+	run(fx.cuda, s);
+	for (size_t w = 0; w < sizeof(which) / sizeof(which[0]); w++) {
+		uint32_t ra, ca, rb, cb;
+		float scale = 0;
+
+		assert_int_equal(
+			gnn_copy_activations(fx.cpu, which[w], a, NODES * 256, &ra, &ca, &err), 0);
+		assert_int_equal(
+			gnn_copy_activations(fx.cuda, which[w], b, NODES * 256, &rb, &cb, &err), 0);
+		assert_int_equal(ra, rb);
+		assert_int_equal(ca, cb);
+		for (size_t i = 0; i < (size_t)ra * ca; i++)
+			scale = fmaxf(scale, fabsf(a[i]));
+		for (size_t i = 0; i < (size_t)ra * ca; i++)
+			if (fabsf(a[i] - b[i]) > 1e-4f * fmaxf(scale, 1e-6f))
+				fail_msg("activation %zu [%zu]: cpu %.9g cuda %.9g", w, i, a[i],
+					 b[i]);
+	}
+}
+
+/*
+ * A second, larger batch (workspace growth on the device) and then the
+ * first again: scores still agree.
+ */
+static void test_regrow(void **state)
+{
+	enum {
+		J2 = 40,
+		P = 6
+	};
+	static float feat[J2 * P * 8];
+	uint32_t js[J2 + 1], edges[J2 * P * 2], sched[J2];
+	float sc[J2], sg[J2], s1[JOBS * 2];
+	struct gnn_rng rng;
+	struct gnn_err err;
+	struct gnn_batch b2;
+	uint32_t ne = 0;
+
+	(void)state;
+	gnn_rng_seed(&rng, 5);
+	for (size_t i = 0; i < sizeof(feat) / sizeof(feat[0]); i++)
+		feat[i] = (float)(gnn_rng_uniform(&rng) * 4 - 2);
+	for (uint32_t j = 0; j < J2; j++) {
+		js[j] = j * P;
+		sched[j] = j * P + (j % P);
+		for (uint32_t i = 1; i < P; i++) {
+			/* a fan-in into the last node and a chain */
+			edges[2 * ne] =
+				j * P + (i == P - 1 ? (uint32_t)(gnn_rng_next(&rng) % i) : i - 1);
+			edges[2 * ne++ + 1] = j * P + i;
+		}
+	}
+	js[J2] = J2 * P;
+	b2 = (struct gnn_batch){.nnodes = J2 * P,
+				.nfeatures = 8,
+				.features = feat,
+				.njobs = J2,
+				.job_start = js,
+				.nedges = ne,
+				.edges = edges};
+	assert_int_equal(gnn_forward(fx.cpu, &b2, sched, J2, sc, &err), 0);
+	assert_int_equal(gnn_forward(fx.cuda, &b2, sched, J2, sg, &err), 0);
+	for (uint32_t i = 0; i < J2; i++)
+		if (fabsf(sc[i] - sg[i]) > 1e-4f * fmaxf(1e-3f, fabsf(sc[i])))
+			fail_msg("big batch score %u: cpu %.9g cuda %.9g", i, sc[i], sg[i]);
+	run(fx.cpu, s1);
+	run(fx.cuda, sg);
+	for (uint32_t i = 0; i < fx.nsched; i++)
+		if (fabsf(s1[i] - sg[i]) > 1e-4f * fmaxf(1e-3f, fabsf(s1[i])))
+			fail_msg("score %u after regrow: cpu %.9g cuda %.9g", i, s1[i], sg[i]);
 }
 
 static void test_adam_step(void **state)
@@ -186,6 +286,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scores_and_gradients),
+		cmocka_unit_test(test_activations),
+		cmocka_unit_test(test_regrow),
 		cmocka_unit_test(test_adam_step),
 	};
 

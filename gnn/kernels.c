@@ -33,12 +33,13 @@
  * exp, tanh and the logistic function without libm calls, so that the loops
  * over them vectorise (libm's expf and tanhf were over half of a forward
  * pass). exp: x = n ln2 + r with |r| <= ln2 / 2 (Cody-Waite split of ln2),
- * e^r by its degree-7 Taylor polynomial, 2^n put into the exponent bits;
- * relative error below 2e-7 (checked against libm in test_gnn_model). Inputs
- * are clamped to [-87.3, 88.3], so results stay normal and finite. tanh uses
- * e^(-2|x|) and, below |x| = 1/8 where 1 - e^(-2|x|) would cancel, its odd
- * Taylor series; both branches are computed and one selected, which keeps the
- * loops branch-free.
+ * e^r by its degree-7 Taylor polynomial, 2^n put into the exponent bits.
+ * Inputs are clamped to [-87.3, 88.3], so results stay normal and finite.
+ * tanh uses e^(-2|x|) and, below |x| = 1/8 where 1 - e^(-2|x|) would
+ * cancel, its odd Taylor series; both branches are computed and one
+ * selected, which keeps the loops branch-free. Measured against libm in
+ * double (test_gnn_kernels): exp and the logistic function within 1.5e-7
+ * relative, tanh within 9e-8 absolute and 2.6e-7 relative.
  */
 static inline float fexp(float x)
 {

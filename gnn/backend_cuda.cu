@@ -18,11 +18,15 @@
  * job max-pool columns); one warp per row where a row is a reduction (the
  * DAGNN message over a node's neighbours, attention softmax), lanes over the
  * d columns; atomicAdd only where rows of one launch add into shared places
- * (the message backward into shared neighbours and into a_q, a_k; column
- * sums of bias gradients; the squared-norm reduction, in double). Float
+ * (the message backward into shared neighbours, dhprev rows and a_q, a_k;
+ * column sums of bias gradients; the squared-norm reduction, in double).
+ * The DAGNN ops run all units of a wavefront in one launch (unit_pack), so
+ * the pipelined schedule's units really run together on the device. Float
  * atomics make gradients run-to-run nondeterministic in the last bits.
  * GEMMs of a gemm_batch with one shape and constant strides between their
- * operands (the attention heads) go as one cublasSgemmStridedBatched.
+ * operands (the attention heads) go as one cublasSgemmStridedBatched, those
+ * of a DAGNN wavefront (shapes differ per unit) as one
+ * cublasSgemmGroupedBatched.
  *
  * Built only when nvcc is found (meson option 'cuda'). init fails with
  * ENODEV and the runtime's reason when cudaGetDeviceCount reports an error
@@ -52,6 +56,18 @@ struct cuda_ctx {
 	char info[160];
 	/* first failure since the last sync, reported by it */
 	char fail[GNN_ERR_MAX];
+	/*
+	 * Grouped GEMMs: device array of the A, B, C pointers of a call (3 x
+	 * cap) and host arrays of the per-group shapes; grown with the calls.
+	 * grouped is false once the library has refused a grouped call.
+	 */
+	const float **dptrs;
+	const float **hptrs;
+	int *gint; /* 7 x cap: m, n, k, lda, ldb, ldc, size */
+	float *gfl; /* 2 x cap: alpha, beta */
+	cublasOperation_t *gop; /* 2 x cap */
+	size_t cap;
+	bool grouped;
 };
 
 static unsigned blocks_for(size_t n)
@@ -196,124 +212,173 @@ static void c_scatter_add(float *dst, uint32_t dst_ld, const float *src, uint32_
 }
 
 /*
- * One warp per row p of [r0, r1), lanes over the d columns: the scores of
- * its edges (lane 0 stores pre and the LeakyReLU'd score), their softmax,
- * and the message. Edge values written by lane 0 are read by the other lanes
+ * The DAGNN ops get the units of a wavefront (struct gnn_unit) and run them
+ * in one launch: up to MAXU units travel by value in a unit_pack, with the
+ * prefix sums of their work items (rows for the warp-per-row kernels, row x
+ * column for the element-wise ones); an item finds its unit by a scan of
+ * those (units are few). A wavefront of more than MAXU units (more than 4
+ * layers) takes several launches.
+ */
+#define MAXU 8
+
+struct unit_pack {
+	uint32_t n, d;
+	size_t start[MAXU + 1];
+	struct gnn_unit u[MAXU];
+};
+
+/* Returns the unit of work item g (< pk.start[pk.n]). */
+__device__ uint32_t unit_of(const struct unit_pack &pk, size_t g)
+{
+	uint32_t i = 0;
+
+	while (i + 1 < pk.n && g >= pk.start[i + 1])
+		i++;
+	return i;
+}
+
+/* Fills pk with units [i0, i0 + n) of u, items per_row per row; returns the total items. */
+static size_t pack(struct unit_pack *pk, const struct gnn_unit *u, uint32_t n, uint32_t d,
+		   size_t per_row)
+{
+	pk->n = n;
+	pk->d = d;
+	pk->start[0] = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		pk->u[i] = u[i];
+		pk->start[i + 1] = pk->start[i] + (size_t)(u[i].r1 - u[i].r0) * per_row;
+	}
+	return pk->start[n];
+}
+
+/*
+ * One warp per row p of a unit, lanes over the d columns: the scores of its
+ * edges (lane 0 stores pre and the LeakyReLU'd score), their softmax, and
+ * the message. Edge values written by lane 0 are read by the other lanes
  * after __syncwarp(), which orders the warp's memory accesses.
  */
-__global__ void kz_msg_fwd(uint32_t r0, uint32_t r1, uint32_t d, const int32_t *ptr,
-			   const int32_t *adj, const float *hprev, const float *hcur,
-			   const float *aq, const float *ak, float *pre, float *alpha, float *m)
+__global__ void kz_msg_fwd(const struct unit_pack pk)
 {
+	size_t gw = (size_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
 	unsigned lane = threadIdx.x % WARP;
-	uint32_t p = r0 + blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
+	uint32_t d = pk.d, i, p;
+	const struct gnn_unit *u;
 	float *mp;
 	float q, mx = -INFINITY, sum = 0;
 	int32_t e0, e1;
 
-	if (p >= r1)
+	if (gw >= pk.start[pk.n])
 		return;
-	e0 = ptr[p];
-	e1 = ptr[p + 1];
-	mp = m + (size_t)p * d;
+	i = unit_of(pk, gw);
+	u = &pk.u[i];
+	p = u->r0 + (uint32_t)(gw - pk.start[i]);
+	e0 = u->ptr[p];
+	e1 = u->ptr[p + 1];
+	mp = u->m + (size_t)p * d;
 	for (uint32_t c = lane; c < d; c += WARP)
 		mp[c] = 0;
 	if (e0 == e1)
 		return;
-	q = warp_dot(aq, hprev + (size_t)p * d, d, lane);
+	q = warp_dot(u->aq, u->hprev + (size_t)p * d, d, lane);
 	for (int32_t e = e0; e < e1; e++) {
-		float s = q + warp_dot(ak, hcur + (size_t)adj[e] * d, d, lane);
-		float l = s > 0 ? s : GNN_LEAKY_SLOPE * s;
+		float sc = q + warp_dot(u->ak, u->h + (size_t)u->adj[e] * d, d, lane);
+		float l = sc > 0 ? sc : GNN_LEAKY_SLOPE * sc;
 
 		if (lane == 0) {
-			pre[e] = s;
-			alpha[e] = l;
+			u->pre[e] = sc;
+			u->alpha[e] = l;
 		}
 		mx = fmaxf(mx, l);
 	}
 	__syncwarp();
 	for (int32_t e = e0; e < e1; e++)
-		sum += expf(alpha[e] - mx);
+		sum += expf(u->alpha[e] - mx);
 	for (int32_t e = e0; e < e1; e++) {
-		const float *hu = hcur + (size_t)adj[e] * d;
-		float a = expf(alpha[e] - mx) / sum;
+		const float *hu = u->h + (size_t)u->adj[e] * d;
+		float a = expf(u->alpha[e] - mx) / sum;
 
 		for (uint32_t c = lane; c < d; c += WARP)
 			mp[c] += a * hu[c];
 		__syncwarp();
 		if (lane == 0)
-			alpha[e] = a;
+			u->alpha[e] = a;
 	}
 }
 
-static void c_msg_fwd(uint32_t r0, uint32_t r1, uint32_t d, const int32_t *ptr, const int32_t *adj,
-		      const float *hprev, const float *hcur, const float *aq, const float *ak,
-		      float *pre, float *alpha, float *m)
+static void c_msg_fwd(const struct gnn_unit *u, uint32_t n, uint32_t d)
 {
-	if (r1 > r0)
-		kz_msg_fwd<<<row_blocks(r1 - r0), THREADS>>>(r0, r1, d, ptr, adj, hprev, hcur, aq,
-							     ak, pre, alpha, m);
+	struct unit_pack pk;
+
+	for (uint32_t i = 0; i < n; i += MAXU) {
+		size_t rows = pack(&pk, u + i, n - i < MAXU ? n - i : MAXU, d, 1);
+
+		if (rows)
+			kz_msg_fwd<<<row_blocks(rows), THREADS>>>(pk);
+	}
 }
 
 /*
- * Backward of kz_msg_fwd, one warp per row. A node's neighbours are shared
- * with other rows of the launch, and a_q, a_k with all of them: those take
- * atomic adds (one per warp and column for a_q, a_k).
+ * Backward of kz_msg_fwd, one warp per row. A row's neighbours are shared
+ * with other rows, its dhprev row with a neighbour term of another unit of
+ * the wavefront (gnn_impl.h), and a_q, a_k with every row of the unit: all
+ * of those take atomic adds (one per warp and column for a_q, a_k).
  */
-__global__ void kz_msg_bwd(uint32_t r0, uint32_t r1, uint32_t d, const int32_t *ptr,
-			   const int32_t *adj, const float *hprev, const float *hcur,
-			   const float *aq, const float *ak, const float *pre, const float *alpha,
-			   const float *dm, float *ealpha, float *dhprev, float *dhcur, float *daq,
-			   float *dak)
+__global__ void kz_msg_bwd(const struct unit_pack pk)
 {
+	size_t gw = (size_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
 	unsigned lane = threadIdx.x % WARP;
-	uint32_t p = r0 + blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
+	uint32_t d = pk.d, i, p;
+	const struct gnn_unit *u;
 	const float *dmp;
 	float dq = 0, avg = 0;
 	int32_t e0, e1;
 
-	if (p >= r1)
+	if (gw >= pk.start[pk.n])
 		return;
-	e0 = ptr[p];
-	e1 = ptr[p + 1];
+	i = unit_of(pk, gw);
+	u = &pk.u[i];
+	p = u->r0 + (uint32_t)(gw - pk.start[i]);
+	e0 = u->ptr[p];
+	e1 = u->ptr[p + 1];
 	if (e0 == e1)
 		return;
-	dmp = dm + (size_t)p * d;
+	dmp = u->dm + (size_t)p * d;
 	for (int32_t e = e0; e < e1; e++) {
-		float ea = warp_dot(dmp, hcur + (size_t)adj[e] * d, d, lane);
+		float ea = warp_dot(dmp, u->h + (size_t)u->adj[e] * d, d, lane);
 
 		if (lane == 0)
-			ealpha[e] = ea;
-		avg += alpha[e] * ea;
+			u->ealpha[e] = ea;
+		avg += u->alpha[e] * ea;
 	}
 	__syncwarp();
 	for (int32_t e = e0; e < e1; e++) {
-		const float *hu = hcur + (size_t)adj[e] * d;
-		float *dhu = dhcur + (size_t)adj[e] * d;
-		float ds = alpha[e] * (ealpha[e] - avg);
-		float dpre = pre[e] > 0 ? ds : GNN_LEAKY_SLOPE * ds;
+		const float *hu = u->h + (size_t)u->adj[e] * d;
+		float *dhu = u->dh + (size_t)u->adj[e] * d;
+		float al = u->alpha[e], ds = al * (u->ealpha[e] - avg);
+		float dpre = u->pre[e] > 0 ? ds : GNN_LEAKY_SLOPE * ds;
 
 		for (uint32_t c = lane; c < d; c += WARP) {
-			atomicAdd(&dhu[c], alpha[e] * dmp[c] + dpre * ak[c]);
-			atomicAdd(&dak[c], dpre * hu[c]);
+			atomicAdd(&dhu[c], al * dmp[c] + dpre * u->ak[c]);
+			atomicAdd(&u->dak[c], dpre * hu[c]);
 		}
 		dq += dpre;
 	}
 	for (uint32_t c = lane; c < d; c += WARP) {
-		atomicAdd(&daq[c], dq * hprev[(size_t)p * d + c]);
-		dhprev[(size_t)p * d + c] += dq * aq[c];
+		atomicAdd(&u->daq[c], dq * u->hprev[(size_t)p * d + c]);
+		atomicAdd(&u->dhprev[(size_t)p * d + c], dq * u->aq[c]);
 	}
 }
 
-static void c_msg_bwd(uint32_t r0, uint32_t r1, uint32_t d, const int32_t *ptr, const int32_t *adj,
-		      const float *hprev, const float *hcur, const float *aq, const float *ak,
-		      const float *pre, const float *alpha, const float *dm, float *ealpha,
-		      float *dhprev, float *dhcur, float *daq, float *dak)
+static void c_msg_bwd(const struct gnn_unit *u, uint32_t n, uint32_t d)
 {
-	if (r1 > r0)
-		kz_msg_bwd<<<row_blocks(r1 - r0), THREADS>>>(r0, r1, d, ptr, adj, hprev, hcur, aq,
-							     ak, pre, alpha, dm, ealpha, dhprev,
-							     dhcur, daq, dak);
+	struct unit_pack pk;
+
+	for (uint32_t i = 0; i < n; i += MAXU) {
+		size_t rows = pack(&pk, u + i, n - i < MAXU ? n - i : MAXU, d, 1);
+
+		if (rows)
+			kz_msg_bwd<<<row_blocks(rows), THREADS>>>(pk);
+	}
 }
 
 __device__ float dev_sigm(float x)
@@ -322,65 +387,76 @@ __device__ float dev_sigm(float x)
 }
 
 /* One thread per (row, unit c): adds the biases of its three gates, then the cell. */
-__global__ void kz_gru_fwd(uint32_t rows, uint32_t d, float *gi, float *gh, const float *bi,
-			   const float *bh, const float *m, float *gates, float *h)
+__global__ void kz_gru_fwd(const struct unit_pack pk)
 {
-	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	uint32_t d = pk.d, i;
+	const struct gnn_unit *u;
 	size_t r, c;
-	float *ir, *hr, *g;
+	float *ir, *hr, *gt;
 	float rr, z, n;
 
-	if (i >= (size_t)rows * d)
+	if (g >= pk.start[pk.n])
 		return;
-	r = i / d;
-	c = i % d;
-	ir = gi + r * 3 * d;
-	hr = gh + r * 3 * d;
-	g = gates + r * 3 * d;
+	i = unit_of(pk, g);
+	u = &pk.u[i];
+	r = u->r0 + (g - pk.start[i]) / d;
+	c = (g - pk.start[i]) % d;
+	ir = u->gi + r * 3 * d;
+	hr = u->gh + r * 3 * d;
+	gt = u->gates + r * 3 * d;
 	for (uint32_t k = 0; k < 3; k++) {
-		ir[k * d + c] += bi[k * d + c];
-		hr[k * d + c] += bh[k * d + c];
+		ir[k * d + c] += u->bi[k * d + c];
+		hr[k * d + c] += u->bh[k * d + c];
 	}
 	rr = dev_sigm(ir[c] + hr[c]);
 	z = dev_sigm(ir[d + c] + hr[d + c]);
 	n = tanhf(ir[2 * d + c] + rr * hr[2 * d + c]);
-	g[c] = rr;
-	g[d + c] = z;
-	g[2 * d + c] = n;
-	h[r * d + c] = (1 - z) * n + z * m[r * d + c];
+	gt[c] = rr;
+	gt[d + c] = z;
+	gt[2 * d + c] = n;
+	u->h[r * d + c] = (1 - z) * n + z * u->m[r * d + c];
 }
 
-static void c_gru_fwd(uint32_t rows, uint32_t d, float *gi, float *gh, const float *bi,
-		      const float *bh, const float *m, float *gates, float *h)
+static void c_gru_fwd(const struct gnn_unit *u, uint32_t n, uint32_t d)
 {
-	size_t n = (size_t)rows * d;
+	struct unit_pack pk;
 
-	if (n)
-		kz_gru_fwd<<<blocks_for(n), THREADS>>>(rows, d, gi, gh, bi, bh, m, gates, h);
+	for (uint32_t i = 0; i < n; i += MAXU) {
+		size_t items = pack(&pk, u + i, n - i < MAXU ? n - i : MAXU, d, d);
+
+		if (items)
+			kz_gru_fwd<<<blocks_for(items), THREADS>>>(pk);
+	}
 }
 
-__global__ void kz_gru_bwd(uint32_t rows, uint32_t d, const float *dh, const float *gates,
-			   const float *gh, const float *m, float *dgi, float *dgh, float *dm)
+__global__ void kz_gru_bwd(const struct unit_pack pk)
 {
-	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	size_t r, c;
-	const float *g, *hh;
+	size_t g = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	uint32_t d = pk.d, i;
+	const struct gnn_unit *u;
+	size_t r, c, rc;
+	const float *gt, *hh;
 	float *di, *dhh;
-	float rr, z, n, dn, dz, dpn, dpr, dpz;
+	float rr, z, n, dh, dn, dz, dpn, dpr, dpz;
 
-	if (i >= (size_t)rows * d)
+	if (g >= pk.start[pk.n])
 		return;
-	r = i / d;
-	c = i % d;
-	g = gates + r * 3 * d;
-	hh = gh + r * 3 * d;
-	di = dgi + r * 3 * d;
-	dhh = dgh + r * 3 * d;
-	rr = g[c];
-	z = g[d + c];
-	n = g[2 * d + c];
-	dn = dh[i] * (1 - z);
-	dz = dh[i] * (m[i] - n);
+	i = unit_of(pk, g);
+	u = &pk.u[i];
+	r = u->r0 + (g - pk.start[i]) / d;
+	c = (g - pk.start[i]) % d;
+	rc = r * d + c;
+	gt = u->gates + r * 3 * d;
+	hh = u->gh + r * 3 * d;
+	di = u->dgi + r * 3 * d;
+	dhh = u->dgh + r * 3 * d;
+	rr = gt[c];
+	z = gt[d + c];
+	n = gt[2 * d + c];
+	dh = u->dh[rc];
+	dn = dh * (1 - z);
+	dz = dh * (u->m[rc] - n);
 	dpn = dn * (1 - n * n);
 	dpr = dpn * hh[2 * d + c] * rr * (1 - rr);
 	dpz = dz * z * (1 - z);
@@ -390,16 +466,69 @@ __global__ void kz_gru_bwd(uint32_t rows, uint32_t d, const float *dh, const flo
 	dhh[c] = dpr;
 	dhh[d + c] = dpz;
 	dhh[2 * d + c] = dpn * rr;
-	dm[i] = dh[i] * z;
+	u->dm[rc] = dh * z;
 }
 
-static void c_gru_bwd(uint32_t rows, uint32_t d, const float *dh, const float *gates,
-		      const float *gh, const float *m, float *dgi, float *dgh, float *dm)
+static void c_gru_bwd(const struct gnn_unit *u, uint32_t n, uint32_t d)
 {
-	size_t n = (size_t)rows * d;
+	struct unit_pack pk;
 
-	if (n)
-		kz_gru_bwd<<<blocks_for(n), THREADS>>>(rows, d, dh, gates, gh, m, dgi, dgh, dm);
+	for (uint32_t i = 0; i < n; i += MAXU) {
+		size_t items = pack(&pk, u + i, n - i < MAXU ? n - i : MAXU, d, d);
+
+		if (items)
+			kz_gru_bwd<<<blocks_for(items), THREADS>>>(pk);
+	}
+}
+
+/*
+ * Bias gradients of the units: block (x: 32 of the 3d columns, y: a chunk of
+ * COLSUM_ROWS rows, z: unit * 2 + (0: dgi -> dbi, 1: dgh -> dbh)), 8 threads
+ * per column, then one atomic add per column and block.
+ */
+__global__ void kz_bias_grad(const struct unit_pack pk)
+{
+	__shared__ float part[ROWS_PER_BLOCK][WARP];
+	const struct gnn_unit *u = &pk.u[blockIdx.z / 2];
+	bool hid = blockIdx.z % 2;
+	float *db = hid ? u->dbh : u->dbi;
+	const float *dy = hid ? u->dgh : u->dgi;
+	uint32_t cols = 3 * pk.d, c = blockIdx.x * WARP + threadIdx.x;
+	size_t r0 = u->r0 + (size_t)blockIdx.y * COLSUM_ROWS, r1 = r0 + COLSUM_ROWS;
+	float s = 0;
+
+	if (!db || r0 >= u->r1)
+		return; /* the whole block: the condition does not depend on the thread */
+	if (r1 > u->r1)
+		r1 = u->r1;
+	if (c < cols)
+		for (size_t r = r0 + threadIdx.y; r < r1; r += ROWS_PER_BLOCK)
+			s += dy[r * cols + c];
+	part[threadIdx.y][threadIdx.x] = s;
+	__syncthreads();
+	if (threadIdx.y == 0 && c < cols) {
+		for (int k = 1; k < ROWS_PER_BLOCK; k++)
+			s += part[k][threadIdx.x];
+		atomicAdd(&db[c], s);
+	}
+}
+
+static void c_bias_grad(const struct gnn_unit *u, uint32_t n, uint32_t d)
+{
+	struct unit_pack pk;
+
+	for (uint32_t i = 0; i < n; i += MAXU) {
+		uint32_t k = n - i < MAXU ? n - i : MAXU, most = 0;
+
+		pack(&pk, u + i, k, d, 1);
+		for (uint32_t j = 0; j < k; j++)
+			if (u[i + j].r1 - u[i + j].r0 > most)
+				most = u[i + j].r1 - u[i + j].r0;
+		if (most)
+			kz_bias_grad<<<dim3((3 * d + WARP - 1) / WARP,
+					    (most + COLSUM_ROWS - 1) / COLSUM_ROWS, 2 * k),
+				       dim3(WARP, ROWS_PER_BLOCK)>>>(pk);
+	}
 }
 
 /* One thread per (job, column); the first node wins ties, as on the CPU. */
@@ -629,6 +758,7 @@ static const struct gnn_kernels cuda_kernels = {
 	.msg_bwd = c_msg_bwd,
 	.gru_fwd = c_gru_fwd,
 	.gru_bwd = c_gru_bwd,
+	.bias_grad = c_bias_grad,
 	.pool_fwd = c_pool_fwd,
 	.pool_bwd = c_pool_bwd,
 	.softmax_fwd = c_softmax_fwd,
@@ -677,6 +807,7 @@ static int cuda_init(void **ret_ctx, struct gnn_err *err)
 	cublasSetMathMode(x->blas, CUBLAS_DEFAULT_MATH);
 	snprintf(x->info, sizeof(x->info), "%.100s (sm_%d%d), cuBLAS sgemm, FP32", prop.name,
 		 prop.major, prop.minor);
+	x->grouped = true;
 	*ret_ctx = x;
 	return 0;
 }
@@ -689,6 +820,11 @@ static void cuda_fini(void *ctx)
 		return;
 	cudaDeviceSynchronize();
 	cublasDestroy(x->blas);
+	cudaFree(x->dptrs);
+	free(x->hptrs);
+	free(x->gint);
+	free(x->gfl);
+	free(x->gop);
 	free(x);
 }
 
@@ -782,55 +918,168 @@ static int cuda_sync(void *ctx, struct gnn_err *err)
 	return -EIO;
 }
 
+static bool same_shape(const struct gnn_gemm *a, const struct gnn_gemm *b)
+{
+	return a->trans_a == b->trans_a && a->trans_b == b->trans_b && a->m == b->m &&
+	       a->n == b->n && a->k == b->k && a->lda == b->lda && a->ldb == b->ldb &&
+	       a->ldc == b->ldc && a->alpha == b->alpha && a->beta == b->beta;
+}
+
 /* Can g[i + 1] join a strided batch of g[i]'s shape whose strides are sa, sb, sc? */
 static bool same_stride(const struct gnn_gemm *a, const struct gnn_gemm *b, long long sa,
 			long long sb, long long sc)
 {
-	return a->trans_a == b->trans_a && a->trans_b == b->trans_b && a->m == b->m &&
-	       a->n == b->n && a->k == b->k && a->lda == b->lda && a->ldb == b->ldb &&
-	       a->ldc == b->ldc && a->alpha == b->alpha && a->beta == b->beta &&
-	       b->a - a->a == sa && b->b - a->b == sb && b->c - a->c == sc;
+	return same_shape(a, b) && b->a - a->a == sa && b->b - a->b == sb && b->c - a->c == sc;
 }
 
 /*
  * Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so each
- * problem goes to cuBLAS with A and B swapped and m and n swapped. Runs of
- * problems of one shape whose operands are evenly spaced (non-negative
- * strides) go as one strided-batched call.
+ * problem goes to cuBLAS with A and B swapped and m and n swapped.
+ */
+static void one_gemm(struct cuda_ctx *x, const struct gnn_gemm *p)
+{
+	cublasStatus_t st = cublasSgemm(x->blas, p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+					p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)p->n, (int)p->m,
+					(int)p->k, &p->alpha, p->b, (int)p->ldb, p->a, (int)p->lda,
+					&p->beta, p->c, (int)p->ldc);
+
+	if (st != CUBLAS_STATUS_SUCCESS)
+		note(x, "cuBLAS sgemm", (int)st, cublasGetStatusString(st));
+}
+
+/* Grows the grouped-GEMM arrays to n problems; false when out of memory. */
+static bool group_room(struct cuda_ctx *x, size_t n)
+{
+	size_t cap = x->cap ? x->cap : 64;
+	const float **dp = NULL;
+
+	if (n <= x->cap)
+		return true;
+	while (cap < n)
+		cap *= 2;
+	if (cudaMalloc((void **)&dp, 3 * cap * sizeof(*dp)) != cudaSuccess)
+		return false;
+	cudaFree(x->dptrs); /* waits for the calls that read the old one */
+	free(x->hptrs);
+	free(x->gint);
+	free(x->gfl);
+	free(x->gop);
+	x->dptrs = dp;
+	x->hptrs = (const float **)malloc(3 * cap * sizeof(*x->hptrs));
+	x->gint = (int *)malloc(7 * cap * sizeof(*x->gint));
+	x->gfl = (float *)malloc(2 * cap * sizeof(*x->gfl));
+	x->gop = (cublasOperation_t *)malloc(2 * cap * sizeof(*x->gop));
+	x->cap = cap;
+	if (!x->hptrs || !x->gint || !x->gfl || !x->gop) {
+		x->cap = 0; /* the next call tries again */
+		return false;
+	}
+	return true;
+}
+
+/*
+ * All non-empty problems of g in one cublasSgemmGroupedBatched: runs of one
+ * shape form a group. The pointer arrays go to device memory in stream order
+ * (from pageable memory, staged before the copy returns). Returns false when
+ * the call could not be made (then nothing was issued).
+ */
+static bool grouped_gemm(struct cuda_ctx *x, const struct gnn_gemm *g, size_t count)
+{
+	size_t np = 0, ng = 0;
+	int *m, *n, *k, *lda, *ldb, *ldc, *size;
+	cublasStatus_t st;
+
+	if (!x->grouped || !group_room(x, count))
+		return false;
+	m = x->gint;
+	n = m + x->cap;
+	k = n + x->cap;
+	lda = k + x->cap;
+	ldb = lda + x->cap;
+	ldc = ldb + x->cap;
+	size = ldc + x->cap;
+	for (size_t i = 0; i < count; i++) {
+		const struct gnn_gemm *p = &g[i];
+
+		if (!p->m || !p->n)
+			continue;
+		if (ng == 0 || !same_shape(&g[i - 1], p) || !g[i - 1].m || !g[i - 1].n) {
+			x->gop[ng] = p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+			x->gop[x->cap + ng] = p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+			m[ng] = (int)p->n;
+			n[ng] = (int)p->m;
+			k[ng] = (int)p->k;
+			lda[ng] = (int)p->ldb;
+			ldb[ng] = (int)p->lda;
+			ldc[ng] = (int)p->ldc;
+			x->gfl[ng] = p->alpha;
+			x->gfl[x->cap + ng] = p->beta;
+			size[ng++] = 0;
+		}
+		size[ng - 1]++;
+		x->hptrs[np] = p->b;
+		x->hptrs[x->cap + np] = p->a;
+		x->hptrs[2 * x->cap + np] = p->c;
+		np++;
+	}
+	if (np == 0)
+		return true;
+	for (int t = 0; t < 3; t++)
+		if (cudaMemcpyAsync(x->dptrs + (size_t)t * x->cap, x->hptrs + (size_t)t * x->cap,
+				    np * sizeof(*x->dptrs), cudaMemcpyHostToDevice, 0) != cudaSuccess)
+			return false;
+	st = cublasSgemmGroupedBatched(x->blas, x->gop, x->gop + x->cap, m, n, k, x->gfl,
+				       x->dptrs, lda, x->dptrs + x->cap, ldb, x->gfl + x->cap,
+				       (float *const *)(x->dptrs + 2 * x->cap), ldc, (int)ng, size);
+	if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
+		x->grouped = false; /* this library or shape cannot: per problem from now on */
+		return false;
+	}
+	if (st != CUBLAS_STATUS_SUCCESS)
+		note(x, "cuBLAS sgemm grouped batched", (int)st, cublasGetStatusString(st));
+	return true;
+}
+
+/*
+ * One problem: cublasSgemm. Problems of one shape whose operands are evenly
+ * spaced (non-negative strides; the attention heads): one strided-batched
+ * call. Anything else (the units of a DAGNN wavefront, of different row
+ * counts): one grouped-batched call, or one call per problem where the
+ * library refuses that.
  */
 static void cuda_gemm_batch(void *ctx, const struct gnn_gemm *g, size_t count)
 {
 	struct cuda_ctx *x = (struct cuda_ctx *)ctx;
-	cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+	bool strided = count > 1;
+	long long sa = 0, sb = 0, sc = 0;
 
-	for (size_t i = 0; i < count;) {
-		const struct gnn_gemm *p = &g[i];
-		cublasOperation_t ta = p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-		cublasOperation_t tb = p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-		size_t run = 1;
-
-		if (i + 1 < count) {
-			long long sa = g[i + 1].a - p->a, sb = g[i + 1].b - p->b,
-				  sc = g[i + 1].c - p->c;
-
-			if (sa >= 0 && sb >= 0 && sc > 0)
-				while (i + run < count &&
-				       same_stride(&g[i + run - 1], &g[i + run], sa, sb, sc))
-					run++;
-			if (run > 1 && p->m && p->n)
-				st = cublasSgemmStridedBatched(
-					x->blas, ta, tb, (int)p->n, (int)p->m, (int)p->k,
-					&p->alpha, p->b, (int)p->ldb, sb, p->a, (int)p->lda, sa,
-					&p->beta, p->c, (int)p->ldc, sc, (int)run);
-		}
-		if (run == 1 && p->m && p->n)
-			st = cublasSgemm(x->blas, ta, tb, (int)p->n, (int)p->m, (int)p->k,
-					 &p->alpha, p->b, (int)p->ldb, p->a, (int)p->lda,
-					 &p->beta, p->c, (int)p->ldc);
-		if (st != CUBLAS_STATUS_SUCCESS)
-			note(x, "cuBLAS sgemm", (int)st, cublasGetStatusString(st));
-		i += run;
+	if (count == 0)
+		return;
+	if (strided) {
+		sa = g[1].a - g[0].a;
+		sb = g[1].b - g[0].b;
+		sc = g[1].c - g[0].c;
+		strided = sa >= 0 && sb >= 0 && sc > 0 && g[0].m && g[0].n;
+		for (size_t i = 1; strided && i < count; i++)
+			strided = same_stride(&g[i - 1], &g[i], sa, sb, sc);
 	}
+	if (strided) {
+		const struct gnn_gemm *p = &g[0];
+		cublasStatus_t st = cublasSgemmStridedBatched(
+			x->blas, p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+			p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)p->n, (int)p->m, (int)p->k,
+			&p->alpha, p->b, (int)p->ldb, sb, p->a, (int)p->lda, sa, &p->beta, p->c,
+			(int)p->ldc, sc, (int)count);
+
+		if (st != CUBLAS_STATUS_SUCCESS)
+			note(x, "cuBLAS sgemm strided batched", (int)st, cublasGetStatusString(st));
+		return;
+	}
+	if (count > 1 && grouped_gemm(x, g, count))
+		return;
+	for (size_t i = 0; i < count; i++)
+		if (g[i].m && g[i].n)
+			one_gemm(x, &g[i]);
 }
 
 extern "C" const struct gnn_backend_class gnn_backend_cuda = {

@@ -443,28 +443,41 @@ static uint32_t wavefront(const struct gnn_model *m, uint32_t w, struct unit *u)
 	return n;
 }
 
-static void unit_msg(struct gnn_model *m, const struct unit *u)
+/* The kernels' view of a unit (struct gnn_unit). */
+static struct gnn_unit unit_io(struct gnn_model *m, const struct unit *u)
 {
 	struct gnn_dir *dr = &m->dir[u->dir];
-	struct gnn_layer_act *a = &dr->act[u->l];
-	uint32_t d = m->cfg.hidden;
+	struct gnn_layer_act *a = &dr->act[u->l], *p = &dr->act[u->l - 1];
+	uint32_t t = gnn_tidx_layer(m, u->dir, u->l, 0);
 
-	m->k->msg_fwd(u->r0, u->r1, d, dr->ptr, dr->adj, dr->act[u->l - 1].h, a->h,
-		      gnn_pv(m, gnn_tidx_layer(m, u->dir, u->l, GNN_T_AQ)),
-		      gnn_pv(m, gnn_tidx_layer(m, u->dir, u->l, GNN_T_AK)), a->pre, a->alpha, a->m);
-}
-
-static void unit_gru(struct gnn_model *m, const struct unit *u)
-{
-	struct gnn_layer_act *a = &m->dir[u->dir].act[u->l];
-	size_t d = m->cfg.hidden, r0 = u->r0;
-	const float *bi = u->l == 1 && m->fold ?
-				  m->dir[u->dir].bf :
-				  gnn_pv(m, gnn_tidx_layer(m, u->dir, u->l, GNN_T_BI));
-
-	m->k->gru_fwd(u->r1 - u->r0, (uint32_t)d, a->gi + r0 * 3 * d, a->gh + r0 * 3 * d, bi,
-		      gnn_pv(m, gnn_tidx_layer(m, u->dir, u->l, GNN_T_BH)), a->m + r0 * d,
-		      a->gates + r0 * 3 * d, a->h + r0 * d);
+	return (struct gnn_unit){
+		.r0 = u->r0,
+		.r1 = u->r1,
+		.ptr = dr->ptr,
+		.adj = dr->adj,
+		.hprev = p->h,
+		.aq = gnn_pv(m, t + GNN_T_AQ),
+		.ak = gnn_pv(m, t + GNN_T_AK),
+		.bi = u->l == 1 && m->fold ? dr->bf : gnn_pv(m, t + GNN_T_BI),
+		.bh = gnn_pv(m, t + GNN_T_BH),
+		.h = a->h,
+		.m = a->m,
+		.pre = a->pre,
+		.alpha = a->alpha,
+		.gi = a->gi,
+		.gh = a->gh,
+		.gates = a->gates,
+		.dh = a->dh,
+		.dm = a->dm,
+		.dgi = a->dgi,
+		.dgh = a->dgh,
+		.ealpha = a->ealpha,
+		.dhprev = p->dh,
+		.daq = gnn_pg(m, t + GNN_T_AQ),
+		.dak = gnn_pg(m, t + GNN_T_AK),
+		.dbi = gnn_pg(m, t + GNN_T_BI),
+		.dbh = gnn_pg(m, t + GNN_T_BH),
+	};
 }
 
 /* The GEMM of a unit's input (hidden when hid) weights: rows [r0, r1) of gi (gh). */
@@ -519,6 +532,7 @@ void gnn_dagnn_forward(struct gnn_model *m)
 	const struct gnn_config *g = &m->cfg;
 	uint32_t N = m->N, d = g->hidden, L = g->layers, cat = 2 * L * d;
 	struct unit units[2 * GNN_MAX_LAYERS];
+	struct gnn_unit io[2 * GNN_MAX_LAYERS];
 
 	if (N == 0)
 		return;
@@ -537,15 +551,15 @@ void gnn_dagnn_forward(struct gnn_model *m)
 			uint32_t nu = wavefront(m, w, units), ng = 0;
 
 			for (uint32_t i = 0; i < nu; i++) {
-				unit_msg(m, &units[i]);
+				io[i] = unit_io(m, &units[i]);
 				m->gemms[ng++] = unit_gemm_fwd(m, units[i].dir, units[i].l,
 							       units[i].r0, units[i].r1, false);
 				m->gemms[ng++] = unit_gemm_fwd(m, units[i].dir, units[i].l,
 							       units[i].r0, units[i].r1, true);
 			}
+			m->k->msg_fwd(io, nu, d);
 			m->be->gemm_batch(m->ctx, m->gemms, ng);
-			for (uint32_t i = 0; i < nu; i++)
-				unit_gru(m, &units[i]);
+			m->k->gru_fwd(io, nu, d);
 		}
 	} else {
 		for (int dir = 0; dir < 2; dir++) {
@@ -560,10 +574,11 @@ void gnn_dagnn_forward(struct gnn_model *m)
 							 .r0 = (uint32_t)dr->level_start[k],
 							 .r1 = (uint32_t)dr->level_start[k + 1]};
 
-					unit_msg(m, &u);
+					io[0] = unit_io(m, &u);
+					m->k->msg_fwd(io, 1, d);
 					m->gemms[0] = unit_gemm_fwd(m, dir, l, u.r0, u.r1, true);
 					m->be->gemm_batch(m->ctx, m->gemms, 1);
-					unit_gru(m, &u);
+					m->k->gru_fwd(io, 1, d);
 				}
 			}
 		}
@@ -572,16 +587,6 @@ void gnn_dagnn_forward(struct gnn_model *m)
 		for (uint32_t l = 1; l <= L; l++)
 			m->k->gather(m->zcat + ((size_t)dir * L + l - 1) * d, cat,
 				     m->dir[dir].act[l].h, d, m->dir[dir].pos, N, d);
-}
-
-static void unit_gru_bwd(struct gnn_model *m, const struct unit *u)
-{
-	struct gnn_layer_act *a = &m->dir[u->dir].act[u->l];
-	size_t d = m->cfg.hidden, r0 = u->r0;
-
-	m->k->gru_bwd(u->r1 - u->r0, (uint32_t)d, a->dh + r0 * d, a->gates + r0 * 3 * d,
-		      a->gh + r0 * 3 * d, a->m + r0 * d, a->dgi + r0 * 3 * d, a->dgh + r0 * 3 * d,
-		      a->dm + r0 * d);
 }
 
 /* Appends the hidden-weight GEMMs of a unit (dM += dGH Wh, gWh += dGH^T M). */
@@ -615,37 +620,12 @@ static uint32_t unit_gemm_bwd_in(struct gnn_model *m, const struct unit *u, stru
 	return 2;
 }
 
-static void unit_msg_bwd(struct gnn_model *m, const struct unit *u)
-{
-	struct gnn_dir *dr = &m->dir[u->dir];
-	struct gnn_layer_act *a = &dr->act[u->l], *p = &dr->act[u->l - 1];
-
-	m->k->msg_bwd(u->r0, u->r1, m->cfg.hidden, dr->ptr, dr->adj, p->h, a->h,
-		      gnn_pv(m, gnn_tidx_layer(m, u->dir, u->l, GNN_T_AQ)),
-		      gnn_pv(m, gnn_tidx_layer(m, u->dir, u->l, GNN_T_AK)), a->pre, a->alpha, a->dm,
-		      a->ealpha, p->dh, a->dh, gnn_pg(m, gnn_tidx_layer(m, u->dir, u->l, GNN_T_AQ)),
-		      gnn_pg(m, gnn_tidx_layer(m, u->dir, u->l, GNN_T_AK)));
-}
-
-static void unit_colsum(struct gnn_model *m, const struct unit *u, bool in, bool hid)
-{
-	struct gnn_layer_act *a = &m->dir[u->dir].act[u->l];
-	uint32_t d = m->cfg.hidden;
-	size_t r0 = u->r0;
-
-	if (in)
-		m->k->colsum_add(gnn_pg(m, gnn_tidx_layer(m, u->dir, u->l, GNN_T_BI)),
-				 a->dgi + r0 * 3 * d, 3 * d, u->r1 - u->r0, 3 * d);
-	if (hid)
-		m->k->colsum_add(gnn_pg(m, gnn_tidx_layer(m, u->dir, u->l, GNN_T_BH)),
-				 a->dgh + r0 * 3 * d, 3 * d, u->r1 - u->r0, 3 * d);
-}
-
 void gnn_dagnn_backward(struct gnn_model *m)
 {
 	const struct gnn_config *g = &m->cfg;
 	uint32_t N = m->N, d = g->hidden, L = g->layers, cat = 2 * L * d;
 	struct unit units[2 * GNN_MAX_LAYERS];
+	struct gnn_unit io[2 * GNN_MAX_LAYERS];
 
 	if (N == 0)
 		return;
@@ -663,15 +643,14 @@ void gnn_dagnn_backward(struct gnn_model *m)
 			uint32_t nu = wavefront(m, w, units), ng = 0;
 
 			for (uint32_t i = 0; i < nu; i++) {
-				unit_gru_bwd(m, &units[i]);
+				io[i] = unit_io(m, &units[i]);
 				ng += unit_gemm_bwd_hid(m, &units[i], m->gemms + ng);
 				ng += unit_gemm_bwd_in(m, &units[i], m->gemms + ng);
 			}
+			m->k->gru_bwd(io, nu, d);
 			m->be->gemm_batch(m->ctx, m->gemms, ng);
-			for (uint32_t i = 0; i < nu; i++) {
-				unit_colsum(m, &units[i], true, true);
-				unit_msg_bwd(m, &units[i]);
-			}
+			m->k->bias_grad(io, nu, d);
+			m->k->msg_bwd(io, nu, d);
 		}
 	} else {
 		for (int dir = 0; dir < 2; dir++) {
@@ -686,15 +665,19 @@ void gnn_dagnn_backward(struct gnn_model *m)
 							 .r0 = (uint32_t)dr->level_start[k],
 							 .r1 = (uint32_t)dr->level_start[k + 1]};
 
-					unit_gru_bwd(m, &u);
+					io[0] = unit_io(m, &u);
+					io[0].dbi = NULL; /* added once over all rows, below */
+					m->k->gru_bwd(io, 1, d);
 					m->be->gemm_batch(m->ctx, m->gemms,
 							  unit_gemm_bwd_hid(m, &u, m->gemms));
-					unit_colsum(m, &u, false, true);
-					unit_msg_bwd(m, &u);
+					m->k->bias_grad(io, 1, d);
+					m->k->msg_bwd(io, 1, d);
 				}
 				m->be->gemm_batch(m->ctx, m->gemms,
 						  unit_gemm_bwd_in(m, &all, m->gemms));
-				unit_colsum(m, &all, true, false);
+				io[0] = unit_io(m, &all);
+				io[0].dbh = NULL;
+				m->k->bias_grad(io, 1, d);
 			}
 		}
 	}

@@ -24,6 +24,23 @@
 #define GNN_RED_DOUBLES 8 /* doubles of reduction scratch per model */
 
 /*
+ * One DAGNN work unit for the kernels: rows [r0, r1) (dir order, one level)
+ * of one direction and layer l. Arrays are whole (the kernels offset by the
+ * row themselves): h and the rest are layer l's, hprev and dhprev layer
+ * l - 1's, ptr and adj the direction's CSR; aq .. bh point at the layer's
+ * parameters (bi at the folded bias for a folded layer 1), daq .. dbh at
+ * their gradients.
+ */
+struct gnn_unit {
+	uint32_t r0, r1;
+	const int32_t *ptr, *adj;
+	const float *hprev, *aq, *ak, *bi, *bh;
+	float *h, *m, *pre, *alpha, *gi, *gh, *gates;
+	float *dh, *dm, *dgi, *dgh, *ealpha, *dhprev;
+	float *daq, *dak, *dbi, *dbh;
+};
+
+/*
  * Element-wise kernels. All pointers address backend memory; ranges are
  * rows [r0, r1) or counts. gnn_kernels_ref (kernels.c) is the CPU version.
  */
@@ -41,31 +58,33 @@ struct gnn_kernels {
 	void (*scatter_add)(float *dst, uint32_t dst_ld, const float *src, uint32_t src_ld,
 			    const int32_t *idx, uint32_t rows, uint32_t cols);
 	/*
-	 * DAGNN attention message for dir-order rows [r0, r1): edges of row p are
-	 * adj[ptr[p] .. ptr[p+1]) (dir-order rows of earlier levels). Writes
-	 * pre[e] (score before LeakyReLU), alpha[e] and m rows.
+	 * The DAGNN ops take the units of one wavefront (or one unit): n
+	 * struct gnn_unit, which a backend may run concurrently. Their own rows
+	 * never overlap, but in the backward two units of a wavefront may add
+	 * into the same rows of a layer's dh (unit (l, k) through its
+	 * neighbours, unit (l + 1, k - 1) through dhprev), so a concurrent
+	 * backend adds there atomically.
+	 *
+	 * msg_fwd: the attention message of each row p: over its edges adj[ptr[p]
+	 * .. ptr[p+1]) (rows of earlier levels of h), writes pre[e] (score before
+	 * LeakyReLU), alpha[e] and m row p.
 	 */
-	void (*msg_fwd)(uint32_t r0, uint32_t r1, uint32_t d, const int32_t *ptr,
-			const int32_t *adj, const float *hprev, const float *hcur, const float *aq,
-			const float *ak, float *pre, float *alpha, float *m);
+	void (*msg_fwd)(const struct gnn_unit *u, uint32_t n, uint32_t d);
 	/*
-	 * Backward of msg_fwd for rows [r0, r1), given dm: adds to dhprev rows,
-	 * dhcur rows of earlier levels, daq and dak; ealpha is edge scratch.
+	 * Backward of msg_fwd, given dm rows: adds to dhprev rows, dh rows of the
+	 * neighbours, daq and dak; ealpha is edge scratch.
 	 */
-	void (*msg_bwd)(uint32_t r0, uint32_t r1, uint32_t d, const int32_t *ptr,
-			const int32_t *adj, const float *hprev, const float *hcur, const float *aq,
-			const float *ak, const float *pre, const float *alpha, const float *dm,
-			float *ealpha, float *dhprev, float *dhcur, float *daq, float *dak);
+	void (*msg_bwd)(const struct gnn_unit *u, uint32_t n, uint32_t d);
 	/*
-	 * GRU gates for rows [0, rows): gi (+= bi), gh (+= bh) are rows x 3d
-	 * pre-activations [r | z | n], m the hidden input; writes gates [r | z | n]
-	 * and h.
+	 * GRU cell of each row: gi (+= bi), gh (+= bh) hold the rows x 3d
+	 * pre-activations [r | z | n], m the hidden input; writes gates
+	 * [r | z | n] and h.
 	 */
-	void (*gru_fwd)(uint32_t rows, uint32_t d, float *gi, float *gh, const float *bi,
-			const float *bh, const float *m, float *gates, float *h);
-	/* Backward of gru_fwd: writes dgi, dgh (rows x 3d) and dm = dh * z. */
-	void (*gru_bwd)(uint32_t rows, uint32_t d, const float *dh, const float *gates,
-			const float *gh, const float *m, float *dgi, float *dgh, float *dm);
+	void (*gru_fwd)(const struct gnn_unit *u, uint32_t n, uint32_t d);
+	/* Backward of gru_fwd: from dh rows writes dgi, dgh (3d wide) and dm = dh * z. */
+	void (*gru_bwd)(const struct gnn_unit *u, uint32_t n, uint32_t d);
+	/* dbi += column sums of the unit's dgi rows, dbh of its dgh rows (each when not NULL). */
+	void (*bias_grad)(const struct gnn_unit *u, uint32_t n, uint32_t d);
 	/*
 	 * Per-job max-pool of e (nnodes x E) into pool (njobs x E) with the
 	 * argmax node per entry (-1 for an empty job).

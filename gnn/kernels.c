@@ -453,16 +453,66 @@ static void k_adam(float *p, const float *g, float *mom1, float *mom2, size_t n,
 	}
 }
 
+/* ---- the DAGNN ops over a list of units (gnn_impl.h), one after the other ---- */
+
+static void u_msg_fwd(const struct gnn_unit *u, uint32_t n, uint32_t d)
+{
+	for (uint32_t i = 0; i < n; i++, u++)
+		k_msg_fwd(u->r0, u->r1, d, u->ptr, u->adj, u->hprev, u->h, u->aq, u->ak, u->pre,
+			  u->alpha, u->m);
+}
+
+static void u_msg_bwd(const struct gnn_unit *u, uint32_t n, uint32_t d)
+{
+	for (uint32_t i = 0; i < n; i++, u++)
+		k_msg_bwd(u->r0, u->r1, d, u->ptr, u->adj, u->hprev, u->h, u->aq, u->ak, u->pre,
+			  u->alpha, u->dm, u->ealpha, u->dhprev, u->dh, u->daq, u->dak);
+}
+
+static void u_gru_fwd(const struct gnn_unit *u, uint32_t n, uint32_t d)
+{
+	for (uint32_t i = 0; i < n; i++, u++) {
+		size_t r0 = u->r0, D = d;
+
+		k_gru_fwd(u->r1 - u->r0, d, u->gi + r0 * 3 * D, u->gh + r0 * 3 * D, u->bi, u->bh,
+			  u->m + r0 * D, u->gates + r0 * 3 * D, u->h + r0 * D);
+	}
+}
+
+static void u_gru_bwd(const struct gnn_unit *u, uint32_t n, uint32_t d)
+{
+	for (uint32_t i = 0; i < n; i++, u++) {
+		size_t r0 = u->r0, D = d;
+
+		k_gru_bwd(u->r1 - u->r0, d, u->dh + r0 * D, u->gates + r0 * 3 * D,
+			  u->gh + r0 * 3 * D, u->m + r0 * D, u->dgi + r0 * 3 * D,
+			  u->dgh + r0 * 3 * D, u->dm + r0 * D);
+	}
+}
+
+static void u_bias_grad(const struct gnn_unit *u, uint32_t n, uint32_t d)
+{
+	for (uint32_t i = 0; i < n; i++, u++) {
+		size_t r0 = u->r0;
+
+		if (u->dbi)
+			k_colsum_add(u->dbi, u->dgi + r0 * 3 * d, 3 * d, u->r1 - u->r0, 3 * d);
+		if (u->dbh)
+			k_colsum_add(u->dbh, u->dgh + r0 * 3 * d, 3 * d, u->r1 - u->r0, 3 * d);
+	}
+}
+
 const struct gnn_kernels gnn_kernels_ref = {
 	.zero = k_zero,
 	.add_bias = k_add_bias,
 	.colsum_add = k_colsum_add,
 	.gather = k_gather,
 	.scatter_add = k_scatter_add,
-	.msg_fwd = k_msg_fwd,
-	.msg_bwd = k_msg_bwd,
-	.gru_fwd = k_gru_fwd,
-	.gru_bwd = k_gru_bwd,
+	.msg_fwd = u_msg_fwd,
+	.msg_bwd = u_msg_bwd,
+	.gru_fwd = u_gru_fwd,
+	.gru_bwd = u_gru_bwd,
+	.bias_grad = u_bias_grad,
 	.pool_fwd = k_pool_fwd,
 	.pool_bwd = k_pool_bwd,
 	.softmax_fwd = k_softmax_fwd,

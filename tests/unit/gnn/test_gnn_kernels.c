@@ -27,6 +27,23 @@
 
 #define N 200001
 
+/* The GRU cell of one row of d units, through the kernels' unit interface. */
+static void gru_row(float *gi, float *gh, const float *bias, float *m, float *gates, float *h,
+		    uint32_t d)
+{
+	struct gnn_unit u = {.r0 = 0,
+			     .r1 = 1,
+			     .bi = bias,
+			     .bh = bias,
+			     .h = h,
+			     .m = m,
+			     .gi = gi,
+			     .gh = gh,
+			     .gates = gates};
+
+	gnn_kernels_ref.gru_fwd(&u, 1, d);
+}
+
 static void test_tanh(void **state)
 {
 	static float y[N + 8], x0[N + 8], b[N + 8];
@@ -62,8 +79,8 @@ static void test_logistic(void **state)
 	(void)state;
 	for (size_t i = 0; i < N; i++)
 		gi[i] = -30.0f + 60.0f * (float)i / (N - 1);
-	/* r = sigm(gi_r + gh_r), with gh = 0 and zero biases */
-	gnn_kernels_ref.gru_fwd(1, N, gi, gh, bias, bias, m, gates, h);
+	/* r = sigm(gi_r + gh_r), with gh = 0 and zero biases: one row, N columns */
+	gru_row(gi, gh, bias, m, gates, h, N);
 	for (size_t i = 0; i < N; i++) {
 		double s = 1 / (1 + exp(-(double)gi[i]));
 
@@ -107,7 +124,7 @@ static void test_extremes(void **state)
 	gnn_kernels_ref.tanh_bias_fwd(t, b, 1, 6);
 	for (int i = 0; i < 6; i++)
 		assert_true(t[i] == (i < 3 ? -1.0f : 1.0f));
-	gnn_kernels_ref.gru_fwd(1, 4, gi, gh, bias, bias, m, gates, h);
+	gru_row(gi, gh, bias, m, gates, h, 4);
 	for (int i = 0; i < 4; i++)
 		assert_true(isfinite(gates[i]) && gates[i] >= 0 && gates[i] <= 1);
 	assert_true(gates[0] < 1e-30f && gates[3] == 1.0f);

@@ -252,6 +252,23 @@ static size_t pack(struct unit_pack *pk, const struct gnn_unit *u, uint32_t n, u
 }
 
 /*
+ * Runs kernel over the units u[0 .. n) in packs of MAXU, per_row work items
+ * per row: one warp per item (warps) or one thread per item.
+ */
+static void launch_units(void (*kernel)(const struct unit_pack), const struct gnn_unit *u,
+			 uint32_t n, uint32_t d, size_t per_row, bool warps)
+{
+	struct unit_pack pk;
+
+	for (uint32_t i = 0; i < n; i += MAXU) {
+		size_t items = pack(&pk, u + i, n - i < MAXU ? n - i : MAXU, d, per_row);
+
+		if (items)
+			kernel<<<warps ? row_blocks(items) : blocks_for(items), THREADS>>>(pk);
+	}
+}
+
+/*
  * One warp per row p of a unit, lanes over the d columns: the scores of its
  * edges (lane 0 stores pre and the LeakyReLU'd score), their softmax, and
  * the message. Edge values written by lane 0 are read by the other lanes
@@ -307,14 +324,7 @@ __global__ void kz_msg_fwd(const struct unit_pack pk)
 
 static void c_msg_fwd(const struct gnn_unit *u, uint32_t n, uint32_t d)
 {
-	struct unit_pack pk;
-
-	for (uint32_t i = 0; i < n; i += MAXU) {
-		size_t rows = pack(&pk, u + i, n - i < MAXU ? n - i : MAXU, d, 1);
-
-		if (rows)
-			kz_msg_fwd<<<row_blocks(rows), THREADS>>>(pk);
-	}
+	launch_units(kz_msg_fwd, u, n, d, 1, true);
 }
 
 /*
@@ -371,14 +381,7 @@ __global__ void kz_msg_bwd(const struct unit_pack pk)
 
 static void c_msg_bwd(const struct gnn_unit *u, uint32_t n, uint32_t d)
 {
-	struct unit_pack pk;
-
-	for (uint32_t i = 0; i < n; i += MAXU) {
-		size_t rows = pack(&pk, u + i, n - i < MAXU ? n - i : MAXU, d, 1);
-
-		if (rows)
-			kz_msg_bwd<<<row_blocks(rows), THREADS>>>(pk);
-	}
+	launch_units(kz_msg_bwd, u, n, d, 1, true);
 }
 
 __device__ float dev_sigm(float x)
@@ -420,14 +423,7 @@ __global__ void kz_gru_fwd(const struct unit_pack pk)
 
 static void c_gru_fwd(const struct gnn_unit *u, uint32_t n, uint32_t d)
 {
-	struct unit_pack pk;
-
-	for (uint32_t i = 0; i < n; i += MAXU) {
-		size_t items = pack(&pk, u + i, n - i < MAXU ? n - i : MAXU, d, d);
-
-		if (items)
-			kz_gru_fwd<<<blocks_for(items), THREADS>>>(pk);
-	}
+	launch_units(kz_gru_fwd, u, n, d, d, false);
 }
 
 __global__ void kz_gru_bwd(const struct unit_pack pk)
@@ -471,14 +467,7 @@ __global__ void kz_gru_bwd(const struct unit_pack pk)
 
 static void c_gru_bwd(const struct gnn_unit *u, uint32_t n, uint32_t d)
 {
-	struct unit_pack pk;
-
-	for (uint32_t i = 0; i < n; i += MAXU) {
-		size_t items = pack(&pk, u + i, n - i < MAXU ? n - i : MAXU, d, d);
-
-		if (items)
-			kz_gru_bwd<<<blocks_for(items), THREADS>>>(pk);
-	}
+	launch_units(kz_gru_bwd, u, n, d, d, false);
 }
 
 /*

@@ -379,42 +379,12 @@ void gnn_gemm1(struct gnn_model *m, bool ta, bool tb, uint32_t M, uint32_t N, ui
 	       float alpha, const float *a, uint32_t lda, const float *b, uint32_t ldb, float beta,
 	       float *c, uint32_t ldc)
 {
-	struct gnn_gemm g = {.trans_a = ta,
-			     .trans_b = tb,
-			     .m = M,
-			     .n = N,
-			     .k = K,
-			     .alpha = alpha,
-			     .beta = beta,
-			     .a = a,
-			     .lda = lda,
-			     .b = b,
-			     .ldb = ldb,
-			     .c = c,
-			     .ldc = ldc};
+	struct gnn_gemm g = gnn_gemm_of(ta, tb, M, N, K, a, lda, b, ldb, beta, c, ldc);
 
 	if (M == 0 || N == 0)
 		return;
+	g.alpha = alpha;
 	m->be->gemm_batch(m->ctx, &g, 1);
-}
-
-static struct gnn_gemm gemm(bool ta, bool tb, uint32_t M, uint32_t N, uint32_t K, const float *a,
-			    uint32_t lda, const float *b, uint32_t ldb, float beta, float *c,
-			    uint32_t ldc)
-{
-	return (struct gnn_gemm){.trans_a = ta,
-				 .trans_b = tb,
-				 .m = M,
-				 .n = N,
-				 .k = K,
-				 .alpha = 1,
-				 .beta = beta,
-				 .a = a,
-				 .lda = lda,
-				 .b = b,
-				 .ldb = ldb,
-				 .c = c,
-				 .ldc = ldc};
 }
 
 /* A work unit: direction, layer (1-based), level, and its rows [r0, r1) in dir order. */
@@ -490,10 +460,10 @@ static struct gnn_gemm unit_gemm_fwd(struct gnn_model *m, int dir, uint32_t l, u
 	const float *w = gnn_pv(m, gnn_tidx_layer(m, dir, l, hid ? GNN_T_WH : GNN_T_WI));
 
 	if (!hid && l == 1 && m->fold)
-		return gemm(false, true, r1 - r0, 3 * d, F, m->dir[dir].x + (size_t)r0 * F, F,
-			    m->dir[dir].wf, F, 0, a->gi + (size_t)r0 * 3 * d, 3 * d);
-	return gemm(false, true, r1 - r0, 3 * d, d, x + (size_t)r0 * d, d, w, d, 0,
-		    (hid ? a->gh : a->gi) + (size_t)r0 * 3 * d, 3 * d);
+		return gnn_gemm_of(false, true, r1 - r0, 3 * d, F, m->dir[dir].x + (size_t)r0 * F,
+				   F, m->dir[dir].wf, F, 0, a->gi + (size_t)r0 * 3 * d, 3 * d);
+	return gnn_gemm_of(false, true, r1 - r0, 3 * d, d, x + (size_t)r0 * d, d, w, d, 0,
+			   (hid ? a->gh : a->gi) + (size_t)r0 * 3 * d, 3 * d);
 }
 
 /* Sets up each direction's folded layer-1 input: x in dir order, wf and bf (struct gnn_dir). */
@@ -505,10 +475,11 @@ static void fold_layer1(struct gnn_model *m)
 		struct gnn_dir *dr = &m->dir[dir];
 		const float *wi = gnn_pv(m, gnn_tidx_layer(m, dir, 1, GNN_T_WI));
 
-		m->gemms[2 * dir] = gemm(false, false, 3 * d, F, d, wi, d, gnn_pv(m, GNN_TI_IN_W),
-					 F, 0, dr->wf, F);
-		m->gemms[2 * dir + 1] = gemm(false, true, 1, 3 * d, d, gnn_pv(m, GNN_TI_IN_B), d,
-					     wi, d, 0, dr->bf, 3 * d);
+		m->gemms[2 * dir] = gnn_gemm_of(false, false, 3 * d, F, d, wi, d,
+						gnn_pv(m, GNN_TI_IN_W), F, 0, dr->wf, F);
+		m->gemms[2 * dir + 1] = gnn_gemm_of(false, true, 1, 3 * d, d,
+						    gnn_pv(m, GNN_TI_IN_B), d, wi, d, 0, dr->bf,
+						    3 * d);
 	}
 	m->be->gemm_batch(m->ctx, m->gemms, 4);
 	for (int dir = 0; dir < 2; dir++) {
@@ -597,10 +568,10 @@ static uint32_t unit_gemm_bwd_hid(struct gnn_model *m, const struct unit *u, str
 		 t = gnn_tidx_layer(m, u->dir, u->l, GNN_T_WH);
 	size_t r0 = u->r0;
 
-	g[0] = gemm(false, false, R, d, 3 * d, a->dgh + r0 * 3 * d, 3 * d, gnn_pv(m, t), d, 1,
-		    a->dm + r0 * d, d);
-	g[1] = gemm(true, false, 3 * d, d, R, a->dgh + r0 * 3 * d, 3 * d, a->m + r0 * d, d, 1,
-		    gnn_pg(m, t), d);
+	g[0] = gnn_gemm_of(false, false, R, d, 3 * d, a->dgh + r0 * 3 * d, 3 * d, gnn_pv(m, t), d,
+			   1, a->dm + r0 * d, d);
+	g[1] = gnn_gemm_of(true, false, 3 * d, d, R, a->dgh + r0 * 3 * d, 3 * d, a->m + r0 * d, d,
+			   1, gnn_pg(m, t), d);
 	return 2;
 }
 
@@ -613,10 +584,10 @@ static uint32_t unit_gemm_bwd_in(struct gnn_model *m, const struct unit *u, stru
 		 t = gnn_tidx_layer(m, u->dir, u->l, GNN_T_WI);
 	size_t r0 = u->r0;
 
-	g[0] = gemm(false, false, R, d, 3 * d, a->dgi + r0 * 3 * d, 3 * d, gnn_pv(m, t), d, 1,
-		    p->dh + r0 * d, d);
-	g[1] = gemm(true, false, 3 * d, d, R, a->dgi + r0 * 3 * d, 3 * d, p->h + r0 * d, d, 1,
-		    gnn_pg(m, t), d);
+	g[0] = gnn_gemm_of(false, false, R, d, 3 * d, a->dgi + r0 * 3 * d, 3 * d, gnn_pv(m, t), d,
+			   1, p->dh + r0 * d, d);
+	g[1] = gnn_gemm_of(true, false, 3 * d, d, R, a->dgi + r0 * 3 * d, 3 * d, p->h + r0 * d, d,
+			   1, gnn_pg(m, t), d);
 	return 2;
 }
 

@@ -245,6 +245,26 @@ static inline float *gnn_pg(const struct gnn_model *m, uint32_t t)
 /* Validates a configuration; 0 or -EINVAL with a message. */
 int gnn_config_check(const struct gnn_config *cfg, struct gnn_err *err);
 
+/* Returns the GEMM descriptor C = op(A) op(B) + beta C with alpha 1 (struct gnn_gemm). */
+static inline struct gnn_gemm gnn_gemm_of(bool ta, bool tb, uint32_t M, uint32_t N, uint32_t K,
+					  const float *a, uint32_t lda, const float *b,
+					  uint32_t ldb, float beta, float *c, uint32_t ldc)
+{
+	return (struct gnn_gemm){.trans_a = ta,
+				 .trans_b = tb,
+				 .m = M,
+				 .n = N,
+				 .k = K,
+				 .alpha = 1,
+				 .beta = beta,
+				 .a = a,
+				 .lda = lda,
+				 .b = b,
+				 .ldb = ldb,
+				 .c = c,
+				 .ldc = ldc};
+}
+
 /* Runs one GEMM on m's backend. */
 void gnn_gemm1(struct gnn_model *m, bool ta, bool tb, uint32_t M, uint32_t N, uint32_t K,
 	       float alpha, const float *a, uint32_t lda, const float *b, uint32_t ldb, float beta,

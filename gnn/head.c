@@ -40,25 +40,6 @@ static struct dims dims_of(const struct gnn_model *m)
 			     .t_b2 = t + 6};
 }
 
-static struct gnn_gemm gemm(bool ta, bool tb, uint32_t M, uint32_t N, uint32_t K, const float *a,
-			    uint32_t lda, const float *b, uint32_t ldb, float beta, float *c,
-			    uint32_t ldc)
-{
-	return (struct gnn_gemm){.trans_a = ta,
-				 .trans_b = tb,
-				 .m = M,
-				 .n = N,
-				 .k = K,
-				 .alpha = 1,
-				 .beta = beta,
-				 .a = a,
-				 .lda = lda,
-				 .b = b,
-				 .ldb = ldb,
-				 .c = c,
-				 .ldc = ldc};
-}
-
 void gnn_head_forward(struct gnn_model *m)
 {
 	struct dims z = dims_of(m);
@@ -81,15 +62,17 @@ void gnn_head_forward(struct gnn_model *m)
 		  m->qkv, 3 * z.D);
 	/* The 1/sqrt(dh) scale goes into the GEMM's alpha rather than a pass over att. */
 	for (uint32_t h = 0; h < z.H; h++) {
-		m->gemms[h] = gemm(false, true, z.n, z.n, z.dh, m->qkv + h * z.dh, 3 * z.D,
-				   m->qkv + z.D + h * z.dh, 3 * z.D, 0, m->att + h * nn, z.n);
+		m->gemms[h] = gnn_gemm_of(false, true, z.n, z.n, z.dh, m->qkv + h * z.dh, 3 * z.D,
+					  m->qkv + z.D + h * z.dh, 3 * z.D, 0, m->att + h * nn,
+					  z.n);
 		m->gemms[h].alpha = 1.0f / sqrtf((float)z.dh);
 	}
 	m->be->gemm_batch(m->ctx, m->gemms, z.H);
 	k->softmax_fwd(m->att, z.H * z.n, z.n, 1.0f);
 	for (uint32_t h = 0; h < z.H; h++)
-		m->gemms[h] = gemm(false, false, z.n, z.dh, z.n, m->att + h * nn, z.n,
-				   m->qkv + 2 * z.D + h * z.dh, 3 * z.D, 0, m->o + h * z.dh, z.D);
+		m->gemms[h] = gnn_gemm_of(false, false, z.n, z.dh, z.n, m->att + h * nn, z.n,
+					  m->qkv + 2 * z.D + h * z.dh, 3 * z.D, 0, m->o + h * z.dh,
+					  z.D);
 	m->be->gemm_batch(m->ctx, m->gemms, z.H);
 	k->gather(m->y, z.D, m->us, z.D, NULL, z.n, z.D);
 	gnn_gemm1(m, false, true, z.n, z.D, z.D, 1, m->o, z.D, gnn_pv(m, z.t_wa), z.D, 1, m->y,
@@ -134,22 +117,26 @@ void gnn_head_backward(struct gnn_model *m)
 		gnn_gemm1(m, false, false, z.n, z.D, z.D, 1, m->dy, z.D, gnn_pv(m, z.t_wa), z.D, 0,
 			  m->dout, z.D);
 		for (uint32_t h = 0; h < z.H; h++) {
-			m->gemms[2 * h] = gemm(false, true, z.n, z.n, z.dh, m->dout + h * z.dh, z.D,
-					       m->qkv + 2 * z.D + h * z.dh, 3 * z.D, 0,
-					       m->datt + h * nn, z.n);
-			m->gemms[2 * h + 1] = gemm(true, false, z.n, z.dh, z.n, m->att + h * nn,
-						   z.n, m->dout + h * z.dh, z.D, 0,
-						   m->dqkv + 2 * z.D + h * z.dh, 3 * z.D);
+			m->gemms[2 * h] = gnn_gemm_of(false, true, z.n, z.n, z.dh,
+						      m->dout + h * z.dh, z.D,
+						      m->qkv + 2 * z.D + h * z.dh, 3 * z.D, 0,
+						      m->datt + h * nn, z.n);
+			m->gemms[2 * h + 1] = gnn_gemm_of(true, false, z.n, z.dh, z.n,
+							  m->att + h * nn, z.n, m->dout + h * z.dh,
+							  z.D, 0, m->dqkv + 2 * z.D + h * z.dh,
+							  3 * z.D);
 		}
 		m->be->gemm_batch(m->ctx, m->gemms, 2 * z.H);
 		k->softmax_bwd(m->datt, m->att, z.H * z.n, z.n, 1.0f / sqrtf((float)z.dh));
 		for (uint32_t h = 0; h < z.H; h++) {
-			m->gemms[2 * h] = gemm(false, false, z.n, z.dh, z.n, m->datt + h * nn, z.n,
-					       m->qkv + z.D + h * z.dh, 3 * z.D, 0,
-					       m->dqkv + h * z.dh, 3 * z.D);
-			m->gemms[2 * h + 1] = gemm(true, false, z.n, z.dh, z.n, m->datt + h * nn,
-						   z.n, m->qkv + h * z.dh, 3 * z.D, 0,
-						   m->dqkv + z.D + h * z.dh, 3 * z.D);
+			m->gemms[2 * h] = gnn_gemm_of(false, false, z.n, z.dh, z.n,
+						      m->datt + h * nn, z.n,
+						      m->qkv + z.D + h * z.dh, 3 * z.D, 0,
+						      m->dqkv + h * z.dh, 3 * z.D);
+			m->gemms[2 * h + 1] = gnn_gemm_of(true, false, z.n, z.dh, z.n,
+							  m->datt + h * nn, z.n, m->qkv + h * z.dh,
+							  3 * z.D, 0, m->dqkv + z.D + h * z.dh,
+							  3 * z.D);
 		}
 		m->be->gemm_batch(m->ctx, m->gemms, 2 * z.H);
 		gnn_gemm1(m, true, false, 3 * z.D, z.D, z.n, 1, m->dqkv, 3 * z.D, m->us, z.D, 1,

@@ -52,7 +52,6 @@ extern "C" {
 
 struct cuda_ctx {
 	cublasHandle_t blas;
-	int device;
 	char info[160];
 	/* first failure since the last sync, reported by it */
 	char fail[GNN_ERR_MAX];
@@ -134,17 +133,19 @@ static void c_add_bias(float *y, uint32_t ld, const float *b, uint32_t rows, uin
 
 #define COLSUM_ROWS 256
 
-/* Block (x: 32 columns, y: a chunk of COLSUM_ROWS rows); 8 threads per column, then atomics. */
-__global__ void kz_colsum_add(float *db, const float *dy, uint32_t ld, uint32_t rows,
-			      uint32_t cols)
+/*
+ * One block's share of db[c] += sum over rows [r0, r1) of dy[r][c] (row
+ * stride ld): threadIdx.x picks one of 32 columns starting at c0,
+ * threadIdx.y one of 8 row strides, then one atomic add per column. Called
+ * by every thread of the block (it synchronises them).
+ */
+__device__ void colsum_block(float *db, const float *dy, size_t ld, size_t r0, size_t r1,
+			     uint32_t c0, uint32_t cols)
 {
 	__shared__ float part[ROWS_PER_BLOCK][WARP];
-	uint32_t c = blockIdx.x * WARP + threadIdx.x;
-	size_t r0 = (size_t)blockIdx.y * COLSUM_ROWS, r1 = r0 + COLSUM_ROWS;
+	uint32_t c = c0 + threadIdx.x;
 	float s = 0;
 
-	if (r1 > rows)
-		r1 = rows;
 	if (c < cols)
 		for (size_t r = r0 + threadIdx.y; r < r1; r += ROWS_PER_BLOCK)
 			s += dy[r * ld + c];
@@ -155,6 +156,15 @@ __global__ void kz_colsum_add(float *db, const float *dy, uint32_t ld, uint32_t 
 			s += part[k][threadIdx.x];
 		atomicAdd(&db[c], s);
 	}
+}
+
+/* Block (x: 32 columns, y: a chunk of COLSUM_ROWS rows). */
+__global__ void kz_colsum_add(float *db, const float *dy, uint32_t ld, uint32_t rows,
+			      uint32_t cols)
+{
+	size_t r0 = (size_t)blockIdx.y * COLSUM_ROWS, r1 = r0 + COLSUM_ROWS;
+
+	colsum_block(db, dy, ld, r0, r1 < rows ? r1 : rows, blockIdx.x * WARP, cols);
 }
 
 static void c_colsum_add(float *db, const float *dy, uint32_t ld, uint32_t rows, uint32_t cols)
@@ -477,29 +487,16 @@ static void c_gru_bwd(const struct gnn_unit *u, uint32_t n, uint32_t d)
  */
 __global__ void kz_bias_grad(const struct unit_pack pk)
 {
-	__shared__ float part[ROWS_PER_BLOCK][WARP];
 	const struct gnn_unit *u = &pk.u[blockIdx.z / 2];
 	bool hid = blockIdx.z % 2;
 	float *db = hid ? u->dbh : u->dbi;
-	const float *dy = hid ? u->dgh : u->dgi;
-	uint32_t cols = 3 * pk.d, c = blockIdx.x * WARP + threadIdx.x;
+	uint32_t cols = 3 * pk.d;
 	size_t r0 = u->r0 + (size_t)blockIdx.y * COLSUM_ROWS, r1 = r0 + COLSUM_ROWS;
-	float s = 0;
 
 	if (!db || r0 >= u->r1)
 		return; /* the whole block: the condition does not depend on the thread */
-	if (r1 > u->r1)
-		r1 = u->r1;
-	if (c < cols)
-		for (size_t r = r0 + threadIdx.y; r < r1; r += ROWS_PER_BLOCK)
-			s += dy[r * cols + c];
-	part[threadIdx.y][threadIdx.x] = s;
-	__syncthreads();
-	if (threadIdx.y == 0 && c < cols) {
-		for (int k = 1; k < ROWS_PER_BLOCK; k++)
-			s += part[k][threadIdx.x];
-		atomicAdd(&db[c], s);
-	}
+	colsum_block(db, hid ? u->dgh : u->dgi, cols, r0, r1 < u->r1 ? r1 : u->r1,
+		     blockIdx.x * WARP, cols);
 }
 
 static void c_bias_grad(const struct gnn_unit *u, uint32_t n, uint32_t d)
@@ -551,50 +548,34 @@ static void c_pool_fwd(const float *e, uint32_t E, const uint32_t *job_start, ui
 		kz_pool_fwd<<<blocks_for(n), THREADS>>>(e, E, job_start, njobs, pool, argmax);
 }
 
-/* de[v] = the node's own half of du, for every node. */
-__global__ void kz_pool_bwd_copy(const float *du, uint32_t E, size_t nnodes, float *de)
-{
-	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (i < nnodes * E)
-		de[i] = du[(i / E) * 2 * E + i % E];
-}
-
 /*
- * Routes the pooled half to each job's argmax node, one thread per (job,
- * column): the argmax nodes of different (job, column) pairs are different
- * entries of de (jobs are disjoint), so a plain add is safe.
+ * One thread per (row, column): the row's pooled gradient to its job's
+ * argmax node. Rows of one job land on the same entries, hence the atomics.
  */
-__global__ void kz_pool_bwd_route(const float *du, uint32_t E, const uint32_t *job_start,
-				  uint32_t njobs, const int32_t *argmax, float *de)
+__global__ void kz_pool_bwd(const float *dpool, uint32_t ld, const int32_t *jobs, uint32_t rows,
+			    uint32_t E, const int32_t *argmax, float *de)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	size_t j, c;
-	float s = 0;
+	size_t r, c;
 
-	if (i >= (size_t)njobs * E || argmax[i] < 0)
+	if (i >= (size_t)rows * E)
 		return;
-	j = i / E;
+	r = i / E;
 	c = i % E;
-	for (uint32_t v = job_start[j]; v < job_start[j + 1]; v++)
-		s += du[(size_t)v * 2 * E + E + c];
-	de[(size_t)argmax[i] * E + c] += s;
+	atomicAdd(&de[(size_t)argmax[(size_t)jobs[r] * E + c] * E + c], dpool[r * ld + c]);
 }
 
-static void c_pool_bwd(const float *du, uint32_t E, const uint32_t *job_start, uint32_t njobs,
-		       uint32_t nnodes, const int32_t *argmax, float *de)
+static void c_pool_bwd(const float *dpool, uint32_t ld, const int32_t *jobs, uint32_t rows,
+		       uint32_t E, const int32_t *argmax, float *de)
 {
-	size_t n = (size_t)nnodes * E;
+	size_t n = (size_t)rows * E;
 
 	if (n)
-		kz_pool_bwd_copy<<<blocks_for(n), THREADS>>>(du, E, nnodes, de);
-	if ((size_t)njobs * E)
-		kz_pool_bwd_route<<<blocks_for((size_t)njobs * E), THREADS>>>(du, E, job_start,
-									      njobs, argmax, de);
+		kz_pool_bwd<<<blocks_for(n), THREADS>>>(dpool, ld, jobs, rows, E, argmax, de);
 }
 
-/* One warp per row: scale, max, exp, sum, normalise. */
-__global__ void kz_softmax_fwd(float *a, uint32_t rows, uint32_t cols, float scale)
+/* One warp per row: max, exp, sum, normalise. */
+__global__ void kz_softmax_fwd(float *a, uint32_t rows, uint32_t cols)
 {
 	unsigned lane = threadIdx.x % WARP;
 	size_t r = (size_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / WARP;
@@ -603,10 +584,8 @@ __global__ void kz_softmax_fwd(float *a, uint32_t rows, uint32_t cols, float sca
 	if (r >= rows)
 		return;
 	x = a + r * cols;
-	for (uint32_t c = lane; c < cols; c += WARP) {
-		x[c] *= scale;
+	for (uint32_t c = lane; c < cols; c += WARP)
 		mx = fmaxf(mx, x[c]);
-	}
 	mx = warp_max(mx);
 	for (uint32_t c = lane; c < cols; c += WARP) {
 		x[c] = expf(x[c] - mx);
@@ -617,10 +596,10 @@ __global__ void kz_softmax_fwd(float *a, uint32_t rows, uint32_t cols, float sca
 		x[c] *= inv;
 }
 
-static void c_softmax_fwd(float *a, uint32_t rows, uint32_t cols, float scale)
+static void c_softmax_fwd(float *a, uint32_t rows, uint32_t cols)
 {
 	if (rows && cols)
-		kz_softmax_fwd<<<row_blocks(rows), THREADS>>>(a, rows, cols, scale);
+		kz_softmax_fwd<<<row_blocks(rows), THREADS>>>(a, rows, cols);
 }
 
 __global__ void kz_softmax_bwd(float *da, const float *a, uint32_t rows, uint32_t cols,
@@ -771,7 +750,7 @@ static int cuda_init(void **ret_ctx, struct gnn_err *err)
 {
 	struct cuda_ctx *x;
 	struct cudaDeviceProp prop;
-	int n = 0;
+	int n = 0, device;
 	cudaError_t ce = cudaGetDeviceCount(&n);
 
 	*ret_ctx = NULL;
@@ -783,8 +762,8 @@ static int cuda_init(void **ret_ctx, struct gnn_err *err)
 	x = (struct cuda_ctx *)calloc(1, sizeof(*x));
 	if (!x)
 		return gnn_errf(err, ENOMEM, "cuda: out of memory");
-	if ((ce = cudaGetDevice(&x->device)) != cudaSuccess ||
-	    (ce = cudaGetDeviceProperties(&prop, x->device)) != cudaSuccess) {
+	if ((ce = cudaGetDevice(&device)) != cudaSuccess ||
+	    (ce = cudaGetDeviceProperties(&prop, device)) != cudaSuccess) {
 		free(x);
 		return gnn_errf(err, ENODEV, "cuda: %s (%d)", cudaGetErrorString(ce), (int)ce);
 	}

@@ -53,6 +53,7 @@ static void layout_host(struct gnn_model *m, struct carve *c, uint32_t N, uint32
 	m->h_jstart = (uint32_t *)take(c, (size_t)J + 1, sizeof(uint32_t));
 	m->h_job_of = TAKE_I(c, N);
 	m->h_sched = TAKE_I(c, n);
+	m->h_sched_job = TAKE_I(c, n);
 	/* pred CSR, succ CSR (node-indexed), topological queue, counters, two level arrays */
 	m->scratch = TAKE_I(c, 2 * ((size_t)N + 1) + 2 * (size_t)E + 4 * (size_t)N);
 	for (int dir = 0; dir < 2; dir++) {
@@ -72,6 +73,7 @@ static void layout_dev(struct gnn_model *m, struct carve *c, uint32_t N, uint32_
 {
 	const struct gnn_config *g = &m->cfg;
 	size_t d = g->hidden, L = g->layers, D = 2 * (size_t)g->emb, cat = 2 * L * d;
+	size_t F = m->fold ? g->nfeatures : 0; /* the folded layer 1's arrays */
 	bool copies = !m->be->host_memory;
 
 	m->x = TAKE_F(c, (size_t)N * g->nfeatures);
@@ -83,10 +85,7 @@ static void layout_dev(struct gnn_model *m, struct carve *c, uint32_t N, uint32_
 	m->de = TAKE_F(c, (size_t)N * g->emb);
 	m->pool = TAKE_F(c, (size_t)J * g->emb);
 	m->argmax = TAKE_I(c, (size_t)J * g->emb);
-	m->u = TAKE_F(c, N * D);
-	m->du = TAKE_F(c, N * D);
 	m->us = TAKE_F(c, n * D);
-	m->dus = TAKE_F(c, n * D);
 	m->qkv = TAKE_F(c, n * 3 * D);
 	m->dqkv = TAKE_F(c, n * 3 * D);
 	m->att = TAKE_F(c, (size_t)g->heads * n * n);
@@ -100,8 +99,8 @@ static void layout_dev(struct gnn_model *m, struct carve *c, uint32_t N, uint32_
 	m->s = TAKE_F(c, n);
 	m->ds = TAKE_F(c, n);
 	m->jstart = copies ? (uint32_t *)take(c, (size_t)J + 1, sizeof(uint32_t)) : m->h_jstart;
-	m->job_of = copies ? TAKE_I(c, N) : m->h_job_of;
 	m->sched = copies ? TAKE_I(c, n) : m->h_sched;
+	m->sched_job = copies ? TAKE_I(c, n) : m->h_sched_job;
 	for (int dir = 0; dir < 2; dir++) {
 		struct gnn_dir *dr = &m->dir[dir];
 
@@ -109,9 +108,9 @@ static void layout_dev(struct gnn_model *m, struct carve *c, uint32_t N, uint32_
 		dr->pos = copies ? TAKE_I(c, N) : dr->h_pos;
 		dr->ptr = copies ? TAKE_I(c, (size_t)N + 1) : dr->h_ptr;
 		dr->adj = copies ? TAKE_I(c, E) : dr->h_adj;
-		dr->x = TAKE_F(c, (size_t)N * g->nfeatures);
-		dr->wf = TAKE_F(c, 3 * d * g->nfeatures);
-		dr->bf = TAKE_F(c, 3 * d);
+		dr->x = TAKE_F(c, N * F);
+		dr->wf = TAKE_F(c, 3 * d * F);
+		dr->bf = TAKE_F(c, F ? 3 * d : 0);
 		for (size_t l = 0; l <= L; l++) {
 			struct gnn_layer_act *a = &dr->act[l];
 
@@ -273,8 +272,8 @@ static void upload(struct gnn_model *m, const struct gnn_batch *b)
 	if (be->host_memory)
 		return;
 	be->copy_to_dev(m->ctx, m->jstart, m->h_jstart, ((size_t)m->njobs + 1) * I);
-	be->copy_to_dev(m->ctx, m->job_of, m->h_job_of, N * I);
 	be->copy_to_dev(m->ctx, m->sched, m->h_sched, (size_t)m->nsched * I);
+	be->copy_to_dev(m->ctx, m->sched_job, m->h_sched_job, (size_t)m->nsched * I);
 	for (int dir = 0; dir < 2; dir++) {
 		struct gnn_dir *dr = &m->dir[dir];
 
@@ -331,6 +330,7 @@ int gnn_prepare(struct gnn_model *m, const struct gnn_batch *b, const uint32_t *
 			return gnn_errf(err, EINVAL, "gnn batch: schedulable node %u listed twice",
 					sched[i]);
 		m->h_sched[i] = (int32_t)sched[i];
+		m->h_sched_job[i] = m->h_job_of[sched[i]];
 	}
 	build_csr(N, E, b->edges, 1, pptr, padj, cnt);
 	build_csr(N, E, b->edges, 0, sptr, sadj, cnt);
@@ -600,14 +600,14 @@ void gnn_dagnn_backward(struct gnn_model *m)
 
 	if (N == 0)
 		return;
-	for (int dir = 0; dir < 2; dir++)
-		for (uint32_t l = 0; l <= L; l++) {
-			m->k->zero(m->dir[dir].act[l].dh, (size_t)N * d);
-			if (l > 0)
-				m->k->scatter_add(m->dir[dir].act[l].dh, d,
-						  m->dzcat + ((size_t)dir * L + l - 1) * d, cat,
-						  m->dir[dir].pos, N, d);
-		}
+	/* dh of layer l >= 1 starts as its share of dzcat, in dir order; layer 0's from zero */
+	for (int dir = 0; dir < 2; dir++) {
+		m->k->zero(m->dir[dir].act[0].dh, (size_t)N * d);
+		for (uint32_t l = 1; l <= L; l++)
+			m->k->gather(m->dir[dir].act[l].dh, d,
+				     m->dzcat + ((size_t)dir * L + l - 1) * d, cat,
+				     m->dir[dir].order, N, d);
+	}
 
 	if (g->pipelined) {
 		for (uint32_t w = nwavefronts(m); w >= 1; w--) {
@@ -652,9 +652,9 @@ void gnn_dagnn_backward(struct gnn_model *m)
 			}
 		}
 	}
-	m->k->zero(m->dh0, (size_t)N * d);
-	for (int dir = 0; dir < 2; dir++)
-		m->k->scatter_add(m->dh0, d, m->dir[dir].act[0].dh, d, m->dir[dir].order, N, d);
+	/* dh0 in node order: the forward direction's share, plus the reverse one's */
+	m->k->gather(m->dh0, d, m->dir[0].act[0].dh, d, m->dir[0].pos, N, d);
+	m->k->scatter_add(m->dh0, d, m->dir[1].act[0].dh, d, m->dir[1].order, N, d);
 	gnn_gemm1(m, true, false, d, g->nfeatures, N, 1, m->dh0, d, m->x, g->nfeatures, 1,
 		  gnn_pg(m, GNN_TI_IN_W), g->nfeatures);
 	m->k->colsum_add(gnn_pg(m, GNN_TI_IN_B), m->dh0, d, N, d);

@@ -2,8 +2,9 @@
 /*
  * gnn: the neural-network engine of Loom's learned scheduling policy.
  *
- * A standalone library (it includes only itself, libc, libm and CBLAS, so it
- * can be lifted out whole) that scores the schedulable coflows of a batch of
+ * A standalone library (it includes only itself, libc, libm, CBLAS and, for
+ * its cuda backend, the CUDA runtime and cuBLAS, so it can be lifted out
+ * whole) that scores the schedulable coflows of a batch of
  * job DAGs and learns from policy-gradient signals:
  *
  *   x_v (F features per coflow)
@@ -14,8 +15,9 @@
  *       Graph Neural Networks", ICLR 2021, with a LeakyReLU(0.2) score)
  *    -> e_v = W_o [fwd h_v^1..h_v^L, rev h_v^1..h_v^L]              (E wide)
  *    -> u_v = [e_v, maxpool over v's job of e]                        (D = 2E)
+ *       (formed for the schedulable nodes only: nothing else reads it)
  *    -> multi-head scaled dot-product self-attention over the schedulable
- *       nodes only, with a residual connection (Vaswani et al., "Attention
+ *       nodes' u, with a residual connection (Vaswani et al., "Attention
  *       Is All You Need", NeurIPS 2017)
  *    -> s_i = w2 . tanh(W1 y_i + b1) + b2, one score per schedulable coflow
  *    -> Plackett-Luce ranking distribution over the scores (sample, log-prob,
@@ -47,9 +49,11 @@
  * Backward runs the same schedule in reverse over the stored activations.
  *
  * Memory: parameters, gradients and Adam moments live in one block per model;
- * every activation and scratch array of a step lives in one per-model
- * workspace that grows (free + allocate once) only when a batch needs more
- * than any earlier one. A forward or backward pass makes no other allocation.
+ * every activation and scratch array of a step lives in a per-model
+ * workspace of two parts, one in backend memory and one on the host (what
+ * the host builds for a batch: levels, orders, adjacency), each grown (free +
+ * allocate once) only when a batch needs more than any earlier one. A
+ * forward or backward pass makes no other allocation.
  *
  * Errors: functions return 0 (or a count) or -errno and write a message into
  * a caller-provided struct gnn_err; constructors return NULL, set errno and

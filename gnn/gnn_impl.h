@@ -21,7 +21,6 @@
 
 #define GNN_LEAKY_SLOPE 0.2f
 #define GNN_ALIGN       64
-#define GNN_RED_DOUBLES 8 /* doubles of reduction scratch per model */
 
 /*
  * One DAGNN work unit for the kernels: rows [r0, r1) (dir order, one level)
@@ -92,20 +91,22 @@ struct gnn_kernels {
 	void (*pool_fwd)(const float *e, uint32_t E, const uint32_t *job_start, uint32_t njobs,
 			 float *pool, int32_t *argmax);
 	/*
-	 * de[v] = du[v][0..E) plus the pooled half routed to the argmax nodes,
-	 * for the nnodes (== job_start[njobs]) nodes.
+	 * Backward of the pooling for rows gradients of pooled vectors: row r
+	 * (E floats at dpool + r * ld) belongs to job jobs[r] and goes, column by
+	 * column, to that job's argmax nodes in de (nnodes x E). Several rows may
+	 * belong to one job.
 	 */
-	void (*pool_bwd)(const float *du, uint32_t E, const uint32_t *job_start, uint32_t njobs,
-			 uint32_t nnodes, const int32_t *argmax, float *de);
-	/* Row-wise softmax of scale * a, in place. */
-	void (*softmax_fwd)(float *a, uint32_t rows, uint32_t cols, float scale);
+	void (*pool_bwd)(const float *dpool, uint32_t ld, const int32_t *jobs, uint32_t rows,
+			 uint32_t E, const int32_t *argmax, float *de);
+	/* Row-wise softmax, in place. */
+	void (*softmax_fwd)(float *a, uint32_t rows, uint32_t cols);
 	/* da = scale * a * (da - rowsum(da * a)), in place (a: softmax output). */
 	void (*softmax_bwd)(float *da, const float *a, uint32_t rows, uint32_t cols, float scale);
 	/* y = tanh(y + b) row-wise (rows x cols). */
 	void (*tanh_bias_fwd)(float *y, const float *b, uint32_t rows, uint32_t cols);
 	/* dy *= 1 - y^2 */
 	void (*tanh_bwd)(float *dy, const float *y, size_t n);
-	/* Returns sum g^2 in double; red is GNN_RED_DOUBLES of backend scratch. */
+	/* Returns sum g^2 in double; red is one double of backend scratch. */
 	double (*sumsq)(const float *g, size_t n, double *red);
 	/* Adam update of n parameters with gradient g * gscale; bc1, bc2: bias corrections. */
 	void (*adam)(float *p, const float *g, float *mom1, float *mom2, size_t n, float gscale,
@@ -174,7 +175,7 @@ struct gnn_model {
 	uint32_t ntensors;
 	struct gnn_ptensor *tensors;
 	size_t nparams;
-	float *block; /* params | grads | adam m | adam v, from mem_alloc */
+	float *block; /* params | grads | adam m | adam v | red, from mem_alloc_shared */
 	float *params, *grads, *mom1, *mom2;
 	uint64_t adam_t;
 
@@ -183,7 +184,7 @@ struct gnn_model {
 	size_t ws_cap;
 	void *hws;
 	size_t hws_cap;
-	double *red;                /* backend scratch for reductions (GNN_RED_DOUBLES) */
+	double *red;                /* one double of backend scratch for sumsq */
 	char fallback[GNN_ERR_MAX]; /* why the requested backend was not used; "" if it was */
 	struct gnn_gemm *gemms;     /* room for 8 * L + 2 * heads + 8 descriptors */
 
@@ -197,23 +198,23 @@ struct gnn_model {
 	float *dh0;       /* N x d */
 	uint32_t *jstart; /* njobs + 1 (backend copy; h_jstart on the host) */
 	uint32_t *h_jstart;
-	int32_t *h_job_of, *h_sched;
-	float *zcat;       /* N x 2Ld */
-	float *dzcat;      /* N x 2Ld */
-	float *e, *de;     /* N x E */
-	float *pool;       /* njobs x E */
-	int32_t *argmax;   /* njobs x E */
-	int32_t *job_of;   /* N (backend copy) */
-	float *u, *du;     /* N x D */
-	int32_t *sched;    /* nsched (backend copy) */
-	float *us, *dus;   /* nsched x D */
-	float *qkv, *dqkv; /* nsched x 3D */
-	float *att, *datt; /* heads x nsched x nsched */
-	float *o, *dout;   /* nsched x D */
-	float *y, *dy;     /* nsched x D */
-	float *t, *dt;     /* nsched x mlp */
-	float *s, *ds;     /* nsched */
-	int32_t *scratch;  /* validation: 2N + njobs ints */
+	int32_t *h_job_of; /* N, host: node -> job */
+	int32_t *h_sched, *h_sched_job;
+	float *zcat;        /* N x 2Ld */
+	float *dzcat;       /* N x 2Ld */
+	float *e, *de;      /* N x E */
+	float *pool;        /* njobs x E */
+	int32_t *argmax;    /* njobs x E */
+	int32_t *sched;     /* nsched: the schedulable nodes (backend copy) */
+	int32_t *sched_job; /* nsched: their jobs (backend copy) */
+	float *us;          /* nsched x D: [e_v, pool of v's job] of the schedulable v */
+	float *qkv, *dqkv;  /* nsched x 3D */
+	float *att, *datt;  /* heads x nsched x nsched */
+	float *o, *dout;    /* nsched x D */
+	float *y, *dy;      /* nsched x D; dy ends as d loss / d us */
+	float *t, *dt;      /* nsched x mlp */
+	float *s, *ds;      /* nsched */
+	int32_t *scratch;   /* prepare: two CSRs, queue, counters, two level arrays */
 	struct gnn_dir dir[2];
 };
 

@@ -51,13 +51,12 @@ void gnn_head_forward(struct gnn_model *m)
 	gnn_gemm1(m, false, true, z.N, z.E, z.cat, 1, m->zcat, z.cat, gnn_pv(m, z.t_wo), z.cat, 0,
 		  m->e, z.E);
 	k->pool_fwd(m->e, z.E, m->jstart, z.J, m->pool, m->argmax);
-	k->gather(m->u, z.D, m->e, z.E, NULL, z.N, z.E);
-	k->gather(m->u + z.E, z.D, m->pool, z.E, m->job_of, z.N, z.E);
 	if (z.n == 0)
 		return;
 
-	/* attention */
-	k->gather(m->us, z.D, m->u, z.D, m->sched, z.n, z.D);
+	/* attention, over us = [e_v, pool of v's job] of the schedulable v only */
+	k->gather(m->us, z.D, m->e, z.E, m->sched, z.n, z.E);
+	k->gather(m->us + z.E, z.D, m->pool, z.E, m->sched_job, z.n, z.E);
 	gnn_gemm1(m, false, true, z.n, 3 * z.D, z.D, 1, m->us, z.D, gnn_pv(m, z.t_wqkv), z.D, 0,
 		  m->qkv, 3 * z.D);
 	/* The 1/sqrt(dh) scale goes into the GEMM's alpha rather than a pass over att. */
@@ -68,7 +67,7 @@ void gnn_head_forward(struct gnn_model *m)
 		m->gemms[h].alpha = 1.0f / sqrtf((float)z.dh);
 	}
 	m->be->gemm_batch(m->ctx, m->gemms, z.H);
-	k->softmax_fwd(m->att, z.H * z.n, z.n, 1.0f);
+	k->softmax_fwd(m->att, z.H * z.n, z.n);
 	for (uint32_t h = 0; h < z.H; h++)
 		m->gemms[h] = gnn_gemm_of(false, false, z.n, z.dh, z.n, m->att + h * nn, z.n,
 					  m->qkv + 2 * z.D + h * z.dh, 3 * z.D, 0, m->o + h * z.dh,
@@ -95,7 +94,7 @@ void gnn_head_backward(struct gnn_model *m)
 
 	if (z.N == 0)
 		return;
-	k->zero(m->du, (size_t)z.N * z.D);
+	k->zero(m->de, (size_t)z.N * z.E);
 	if (z.n > 0) {
 		/* score head */
 		k->colsum_add(gnn_pg(m, z.t_b2), m->ds, 1, z.n, 1);
@@ -110,8 +109,10 @@ void gnn_head_backward(struct gnn_model *m)
 		gnn_gemm1(m, false, false, z.n, z.D, z.mlp, 1, m->dt, z.mlp, gnn_pv(m, z.t_w1), z.D,
 			  0, m->dy, z.D);
 
-		/* attention: residual, output projection, heads, Q|K|V projection */
-		k->gather(m->dus, z.D, m->dy, z.D, NULL, z.n, z.D);
+		/*
+		 * attention: output projection, heads, Q|K|V projection; dy keeps
+		 * the residual's share of d us and gets the projection's added.
+		 */
 		gnn_gemm1(m, true, false, z.D, z.D, z.n, 1, m->dy, z.D, m->o, z.D, 1,
 			  gnn_pg(m, z.t_wa), z.D);
 		gnn_gemm1(m, false, false, z.n, z.D, z.D, 1, m->dy, z.D, gnn_pv(m, z.t_wa), z.D, 0,
@@ -142,12 +143,13 @@ void gnn_head_backward(struct gnn_model *m)
 		gnn_gemm1(m, true, false, 3 * z.D, z.D, z.n, 1, m->dqkv, 3 * z.D, m->us, z.D, 1,
 			  gnn_pg(m, z.t_wqkv), z.D);
 		gnn_gemm1(m, false, false, z.n, z.D, 3 * z.D, 1, m->dqkv, 3 * z.D,
-			  gnn_pv(m, z.t_wqkv), z.D, 1, m->dus, z.D);
-		k->scatter_add(m->du, z.D, m->dus, z.D, m->sched, z.n, z.D);
+			  gnn_pv(m, z.t_wqkv), z.D, 1, m->dy, z.D);
+		/* d us -> de: each row's own half to its node, the pooled half to its job */
+		k->scatter_add(m->de, z.E, m->dy, z.D, m->sched, z.n, z.E);
+		k->pool_bwd(m->dy + z.E, z.D, m->sched_job, z.n, z.E, m->argmax, m->de);
 	}
 
-	/* pooling and embedding */
-	k->pool_bwd(m->du, z.E, m->jstart, z.J, z.N, m->argmax, m->de);
+	/* embedding */
 	gnn_gemm1(m, true, false, z.E, z.cat, z.N, 1, m->de, z.E, m->zcat, z.cat, 1,
 		  gnn_pg(m, z.t_wo), z.cat);
 	gnn_gemm1(m, false, false, z.N, z.cat, z.E, 1, m->de, z.E, gnn_pv(m, z.t_wo), z.cat, 0,

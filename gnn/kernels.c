@@ -367,29 +367,24 @@ static void k_pool_fwd(const float *e, uint32_t E, const uint32_t *job_start, ui
 	}
 }
 
-static void k_pool_bwd(const float *du, uint32_t E, const uint32_t *job_start, uint32_t njobs,
-		       uint32_t nnodes, const int32_t *argmax, float *de)
+static void k_pool_bwd(const float *dpool, uint32_t ld, const int32_t *jobs, uint32_t rows,
+		       uint32_t E, const int32_t *argmax, float *de)
 {
-	for (uint32_t j = 0; j < njobs; j++) {
-		for (uint32_t v = job_start[j]; v < job_start[j + 1]; v++)
-			memcpy(de + (size_t)v * E, du + (size_t)v * 2 * E, E * sizeof(float));
-		for (uint32_t v = job_start[j]; v < job_start[j + 1]; v++)
-			for (uint32_t c = 0; c < E; c++)
-				de[(size_t)argmax[(size_t)j * E + c] * E + c] +=
-					du[(size_t)v * 2 * E + E + c];
+	for (uint32_t r = 0; r < rows; r++) {
+		const int32_t *aj = argmax + (size_t)jobs[r] * E;
+
+		for (uint32_t c = 0; c < E; c++)
+			de[(size_t)aj[c] * E + c] += dpool[(size_t)r * ld + c];
 	}
 }
 
 VECTOR_CLONES
-static void k_softmax_fwd(float *a, uint32_t rows, uint32_t cols, float scale)
+static void k_softmax_fwd(float *a, uint32_t rows, uint32_t cols)
 {
 	for (uint32_t r = 0; r < rows; r++) {
 		float *restrict x = a + (size_t)r * cols;
 		float mx, inv;
 
-		if (scale != 1.0f)
-			for (uint32_t c = 0; c < cols; c++)
-				x[c] *= scale;
 		mx = row_max(x, cols);
 		for (uint32_t c = 0; c < cols; c++)
 			x[c] = fexp(x[c] - mx);

@@ -181,7 +181,7 @@ struct gnn_model *gnn_model_new(const struct gnn_config *cfg, const char *backen
 		goto nomem_m;
 	build_tensors(m);
 	/* params | grads | Adam m | Adam v | reduction scratch, host- and backend-visible */
-	bytes = 4 * m->nparams * sizeof(float) + GNN_RED_DOUBLES * sizeof(double);
+	bytes = 4 * m->nparams * sizeof(float) + sizeof(double);
 	m->block = m->be->mem_alloc_shared(m->ctx, bytes);
 	if (!m->block)
 		goto nomem_m;
@@ -310,6 +310,38 @@ int gnn_adam_step(struct gnn_model *m, const struct gnn_adam *opt, double *ret_n
 	return m->be->sync(m->ctx, err);
 }
 
+/*
+ * GNN_ACT_NODE: [e_v, pool of v's job] per node. The forward keeps e and the
+ * pools (it builds those rows for the schedulable nodes only), so the rows
+ * are put together here, through a host copy of both.
+ */
+static int copy_node_activations(const struct gnn_model *m, float *out, size_t cap,
+				 uint32_t *ret_rows, uint32_t *ret_cols, struct gnn_err *err)
+{
+	size_t N = m->N, E = m->cfg.emb, J = m->njobs;
+	float *tmp;
+
+	if (N * 2 * E > cap)
+		return gnn_errf(err, ENOSPC, "gnn: activation needs %zu floats, room for %zu",
+				N * 2 * E, cap);
+	tmp = malloc((N + J) * E * sizeof(float) + 1);
+	if (!tmp)
+		return gnn_errf(err, ENOMEM, "gnn: out of memory");
+	if (N)
+		m->be->copy_to_host(m->ctx, tmp, m->e, N * E * sizeof(float));
+	if (J)
+		m->be->copy_to_host(m->ctx, tmp + N * E, m->pool, J * E * sizeof(float));
+	for (size_t v = 0; v < N; v++) {
+		memcpy(out + v * 2 * E, tmp + v * E, E * sizeof(float));
+		memcpy(out + v * 2 * E + E, tmp + (N + (size_t)m->h_job_of[v]) * E,
+		       E * sizeof(float));
+	}
+	free(tmp);
+	*ret_rows = (uint32_t)N;
+	*ret_cols = (uint32_t)(2 * E);
+	return 0;
+}
+
 int gnn_copy_activations(const struct gnn_model *m, enum gnn_activation which, float *out,
 			 size_t cap, uint32_t *ret_rows, uint32_t *ret_cols, struct gnn_err *err)
 {
@@ -325,10 +357,7 @@ int gnn_copy_activations(const struct gnn_model *m, enum gnn_activation which, f
 		cols = 2 * m->cfg.layers * m->cfg.hidden;
 		break;
 	case GNN_ACT_NODE:
-		src = m->u;
-		rows = m->N;
-		cols = 2 * m->cfg.emb;
-		break;
+		return copy_node_activations(m, out, cap, ret_rows, ret_cols, err);
 	case GNN_ACT_ATTN:
 		src = m->y;
 		rows = m->nsched;

@@ -788,7 +788,6 @@ static void test_backend_lookup(void **state)
  */
 static void test_cuda_fallback(void **state)
 {
-	struct gnn_err err = {{0}};
 	struct gnn_config c = tb_small_config();
 	struct gnn_model *want = new_model(&c, "cpu", 7), *m = new_model(&c, "cuda", 7);
 	const char *why = gnn_model_fallback(m);
@@ -796,7 +795,6 @@ static void test_cuda_fallback(void **state)
 	struct tb b;
 
 	(void)state;
-	(void)err;
 	if (why) {
 		assert_string_equal(gnn_model_backend(m), "cpu");
 		assert_non_null(strstr(why, "cuda"));

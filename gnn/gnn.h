@@ -327,6 +327,20 @@ struct gnn_adam gnn_adam_default(void);
 int gnn_adam_step(struct gnn_model *m, const struct gnn_adam *opt, double *ret_norm,
 		  struct gnn_err *err);
 
+/*
+ * The optimiser's state, for checkpoints: the first and second moments (n =
+ * gnn_nparams floats each, in parameter order, owned by the model and
+ * writable; host-accessible after the last call returned) and the step count.
+ */
+struct gnn_adam_state {
+	float *mom1, *mom2;
+	uint64_t *step;
+	size_t n;
+};
+
+/* Fills ret with m's optimiser state. */
+void gnn_adam_state(struct gnn_model *m, struct gnn_adam_state *ret);
+
 /* ---- Plackett-Luce ranking -------------------------------------------------------------- */
 
 /* xoshiro256** state; the caller owns it (policies keep it in their state). */

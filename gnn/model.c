@@ -310,6 +310,14 @@ int gnn_adam_step(struct gnn_model *m, const struct gnn_adam *opt, double *ret_n
 	return m->be->sync(m->ctx, err);
 }
 
+void gnn_adam_state(struct gnn_model *m, struct gnn_adam_state *ret)
+{
+	ret->mom1 = m->mom1;
+	ret->mom2 = m->mom2;
+	ret->step = &m->adam_t;
+	ret->n = m->nparams;
+}
+
 /*
  * GNN_ACT_NODE: [e_v, pool of v's job] per node. The forward keeps e and the
  * pools (it builds those rows for the schedulable nodes only), so the rows

@@ -10,7 +10,7 @@
 static const struct policy_class *const registry[] = {
 	&policy_fifo, &policy_fair,  &policy_scf,       &policy_ncf,       &policy_lcf,
 	&policy_sebf, &policy_dclas, &policy_dclas_job, &policy_sincronia, &policy_cpf,
-	&policy_wcpf, &policy_srjf,  &policy_wsrjf,
+	&policy_wcpf, &policy_srjf,  &policy_wsrjf,     &policy_gnn,       &policy_ensemble,
 };
 
 #define NREGISTRY (sizeof(registry) / sizeof(registry[0]))
@@ -228,7 +228,11 @@ struct policy *policy_new(const char *spec, const struct policy_params *params,
 	loom_rng_seed(&p->rng, p->params.seed);
 	r = cls->init ? cls->init(p, m) : 0;
 	if (r < 0) {
-		loom_err_set(err, -r, "policy '%s': initialisation failed: %s", spec, strerror(-r));
+		if (p->init_err.msg[0])
+			loom_err_set(err, -r, "policy '%s': %s", spec, p->init_err.msg);
+		else
+			loom_err_set(err, -r, "policy '%s': initialisation failed: %s", spec,
+				     strerror(-r));
 		free(p);
 		errno = -r;
 		return NULL;

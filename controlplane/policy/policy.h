@@ -65,9 +65,20 @@ int policy_decision_validate(const struct policy_decision *d, const struct cp_mo
 struct policy_params {
 	uint32_t classes; /* number of priority classes the datapath has (K) */
 	uint64_t seed;
+	/*
+	 * Weights file of the learned policies (gnn, ensemble); borrowed, read
+	 * at policy_new(). NULL: the shipped model, policy_gnn_default_weights().
+	 */
+	const char *weights;
+	/*
+	 * A model already in memory for the gnn policy (borrowed, must outlive
+	 * the policy); overrides weights. The trainer's way in.
+	 */
+	struct gnn_model *gnn_model;
 };
 
 struct policy;
+struct gnn_model;
 
 /*
  * Options. A policy spec is "name" or "name:key=value:key=value"; each class
@@ -128,6 +139,8 @@ struct policy {
 	bool decide_on_flow_done;    /* cls->decide_on_flow_done; init may set it */
 	char spec[POLICY_SPEC_MAX];  /* the spec it was made from */
 	void *priv;
+	/* init may explain a failure here (policy_new reports it); empty otherwise */
+	struct loom_err init_err;
 };
 
 /* Returns the class registered under name, or NULL. */
@@ -197,5 +210,70 @@ extern const struct policy_class policy_cpf;
 extern const struct policy_class policy_wcpf;
 extern const struct policy_class policy_srjf;
 extern const struct policy_class policy_wsrjf;
+extern const struct policy_class policy_gnn;
+extern const struct policy_class policy_ensemble;
+
+/* ---- the learned policy (gnn_policy.c) ------------------------------------------------- */
+
+/* The shipped model, relative to a data directory. */
+#define POLICY_GNN_WEIGHTS_REL "models/gnn-default.lgw"
+
+/*
+ * Path of the shipped model: $LOOM_DATA/models/..., else ./data/models/...,
+ * else $LOOM_SRCDIR/data/models/..., else the installed data directory, else
+ * the source tree it was built from; the first readable one, or the first
+ * candidate when none is (so the error names a path). Written into buf.
+ */
+const char *policy_gnn_default_weights(char *buf, size_t size);
+
+struct policy_graph;
+struct gnn_rng;
+
+/*
+ * Training hooks of the gnn policy (loom-train). With a hook set, every
+ * decision calls record() with the graph the model saw and the ranking taken
+ * (perm[i] indexes g->sched, highest priority first), and:
+ *   - sample_rng set: the ranking is a Plackett-Luce sample of the scores
+ *     (exploration) rather than their argmax;
+ *   - teacher set: the teacher policy decides (order and rates) and the
+ *     ranking is its order (imitation); the model is not run.
+ */
+struct policy_gnn_hook {
+	void (*record)(void *ctx, const struct policy_graph *g, const uint32_t *perm, uint32_t n,
+		       uint64_t now_ns);
+	void *ctx;
+	struct gnn_rng *sample_rng; /* borrowed */
+	struct policy *teacher;     /* borrowed; gets the model events through the gnn policy */
+};
+
+/* Sets (hook non-NULL, copied) or clears the hook of a gnn policy. 0, or -EINVAL otherwise. */
+int policy_gnn_set_hook(struct policy *p, const struct policy_gnn_hook *hook);
+
+/* ---- the ensemble (ensemble.c) ---------------------------------------------------------- */
+
+/* One switch of the ensemble's active candidate. */
+struct policy_ensemble_switch {
+	uint64_t time_ns;
+	uint32_t from, to;   /* candidate indices (from == CP_NONE for the first pick) */
+	bool explore;        /* an exploration pick rather than the best estimate */
+	double est_from;     /* estimated cost (mean weighted slowdown) of from; NAN if none */
+	double est_to;       /* and of to */
+};
+
+/*
+ * The ensemble's candidates (names, e.g. "gnn", "wsrjf") in ret_names (up to
+ * cap), their count as return value; 0 when p is not an ensemble.
+ */
+uint32_t policy_ensemble_candidates(const struct policy *p, const char **ret_names, uint32_t cap);
+
+/*
+ * The switches so far (borrowed, valid until the next decide or policy_free)
+ * and their count in *ret_n; NULL + 0 when p is not an ensemble.
+ */
+const struct policy_ensemble_switch *policy_ensemble_switches(const struct policy *p,
+							      uint32_t *ret_n);
+
+/* Nanoseconds each candidate has been in charge so far, into ret_ns[0 .. ncandidates). */
+void policy_ensemble_time_ns(const struct policy *p, uint64_t *ret_ns, uint32_t cap);
 
 #endif

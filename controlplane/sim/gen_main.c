@@ -165,35 +165,6 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
 	return 0;
 }
 
-/*
- * Finds a bundled data file: $LOOM_DATA/rel, else data/rel under the current
- * directory, else $LOOM_SRCDIR/data/rel; returns the first that exists (in
- * buf), or data/rel so the loader reports it missing.
- */
-static const char *data_path(const char *rel, char *buf, size_t size)
-{
-	const char *env = getenv("LOOM_DATA");
-
-	if (env && *env) {
-		snprintf(buf, size, "%s/%s", env, rel);
-		if (access(buf, R_OK) == 0)
-			return buf;
-	}
-	snprintf(buf, size, "data/%s", rel);
-	if (access(buf, R_OK) == 0)
-		return buf;
-	env = getenv("LOOM_SRCDIR");
-	if (env && *env) {
-		char alt[PATH_MAX];
-
-		snprintf(alt, sizeof(alt), "%s/data/%s", env, rel);
-		if (access(alt, R_OK) == 0) {
-			snprintf(buf, size, "%s", alt);
-			return buf;
-		}
-	}
-	return buf;
-}
 
 int main(int argc, char **argv)
 {
@@ -213,8 +184,8 @@ int main(int argc, char **argv)
 	sim_gen_params_default(&a.p);
 	if (parse_args(argc, argv, &a) < 0)
 		return 2;
-	dags_path = a.dags ? a.dags : data_path(DAGS_REL, dags_buf, sizeof(dags_buf));
-	fb_path = a.fb ? a.fb : data_path(FB_REL, fb_buf, sizeof(fb_buf));
+	dags_path = a.dags ? a.dags : sim_cli_data_path(DAGS_REL, dags_buf, sizeof(dags_buf));
+	fb_path = a.fb ? a.fb : sim_cli_data_path(FB_REL, fb_buf, sizeof(fb_buf));
 
 	if (a.topo) {
 		t = topo_load_json(a.topo, &err);

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * gnn: the learned policy. At each decision it builds the job DAGs of the
+ * schedulable coflows and their features (features.h), runs the gnn/ model
+ * (pipelined DAGNN + self-attention over the schedulable coflows) and orders
+ * the schedulable coflows by score, highest first, ties by coflow index:
+ * deterministic at inference. Rates inside the order are Varys' MADD with
+ * work-conserving backfill, as sebf and the DAG heuristics do, so the policy
+ * only has to learn the order.
+ *
+ * The weights come from params->weights, else the shipped model
+ * (policy_gnn_default_weights()); a missing, corrupt or wrongly shaped file
+ * fails policy_new() with a message that names it. loom-train drives the
+ * same code with a hook (sampled rankings, imitation of a teacher).
+ */
+#include "controlplane/policy/policy.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "controlplane/policy/coflow_features.h"
+#include "controlplane/policy/util.h"
+#include "gnn/gnn.h"
+
+enum {
+	OPT_BACKEND,
+	OPT_INVERT,
+};
+
+static const char *const backend_choices[] = {"cpu", "cuda", "naive", NULL};
+
+static const struct policy_opt_def gnn_opts[] = {
+	[OPT_BACKEND] = {"backend", "gnn/ backend (cuda falls back to cpu without a GPU)",
+			 POLICY_OPT_ENUM, 0, 0, 0, backend_choices},
+	[OPT_INVERT] = {"invert", "reverse the learned order (a deliberately bad policy, for checks)",
+			POLICY_OPT_BOOL, 0, 0, 1, NULL},
+};
+
+struct rank_ent {
+	float score;
+	uint32_t coflow;
+	uint32_t idx; /* into sched */
+};
+
+struct gnnp {
+	struct gnn_model *model;
+	bool own_model;
+	bool invert;
+	struct policy_graph g;
+	struct pol_scratch s;
+	float *scores;         /* ncoflows */
+	float *work;           /* ncoflows */
+	uint32_t *perm;        /* ncoflows */
+	uint32_t *pos_of_node; /* ncoflows: index in g.sched, for imitation */
+	struct rank_ent *rank; /* ncoflows */
+	struct policy_gnn_hook hook;
+	bool has_hook;
+};
+
+static void gnnp_free(struct gnnp *x)
+{
+	if (x->own_model)
+		gnn_model_free(x->model);
+	policy_graph_done(&x->g);
+	pol_scratch_done(&x->s);
+	free(x->scores);
+	free(x->work);
+	free(x->perm);
+	free(x->pos_of_node);
+	free(x->rank);
+	free(x);
+}
+
+/* Fills buf with $dir/POLICY_GNN_WEIGHTS_REL; true when it is readable. */
+static bool try_dir(const char *dir, char *buf, size_t size, bool *first)
+{
+	if (!dir || !*dir)
+		return false;
+	snprintf(buf, size, "%s/%s", dir, POLICY_GNN_WEIGHTS_REL);
+	if (access(buf, R_OK) == 0)
+		return true;
+	*first = false;
+	return false;
+}
+
+const char *policy_gnn_default_weights(char *buf, size_t size)
+{
+	const char *dirs[5] = {getenv("LOOM_DATA"), "data", NULL, NULL, NULL};
+	char tmp[PATH_MAX], first_path[PATH_MAX] = "";
+	const char *src = getenv("LOOM_SRCDIR");
+	char srcdata[PATH_MAX];
+
+	if (src && *src) {
+		snprintf(srcdata, sizeof(srcdata), "%s/data", src);
+		dirs[2] = srcdata;
+	}
+#ifdef LOOM_INSTALL_DATADIR
+	dirs[3] = LOOM_INSTALL_DATADIR;
+#endif
+#ifdef LOOM_SOURCE_DATADIR
+	dirs[4] = LOOM_SOURCE_DATADIR;
+#endif
+	for (size_t i = 0; i < 5; i++) {
+		bool unused = true;
+
+		if (!dirs[i] || !*dirs[i])
+			continue;
+		if (try_dir(dirs[i], tmp, sizeof(tmp), &unused)) {
+			snprintf(buf, size, "%s", tmp);
+			return buf;
+		}
+		if (!first_path[0])
+			snprintf(first_path, sizeof(first_path), "%s", tmp);
+	}
+	snprintf(buf, size, "%s", first_path);
+	return buf;
+}
+
+static int gnn_init(struct policy *p, const struct cp_model *m)
+{
+	size_t nc = m->ncoflows ? m->ncoflows : 1;
+	const char *backend = backend_choices[(size_t)p->opt[OPT_BACKEND]];
+	struct gnn_err gerr = {{0}};
+	struct gnnp *x = calloc(1, sizeof(*x));
+	const struct gnn_config *cfg;
+	char path[PATH_MAX];
+	int r;
+
+	if (!x)
+		return -ENOMEM;
+	x->invert = p->opt[OPT_INVERT] == 1;
+	if (p->params.gnn_model) {
+		x->model = p->params.gnn_model;
+	} else {
+		const char *w = p->params.weights;
+
+		if (!w)
+			w = policy_gnn_default_weights(path, sizeof(path));
+		x->model = gnn_model_load(w, backend, &gerr);
+		if (!x->model) {
+			r = -errno;
+			loom_err_set(&p->init_err, -r, "cannot load the model: %s%s", gerr.msg,
+				     p->params.weights ? ""
+						       : " (the shipped model; give another with "
+							 "--weights or $LOOM_DATA)");
+			free(x);
+			return r;
+		}
+		x->own_model = true;
+		if (gnn_model_fallback(x->model))
+			log_debug("gnn policy: backend %s unavailable (%s), running on cpu", backend,
+				  gnn_model_fallback(x->model));
+	}
+	cfg = gnn_model_config(x->model);
+	if (cfg->nfeatures != POLICY_NFEATURES) {
+		loom_err_set(&p->init_err, EINVAL,
+			     "model %s has %u input features per coflow, this policy computes %u "
+			     "(a model for another feature set)",
+			     p->params.gnn_model ? "in memory" : (p->params.weights ? p->params.weights : path),
+			     cfg->nfeatures, POLICY_NFEATURES);
+		gnnp_free(x);
+		return -EINVAL;
+	}
+	r = policy_graph_init(&x->g, m);
+	if (r < 0) {
+		gnnp_free(x);
+		return r;
+	}
+	r = pol_scratch_init(&x->s, m);
+	if (r < 0) {
+		gnnp_free(x);
+		return r;
+	}
+	x->scores = calloc(nc, sizeof(float));
+	x->work = calloc(nc, sizeof(float));
+	x->perm = calloc(nc, sizeof(uint32_t));
+	x->pos_of_node = calloc(nc, sizeof(uint32_t));
+	x->rank = calloc(nc, sizeof(struct rank_ent));
+	if (!x->scores || !x->work || !x->perm || !x->pos_of_node || !x->rank) {
+		gnnp_free(x);
+		return -ENOMEM;
+	}
+	p->priv = x;
+	return 0;
+}
+
+static void gnn_done(struct policy *p)
+{
+	if (p->priv)
+		gnnp_free(p->priv);
+	p->priv = NULL;
+}
+
+static void gnn_on_event(struct policy *p, const struct cp_model *m, const struct cp_event *ev)
+{
+	struct gnnp *x = p->priv;
+
+	if (x->has_hook && x->hook.teacher)
+		policy_on_event(x->hook.teacher, m, ev);
+}
+
+int policy_gnn_set_hook(struct policy *p, const struct policy_gnn_hook *hook)
+{
+	struct gnnp *x;
+
+	if (!p || p->cls != &policy_gnn)
+		return -EINVAL;
+	x = p->priv;
+	x->has_hook = hook != NULL;
+	if (hook)
+		x->hook = *hook;
+	else
+		memset(&x->hook, 0, sizeof(x->hook));
+	if (hook && hook->teacher && hook->teacher->decide_on_flow_done)
+		p->decide_on_flow_done = true;
+	return 0;
+}
+
+/* Decreasing score, then increasing coflow index (increasing score when inverted). */
+static int rank_cmp(const void *a, const void *b)
+{
+	const struct rank_ent *x = a, *y = b;
+
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return (x->coflow > y->coflow) - (x->coflow < y->coflow);
+}
+
+/* Imitation: the teacher decides; the ranking is its order over g.sched. */
+static int decide_teacher(struct gnnp *x, const struct cp_model *m, uint64_t now_ns,
+			  struct policy_decision *d)
+{
+	int r = policy_decide(x->hook.teacher, m, now_ns, d);
+
+	if (r < 0)
+		return r;
+	for (uint32_t i = 0; i < x->g.nsched; i++)
+		x->pos_of_node[x->g.sched[i]] = i;
+	for (uint32_t i = 0; i < d->norder; i++)
+		x->perm[i] = x->pos_of_node[x->g.node_of[d->order[i]]];
+	if (x->hook.record)
+		x->hook.record(x->hook.ctx, &x->g, x->perm, d->norder, now_ns);
+	return 0;
+}
+
+static int gnn_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns,
+		      struct policy_decision *d)
+{
+	struct gnnp *x = p->priv;
+	struct policy_graph *g = &x->g;
+	struct gnn_err gerr = {{0}};
+	struct gnn_batch b;
+	uint32_t n;
+	int r;
+
+	policy_graph_build(g, m, now_ns);
+	n = g->nsched;
+	if (n == 0)
+		return 0;
+	if (x->has_hook && x->hook.teacher)
+		return decide_teacher(x, m, now_ns, d);
+	b = (struct gnn_batch){
+		.nnodes = g->nnodes,
+		.nfeatures = POLICY_NFEATURES,
+		.features = g->x,
+		.njobs = g->njobs,
+		.job_start = g->job_start,
+		.nedges = g->nedges,
+		.edges = g->edges,
+	};
+	r = gnn_forward(x->model, &b, g->sched, n, x->scores, &gerr);
+	if (r < 0) {
+		log_debug("gnn policy: forward failed: %s", gerr.msg);
+		return r;
+	}
+	if (x->has_hook && x->hook.sample_rng) {
+		r = gnn_pl_sample(x->scores, n, x->hook.sample_rng, x->work, x->perm, &gerr);
+		if (r < 0) {
+			log_debug("gnn policy: sampling failed: %s", gerr.msg);
+			return r;
+		}
+	} else {
+		for (uint32_t i = 0; i < n; i++) {
+			x->rank[i].score = x->invert ? -x->scores[i] : x->scores[i];
+			x->rank[i].coflow = g->node_coflow[g->sched[i]];
+			x->rank[i].idx = i;
+		}
+		qsort(x->rank, n, sizeof(x->rank[0]), rank_cmp);
+		for (uint32_t i = 0; i < n; i++)
+			x->perm[i] = x->rank[i].idx;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		d->order[i] = g->node_coflow[g->sched[x->perm[i]]];
+	d->norder = n;
+	policy_madd(m, d->order, n, x->s.free_bps, x->s.port_load, d->rate_bps);
+	d->has_rates = true;
+	if (x->has_hook && x->hook.record)
+		x->hook.record(x->hook.ctx, g, x->perm, n, now_ns);
+	return 0;
+}
+
+const struct policy_class policy_gnn = {
+	.name = "gnn",
+	.summary = "learned: DAG neural network + attention scores the coflows, MADD rates "
+		   "(clairvoyant; weights: --weights, default the shipped model)",
+	.clairvoyant = true,
+	.opts = gnn_opts,
+	.nopts = sizeof(gnn_opts) / sizeof(gnn_opts[0]),
+	.init = gnn_init,
+	.done = gnn_done,
+	.on_event = gnn_on_event,
+	.decide = gnn_decide,
+};

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The gnn policy: weights-file errors (missing, corrupt, wrong shape) fail
+ * policy_new() with a message naming the file; decisions are valid,
+ * deterministic and follow the scores (invert reverses them); the shipped
+ * model loads by default; the training hook sees every decision.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "controlplane/policy/coflow_features.h"
+#include "controlplane/sim/sim.h"
+#include "gnn/gnn.h"
+
+struct fixture {
+	struct topo *t;
+	struct cp_model *m;
+	char dir[64];
+	char good[128], wrong_shape[128], corrupt[128];
+};
+
+static struct fixture fx;
+
+static void src_path(char *buf, size_t size, const char *rel)
+{
+	const char *root = getenv("LOOM_SRCDIR");
+
+	snprintf(buf, size, "%s/%s", root ? root : ".", rel);
+}
+
+static int setup(void **state)
+{
+	struct loom_err err = {{0}};
+	struct gnn_err gerr = {{0}};
+	struct sim_gen_params gp;
+	struct gnn_config cfg = gnn_config_default();
+	struct gnn_model *g;
+	struct sim_dags *dags;
+	struct cp_model *fb;
+	char path[4096];
+	FILE *f;
+
+	(void)state;
+	src_path(path, sizeof(path), "data/tpch/dags.txt");
+	dags = sim_dags_load(path, &err);
+	src_path(path, sizeof(path), "data/fb2010/FB2010-1Hr-150-0.txt");
+	fb = sim_trace_load(path, SIM_TRACE_FB, NULL, &err);
+	fx.t = topo_new_bigswitch(150, 1073741824ULL);
+	if (!dags || !fb || !fx.t)
+		return -1;
+	sim_gen_params_default(&gp);
+	gp.njobs = 12;
+	gp.load = 0.9;
+	gp.seed = 5;
+	gp.bytes_scale = 0.05;
+	gp.weight_max = 4;
+	fx.m = sim_gen(&gp, dags, fb, fx.t, &err);
+	sim_dags_free(dags);
+	cp_model_free(fb);
+	if (!fx.m || cp_model_bind(fx.m, fx.t) < 0)
+		return -1;
+	snprintf(fx.dir, sizeof(fx.dir), "/tmp/loom-gnnpol-XXXXXX");
+	if (!mkdtemp(fx.dir))
+		return -1;
+	snprintf(fx.good, sizeof(fx.good), "%s/good.lgw", fx.dir);
+	snprintf(fx.wrong_shape, sizeof(fx.wrong_shape), "%s/f8.lgw", fx.dir);
+	snprintf(fx.corrupt, sizeof(fx.corrupt), "%s/corrupt.lgw", fx.dir);
+	cfg.nfeatures = POLICY_NFEATURES;
+	g = gnn_model_new(&cfg, "cpu", 3, &gerr);
+	if (!g || gnn_save(g, fx.good, &gerr) < 0)
+		return -1;
+	gnn_model_free(g);
+	cfg.nfeatures = 8;
+	g = gnn_model_new(&cfg, "cpu", 3, &gerr);
+	if (!g || gnn_save(g, fx.wrong_shape, &gerr) < 0)
+		return -1;
+	gnn_model_free(g);
+	/* the good file with one byte flipped in the middle */
+	{
+		char buf[1 << 20];
+		size_t n;
+
+		f = fopen(fx.good, "rb");
+		n = fread(buf, 1, sizeof(buf), f);
+		fclose(f);
+		buf[n / 2] ^= 0x40;
+		f = fopen(fx.corrupt, "wb");
+		fwrite(buf, 1, n, f);
+		fclose(f);
+	}
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx.dir);
+	if (system(cmd) != 0)
+		return -1;
+	cp_model_free(fx.m);
+	topo_free(fx.t);
+	return 0;
+}
+
+static struct policy *new_policy(const char *spec, const char *weights, struct loom_err *err)
+{
+	struct policy_params pp = {.classes = 8, .seed = 1, .weights = weights};
+
+	return policy_new(spec, &pp, fx.m, err);
+}
+
+static void expect_failure(const char *weights, const char *what)
+{
+	struct loom_err err = {{0}};
+	struct policy *p = new_policy("gnn", weights, &err);
+
+	assert_null(p);
+	print_message("%s: %s\n", what, err.msg);
+	assert_non_null(strstr(err.msg, weights));
+	assert_non_null(strstr(err.msg, what));
+}
+
+static void test_bad_weights(void **state)
+{
+	char missing[160];
+
+	(void)state;
+	snprintf(missing, sizeof(missing), "%s/none.lgw", fx.dir);
+	expect_failure(missing, "No such file");
+	expect_failure(fx.corrupt, "checksum");
+	expect_failure(fx.wrong_shape, "17");
+}
+
+static void run(const char *spec, const char *weights, double *ret_wjct)
+{
+	struct loom_err err = {{0}};
+	struct policy *p = new_policy(spec, weights, &err);
+	struct sim_opts so;
+	struct sim_stats st;
+	double s = 0;
+
+	if (!p)
+		fail_msg("%s: %s", spec, err.msg);
+	sim_opts_default(&so);
+	so.check = true;
+	if (sim_run(fx.m, p, &so, &st, &err) < 0)
+		fail_msg("%s: %s", spec, err.msg);
+	policy_free(p);
+	for (uint32_t j = 0; j < fx.m->njobs; j++)
+		s += fx.m->jobs[j].weight *
+		     (double)(fx.m->jobs[j].finish_ns - fx.m->jobs[j].arrival_ns);
+	*ret_wjct = s;
+}
+
+static void test_runs_deterministic(void **state)
+{
+	double a, b;
+
+	(void)state;
+	run("gnn", fx.good, &a);
+	run("gnn", fx.good, &b);
+	assert_true(a == b);
+	run("gnn:backend=cuda", fx.good, &b); /* falls back to cpu without a GPU */
+	assert_true(a > 0 && b > 0);
+}
+
+/* One decision with every root coflow released: the order is the score order. */
+static void test_invert_and_hook_order(void **state)
+{
+	struct loom_err err = {{0}};
+	struct policy *p = new_policy("gnn", fx.good, &err), *q = new_policy("gnn:invert=1", fx.good, &err);
+	struct policy_decision d1, d2;
+	uint32_t n;
+
+	(void)state;
+	assert_non_null(p);
+	assert_non_null(q);
+	cp_model_reset(fx.m);
+	for (uint32_t j = 0; j < fx.m->njobs; j++)
+		assert_int_equal(cp_model_job_arrive(fx.m, j, 0), 0);
+	for (uint32_t c = 0; c < fx.m->ncoflows; c++)
+		if (fx.m->coflows[c].state == CP_COFLOW_READY)
+			assert_int_equal(cp_model_coflow_release(fx.m, c, 0), 0);
+	n = fx.m->nactive;
+	assert_true(n >= 4);
+	assert_int_equal(policy_decision_init(&d1, fx.m), 0);
+	assert_int_equal(policy_decision_init(&d2, fx.m), 0);
+	policy_decision_clear(&d1);
+	policy_decision_clear(&d2);
+	assert_int_equal(policy_decide(p, fx.m, 0, &d1), 0);
+	assert_int_equal(policy_decide(q, fx.m, 0, &d2), 0);
+	assert_int_equal(d1.norder, n);
+	assert_int_equal(d2.norder, n);
+	assert_true(d1.has_rates);
+	/* distinct scores (a random model gives them): exact reversal */
+	for (uint32_t i = 0; i < n; i++)
+		assert_int_equal(d1.order[i], d2.order[n - 1 - i]);
+	policy_decision_done(&d1);
+	policy_decision_done(&d2);
+	policy_free(p);
+	policy_free(q);
+}
+
+struct rec {
+	uint32_t calls, bad;
+};
+
+static void record(void *ctx, const struct policy_graph *g, const uint32_t *perm, uint32_t n,
+		   uint64_t now_ns)
+{
+	struct rec *r = ctx;
+	uint8_t seen[4096] = {0};
+
+	(void)now_ns;
+	r->calls++;
+	if (n != g->nsched || n > sizeof(seen))
+		r->bad++;
+	for (uint32_t i = 0; i < n && n <= sizeof(seen); i++) {
+		if (perm[i] >= n || seen[perm[i]])
+			r->bad++;
+		else
+			seen[perm[i]] = 1;
+	}
+}
+
+static void test_hooks(void **state)
+{
+	struct loom_err err = {{0}};
+	struct policy *p = new_policy("gnn", fx.good, &err);
+	struct policy_params pp = {.classes = 8, .seed = 1};
+	struct gnn_rng rng;
+	struct rec r = {0};
+	struct policy_gnn_hook hook = {.record = record, .ctx = &r, .sample_rng = &rng};
+	struct sim_opts so;
+	struct sim_stats st;
+	double teacher_wjct = 0, imitated = 0;
+
+	(void)state;
+	assert_non_null(p);
+	gnn_rng_seed(&rng, 1);
+	assert_int_equal(policy_gnn_set_hook(p, &hook), 0);
+	sim_opts_default(&so);
+	assert_int_equal(sim_run(fx.m, p, &so, &st, &err), 0);
+	assert_true(r.calls > 0);
+	assert_int_equal(r.bad, 0);
+	policy_free(p);
+	/* imitation: the teacher decides, so the outcome is the teacher's */
+	run("wsrjf", NULL, &teacher_wjct);
+	p = new_policy("gnn", fx.good, &err);
+	hook = (struct policy_gnn_hook){.record = record, .ctx = &r};
+	hook.teacher = policy_new("wsrjf", &pp, fx.m, &err);
+	assert_non_null(hook.teacher);
+	assert_int_equal(policy_gnn_set_hook(p, &hook), 0);
+	assert_int_equal(sim_run(fx.m, p, &so, &st, &err), 0);
+	for (uint32_t j = 0; j < fx.m->njobs; j++)
+		imitated += fx.m->jobs[j].weight *
+			    (double)(fx.m->jobs[j].finish_ns - fx.m->jobs[j].arrival_ns);
+	assert_true(imitated == teacher_wjct);
+	assert_int_equal(r.bad, 0);
+	policy_free(hook.teacher);
+	policy_free(p);
+	/* the hook is for gnn policies only */
+	p = new_policy("sebf", NULL, &err);
+	assert_int_equal(policy_gnn_set_hook(p, &hook), -EINVAL);
+	policy_free(p);
+}
+
+static void test_shipped_model(void **state)
+{
+	char path[4096];
+	double w;
+
+	(void)state;
+	policy_gnn_default_weights(path, sizeof(path));
+	print_message("shipped model: %s\n", path);
+	assert_int_equal(access(path, R_OK), 0);
+	run("gnn", NULL, &w);
+	assert_true(w > 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_weights),
+		cmocka_unit_test(test_runs_deterministic),
+		cmocka_unit_test(test_invert_and_hook_order),
+		cmocka_unit_test(test_hooks),
+		cmocka_unit_test(test_shipped_model),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

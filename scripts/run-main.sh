@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Loom's main job on bundled data: installs what is missing, builds, then
 # replays the Facebook coflow trace and a generated multi-stage (TPC-H
-# shaped) workload under every policy, in ideal-order and 8-class modes,
+# shaped) workload under every policy (heuristics, the learned gnn with the
+# shipped model, and the run-time ensemble), in ideal-order and 8-class modes,
 # printing the comparison tables and writing CSV + plots under out/.
 # The two modes of each workload run side by side (one process each).
 set -euo pipefail

@@ -15,5 +15,5 @@ bash scripts/build.sh build-asan -Dwerror=true -Dbuildtype=debug \
 	-Db_sanitize=address,undefined -Db_lundef=false
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-meson test -C build-asan --suite unit --suite gnn --suite fuzz --print-errorlogs
+meson test -C build-asan --suite unit --suite gnn --suite learn --suite fuzz --print-errorlogs
 meson test -C build-asan golden replay_cli --print-errorlogs

@@ -35,6 +35,7 @@ struct replay_args {
 	uint64_t epoch_ns;
 	uint64_t reeval_ns;
 	uint64_t seed;
+	const char *weights; /* gnn / ensemble model; NULL: the shipped one */
 	bool plots;
 	bool check;
 	int progress; /* -1 auto, 0 off, 1 on */
@@ -64,6 +65,8 @@ static void usage(FILE *f)
 		"                         at once)\n"
 		"  -R, --reeval-ms R      also re-run the policy every R ms (default 0 = on events only)\n"
 		"  -s, --seed S           seed for randomised policies (default 1)\n"
+		"  -w, --weights FILE     model of the learned policies gnn and ensemble (default:\n"
+		"                         the shipped data/models/gnn-default.lgw)\n"
 		"  -o, --out DIR          output folder (default out/<trace name>)\n"
 		"      --no-plots         write CSV only\n"
 		"      --check            verify port capacities and byte conservation at every step\n"
@@ -109,6 +112,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 		{"epoch-ms", required_argument, NULL, 'e'},
 		{"reeval-ms", required_argument, NULL, 'R'},
 		{"seed", required_argument, NULL, 's'},
+		{"weights", required_argument, NULL, 'w'},
 		{"out", required_argument, NULL, 'o'},
 		{"no-plots", no_argument, NULL, OPT_NO_PLOTS},
 		{"check", no_argument, NULL, OPT_CHECK},
@@ -122,7 +126,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:f:T:r:p:m:k:q:e:R:s:o:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:f:T:r:p:m:k:q:e:R:s:w:o:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			a->trace = optarg;
@@ -175,6 +179,9 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 		case 's':
 			if (sim_cli_u64("--seed", optarg, 0, UINT64_MAX, &a->seed))
 				return -EINVAL;
+			break;
+		case 'w':
+			a->weights = optarg;
 			break;
 		case 'o':
 			a->out = optarg;
@@ -296,7 +303,7 @@ static int mkdir_p(const char *path)
 static int run_one(struct cp_model *m, const char *name, const struct replay_args *a,
 		   enum sim_mode mode, const char *dir, struct sim_summary *ret)
 {
-	struct policy_params pp = {.classes = a->classes, .seed = a->seed};
+	struct policy_params pp = {.classes = a->classes, .seed = a->seed, .weights = a->weights};
 	struct progress_ctx pc = {.clock = loom_clock_real()};
 	struct loom_err err = {{0}};
 	struct sim_stats st;
@@ -330,13 +337,62 @@ static int run_one(struct cp_model *m, const char *name, const struct replay_arg
 	}
 	t0 = loom_clock_now_ns(pc.clock);
 	r = sim_run(m, p, &o, &st, &err);
-	policy_free(p);
 	if (pc.shown)
 		fputc('\n', stderr);
 	if (r < 0) {
+		policy_free(p);
 		log_err("%s: %s", label, loom_err_str(&err));
 		return r;
 	}
+	sim_label_file(label, file, sizeof(file));
+	if (p->cls == &policy_ensemble) {
+		/* Which candidate ran when: its switch log as CSV, and one line of shares. */
+		const char *cand[8];
+		uint64_t cand_ns[8], total_ns = 0;
+		uint32_t nc = policy_ensemble_candidates(p, cand, 8), nsw;
+		const struct policy_ensemble_switch *sw = policy_ensemble_switches(p, &nsw);
+		char line[256];
+		size_t off = 0;
+		FILE *f;
+
+		nc = nc < 8 ? nc : 8;
+		snprintf(path, sizeof(path), "%s/%s-switches.csv", dir, file);
+		f = fopen(path, "w");
+		if (f) {
+			fprintf(f, "time_s,from,to,explore,est_from,est_to\n");
+			for (uint32_t i = 0; i < nsw; i++) {
+				double t_s = (double)sw[i].time_ns * 1e-9;
+
+				fprintf(f, "%.9f,%s,%s,%d,%.6g,%.6g\n", t_s,
+					sw[i].from < nc ? cand[sw[i].from] : "none",
+					sw[i].to < nc ? cand[sw[i].to] : "none", sw[i].explore,
+					sw[i].est_from, sw[i].est_to);
+			}
+			r = ferror(f) ? -EIO : 0;
+			if (fclose(f) != 0 && r == 0)
+				r = loom_negerrno();
+		} else {
+			r = loom_negerrno();
+		}
+		if (r < 0) {
+			policy_free(p);
+			log_err("cannot write %s: %s", path, strerror(-r));
+			return r;
+		}
+		policy_ensemble_time_ns(p, cand_ns, nc);
+		for (uint32_t k = 0; k < nc; k++)
+			total_ns += cand_ns[k];
+		line[0] = '\0';
+		for (uint32_t k = 0; k < nc && off < sizeof(line); k++) {
+			double pct = total_ns ? 100.0 * (double)cand_ns[k] / (double)total_ns : 0;
+
+			off += (size_t)snprintf(line + off, sizeof(line) - off, "%s%s %.1f%%",
+						k ? ", " : "", cand[k], pct);
+		}
+		/* the first entry of the log is the initial pick, not a switch */
+		log_info("%s: %u switches; in charge: %s", label, nsw ? nsw - 1 : 0, line);
+	}
+	policy_free(p);
 	r = sim_summarise(m, &st, label, ret);
 	if (r < 0) {
 		log_err("%s: cannot summarise: %s", label, strerror(-r));
@@ -348,7 +404,6 @@ static int run_one(struct cp_model *m, const char *name, const struct replay_arg
 			 "%.3g ns of transfer at flow completion",
 			 label, (unsigned long long)st.checked_steps, st.max_port_load,
 			 st.max_residual_ns);
-	sim_label_file(label, file, sizeof(file));
 	snprintf(path, sizeof(path), "%s/%s-coflows.csv", dir, file);
 	r = sim_write_coflows_csv(m, path);
 	if (r >= 0) {

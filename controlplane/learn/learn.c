@@ -1,0 +1,1154 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "controlplane/learn/learn.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/cleanup.h"
+#include "controlplane/policy/coflow_features.h"
+#include "controlplane/policy/policy.h"
+
+#define LEARN_MAX_THREADS  16
+#define LEARN_MAX_ROLLOUTS 64
+#define STATE_MAGIC        "LOOMTRN"
+#define STATE_VERSION      1u
+
+/* The validation workloads' seeds: far from the small seeds benchmarks use. */
+#define EVAL_SEED_BASE 1000001ULL
+
+void learn_opts_default(struct learn_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->seed = 1;
+	o->iters = 1400;
+	o->imitate_iters = 400;
+	o->teacher = "wsrjf";
+	o->rollouts = 4;
+	o->threads = 2;
+	o->jobs_min = 6;
+	o->jobs_max = 20;
+	o->curriculum_iters = 800;
+	o->load_min = 0.5;
+	o->load_max = 0.9;
+	o->weight_max = 4;
+	o->train_decisions = 48;
+	o->lr = 1e-3f;
+	o->rl_lr = 3e-4f;
+	o->clip_norm = 1.0f;
+	o->entropy_start = 0.02;
+	o->entropy_end = 0.001;
+	o->entropy_iters = 800;
+	o->eval_every = 50;
+	o->eval_workloads = 4;
+	o->eval_jobs = 30;
+	o->cfg = gnn_config_default();
+	o->cfg.nfeatures = POLICY_NFEATURES;
+}
+
+/* ---- recorded decisions -------------------------------------------------------------------- */
+
+struct dec {
+	uint64_t t_ns;
+	uint32_t nnodes, njobs, nedges, nsched;
+	size_t xoff, uoff; /* features in fpool; job_start, edges, sched, perm in upool */
+	double weight;     /* subsampling weight, 0 = not used for the gradient */
+	double adv;
+};
+
+struct jobres {
+	double arrival_s, finish_s, weight;
+};
+
+struct rollout {
+	struct dec *dec;
+	size_t ndec, dcap;
+	float *fpool;
+	size_t nf, fcap;
+	uint32_t *upool;
+	size_t nu, ucap;
+	struct jobres *jobs;
+	size_t jcap;
+	uint32_t njobs;
+	double wjct_sum_s; /* sum of weight x JCT */
+	int rc;
+};
+
+static void rollout_clear(struct rollout *r)
+{
+	r->ndec = r->nf = r->nu = 0;
+	r->njobs = 0;
+	r->wjct_sum_s = 0;
+	r->rc = 0;
+}
+
+static void rollout_done(struct rollout *r)
+{
+	free(r->dec);
+	free(r->fpool);
+	free(r->upool);
+	free(r->jobs);
+	memset(r, 0, sizeof(*r));
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t n = *cap ? *cap : 1024;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	q = realloc(*p, n * elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+/* The hook's record(): copies the graph and the ranking (decisions with a choice only). */
+static void record(void *ctx, const struct policy_graph *g, const uint32_t *perm, uint32_t n,
+		   uint64_t now_ns)
+{
+	struct rollout *r = ctx;
+	size_t nf = (size_t)g->nnodes * POLICY_NFEATURES;
+	size_t nu = (size_t)g->njobs + 1 + 2 * (size_t)g->nedges + 2 * (size_t)n;
+	struct dec *d;
+	uint32_t *u;
+
+	if (n < 2 || r->rc < 0)
+		return;
+	if (grow((void **)&r->dec, &r->dcap, r->ndec + 1, sizeof(*r->dec)) < 0 ||
+	    grow((void **)&r->fpool, &r->fcap, r->nf + nf, sizeof(float)) < 0 ||
+	    grow((void **)&r->upool, &r->ucap, r->nu + nu, sizeof(uint32_t)) < 0) {
+		r->rc = -ENOMEM;
+		return;
+	}
+	d = &r->dec[r->ndec++];
+	*d = (struct dec){.t_ns = now_ns,
+			  .nnodes = g->nnodes,
+			  .njobs = g->njobs,
+			  .nedges = g->nedges,
+			  .nsched = n,
+			  .xoff = r->nf,
+			  .uoff = r->nu};
+	memcpy(r->fpool + r->nf, g->x, nf * sizeof(float));
+	r->nf += nf;
+	u = r->upool + r->nu;
+	memcpy(u, g->job_start, ((size_t)g->njobs + 1) * sizeof(uint32_t));
+	u += g->njobs + 1;
+	memcpy(u, g->edges, 2 * (size_t)g->nedges * sizeof(uint32_t));
+	u += 2 * (size_t)g->nedges;
+	memcpy(u, g->sched, n * sizeof(uint32_t));
+	u += n;
+	memcpy(u, perm, n * sizeof(uint32_t));
+	r->nu += nu;
+}
+
+static void dec_batch(const struct rollout *r, const struct dec *d, struct gnn_batch *b,
+		      const uint32_t **ret_sched, const uint32_t **ret_perm)
+{
+	const uint32_t *u = r->upool + d->uoff;
+
+	b->nnodes = d->nnodes;
+	b->nfeatures = POLICY_NFEATURES;
+	b->features = r->fpool + d->xoff;
+	b->njobs = d->njobs;
+	b->job_start = u;
+	u += d->njobs + 1;
+	b->nedges = d->nedges;
+	b->edges = u;
+	u += 2 * (size_t)d->nedges;
+	*ret_sched = u;
+	*ret_perm = u + d->nsched;
+}
+
+/* ---- the trainer ------------------------------------------------------------------------- */
+
+struct learn;
+
+struct worker {
+	struct learn *L;
+	uint32_t id;
+	struct gnn_model *model;
+	struct cp_model *m; /* the current episode (this worker's copy) */
+	uint64_t m_seed;    /* the seed it was made from */
+	uint32_t m_jobs;
+	double m_load;
+	float *scores, *dlogp, *dent, *dscores, *work;
+	size_t cap;
+	/* phase results */
+	double loss, entropy;
+	uint32_t ntrained;
+	int rc;
+	struct loom_err err;
+};
+
+enum job_kind {
+	JOB_IMITATE,
+	JOB_ROLLOUT,
+	JOB_TRAIN,
+	JOB_EVAL,
+};
+
+struct learn {
+	const struct learn_opts *o;
+	struct worker w[LEARN_MAX_THREADS];
+	struct rollout ro[LEARN_MAX_ROLLOUTS];
+	uint32_t nthreads, nro;
+	/* the current iteration */
+	uint32_t iter;
+	uint64_t ep_seed;
+	uint32_t ep_jobs;
+	double ep_load;
+	double beta;      /* entropy weight */
+	double norm_n;    /* decisions in the gradient (for the mean) */
+	enum job_kind kind;
+	/* evaluation */
+	struct cp_model **eval_m; /* eval_workloads models, bound */
+	double *eval_best_s;      /* best heuristic's avg wJCT per workload */
+	double *eval_gnn_s;
+};
+
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+	uint64_t z = a * 0x9E3779B97F4A7C15ULL + b + 0x632BE59BD9B4E019ULL;
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	return z ^ (z >> 31);
+}
+
+static struct cp_model *make_episode(const struct learn_opts *o, uint64_t seed, uint32_t njobs,
+				     double load, struct loom_err *err)
+{
+	struct sim_gen_params gp;
+	struct cp_model *m;
+
+	if (o->episode) {
+		m = o->episode(o->episode_ctx, seed, njobs, load, err);
+	} else {
+		sim_gen_params_default(&gp);
+		gp.njobs = njobs;
+		gp.load = load;
+		gp.seed = seed;
+		gp.weight_max = o->weight_max;
+		m = sim_gen(&gp, o->dags, o->fb, o->topo, err);
+	}
+	if (!m)
+		return NULL;
+	if (cp_model_bind(m, o->topo) < 0) {
+		loom_err_set(err, EINVAL, "episode seed %llu: hosts beyond the fabric",
+			     (unsigned long long)seed);
+		cp_model_free(m);
+		errno = EINVAL;
+		return NULL;
+	}
+	return m;
+}
+
+static double avg_wjct_s(const struct cp_model *m)
+{
+	double s = 0;
+
+	for (uint32_t j = 0; j < m->njobs; j++)
+		s += m->jobs[j].weight * (double)(m->jobs[j].finish_ns - m->jobs[j].arrival_ns) * 1e-9;
+	return m->njobs ? s / m->njobs : 0;
+}
+
+/* Makes sure worker w holds the current episode. */
+static int worker_episode(struct worker *w)
+{
+	struct learn *L = w->L;
+
+	if (w->m && w->m_seed == L->ep_seed && w->m_jobs == L->ep_jobs && w->m_load == L->ep_load)
+		return 0;
+	cp_model_free(w->m);
+	w->m = make_episode(L->o, L->ep_seed, L->ep_jobs, L->ep_load, &w->err);
+	if (!w->m)
+		return -(errno ? errno : EINVAL);
+	w->m_seed = L->ep_seed;
+	w->m_jobs = L->ep_jobs;
+	w->m_load = L->ep_load;
+	return 0;
+}
+
+/* Runs model m under the gnn policy on w's model, with the hook (or greedy without). */
+static int run_episode(struct worker *w, struct cp_model *m, const struct policy_gnn_hook *hook)
+{
+	struct policy_params pp = {.classes = 8, .seed = 1, .gnn_model = w->model};
+	struct sim_opts so;
+	struct sim_stats st;
+	struct policy *p;
+	int r;
+
+	sim_opts_default(&so);
+	p = policy_new("gnn", &pp, m, &w->err);
+	if (!p)
+		return -(errno ? errno : EINVAL);
+	if (hook)
+		policy_gnn_set_hook(p, hook);
+	r = sim_run(m, p, &so, &st, &w->err);
+	policy_free(p);
+	return r;
+}
+
+static void rollout_results(struct rollout *r, const struct cp_model *m)
+{
+	if (grow((void **)&r->jobs, &r->jcap, m->njobs, sizeof(*r->jobs)) < 0) {
+		r->rc = -ENOMEM;
+		return;
+	}
+	r->njobs = m->njobs;
+	r->wjct_sum_s = 0;
+	for (uint32_t j = 0; j < m->njobs; j++) {
+		const struct cp_job *jb = &m->jobs[j];
+
+		r->jobs[j] = (struct jobres){(double)jb->arrival_ns * 1e-9,
+					     (double)jb->finish_ns * 1e-9, jb->weight};
+		r->wjct_sum_s += jb->weight * (r->jobs[j].finish_s - r->jobs[j].arrival_s);
+	}
+}
+
+static int do_rollout(struct worker *w, uint32_t k)
+{
+	struct learn *L = w->L;
+	struct rollout *r = &L->ro[k];
+	struct gnn_rng rng;
+	struct policy_gnn_hook hook = {.record = record, .ctx = r, .sample_rng = &rng};
+	int rc;
+
+	rollout_clear(r);
+	gnn_rng_seed(&rng, mix(mix(L->o->seed, L->iter), 1000 + k));
+	rc = worker_episode(w);
+	if (rc < 0)
+		return rc;
+	rc = run_episode(w, w->m, &hook);
+	if (rc < 0)
+		return rc;
+	rollout_results(r, w->m);
+	return r->rc;
+}
+
+static int do_imitate(struct worker *w)
+{
+	struct learn *L = w->L;
+	struct rollout *r = &L->ro[w->id];
+	struct policy_params pp = {.classes = 8, .seed = 1};
+	struct policy_gnn_hook hook = {.record = record, .ctx = r};
+	uint64_t seed = mix(mix(L->o->seed, L->iter), 2000 + w->id);
+	struct cp_model *m;
+	int rc;
+
+	rollout_clear(r);
+	m = make_episode(L->o, seed, L->ep_jobs, L->ep_load, &w->err);
+	if (!m)
+		return -(errno ? errno : EINVAL);
+	hook.teacher = policy_new(L->o->teacher, &pp, m, &w->err);
+	if (!hook.teacher) {
+		cp_model_free(m);
+		return -(errno ? errno : EINVAL);
+	}
+	rc = run_episode(w, m, &hook);
+	policy_free(hook.teacher);
+	if (rc == 0)
+		rollout_results(r, m);
+	cp_model_free(m);
+	return rc < 0 ? rc : r->rc;
+}
+
+static int ensure_scratch(struct worker *w, size_t n)
+{
+	if (n <= w->cap)
+		return 0;
+	free(w->scores);
+	free(w->dlogp);
+	free(w->dent);
+	free(w->dscores);
+	free(w->work);
+	w->scores = malloc(n * sizeof(float));
+	w->dlogp = malloc(n * sizeof(float));
+	w->dent = malloc(n * sizeof(float));
+	w->dscores = malloc(n * sizeof(float));
+	w->work = malloc(n * sizeof(float));
+	w->cap = (w->scores && w->dlogp && w->dent && w->dscores && w->work) ? n : 0;
+	return w->cap ? 0 : -ENOMEM;
+}
+
+/*
+ * Gradient of rollout k's chosen decisions into w's model. Imitation: loss
+ * -log P(teacher's ranking). Reinforcement: -(adv x log P(sampled ranking)
+ * + beta x first-choice entropy). Both are means over L->norm_n decisions.
+ */
+static int train_rollout(struct worker *w, uint32_t k)
+{
+	struct learn *L = w->L;
+	struct rollout *r = &L->ro[k];
+	struct gnn_err gerr = {{0}};
+	bool imitate = L->kind == JOB_TRAIN && L->beta < 0;
+
+	for (size_t i = 0; i < r->ndec; i++) {
+		struct dec *d = &r->dec[i];
+		const uint32_t *sched, *perm;
+		struct gnn_batch b;
+		double logp, h = 0, c;
+		uint32_t n = d->nsched;
+		int rc;
+
+		if (d->weight == 0)
+			continue;
+		if (ensure_scratch(w, n) < 0)
+			return -ENOMEM;
+		dec_batch(r, d, &b, &sched, &perm);
+		rc = gnn_forward(w->model, &b, sched, n, w->scores, &gerr);
+		if (rc == 0)
+			rc = gnn_pl_logprob(w->scores, n, perm, &logp, w->dlogp, &gerr);
+		if (rc == 0)
+			rc = gnn_pl_entropy(w->scores, n, NULL, GNN_PL_ENTROPY_FIRST, NULL, &h,
+					    w->dent, &gerr);
+		if (rc < 0) {
+			loom_err_set(&w->err, -rc, "training step: %s", gerr.msg);
+			return rc;
+		}
+		if (imitate) {
+			c = d->weight / L->norm_n;
+			for (uint32_t q = 0; q < n; q++)
+				w->dscores[q] = (float)(-c * w->dlogp[q]);
+			w->loss += -logp * c;
+		} else {
+			c = d->weight * d->adv / L->norm_n;
+			for (uint32_t q = 0; q < n; q++)
+				w->dscores[q] = (float)(-c * w->dlogp[q] -
+							L->beta / L->norm_n * w->dent[q]);
+			w->loss += -c * logp;
+		}
+		w->entropy += h;
+		w->ntrained++;
+		rc = gnn_backward(w->model, w->dscores, n, &gerr);
+		if (rc < 0) {
+			loom_err_set(&w->err, -rc, "training step: %s", gerr.msg);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static int do_eval(struct worker *w, uint32_t i)
+{
+	struct learn *L = w->L;
+	int rc = run_episode(w, L->eval_m[i], NULL);
+
+	if (rc == 0)
+		L->eval_gnn_s[i] = avg_wjct_s(L->eval_m[i]);
+	return rc;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct learn *L = w->L;
+	int rc = 0;
+
+	w->loss = w->entropy = 0;
+	w->ntrained = 0;
+	switch (L->kind) {
+	case JOB_IMITATE:
+		rc = do_imitate(w);
+		break;
+	case JOB_ROLLOUT:
+		for (uint32_t k = w->id; k < L->nro && rc == 0; k += L->nthreads)
+			rc = do_rollout(w, k);
+		break;
+	case JOB_TRAIN:
+		gnn_zero_grad(w->model);
+		for (uint32_t k = w->id; k < L->nro && rc == 0; k += L->nthreads)
+			rc = train_rollout(w, k);
+		break;
+	case JOB_EVAL:
+		for (uint32_t i = w->id; i < L->o->eval_workloads && rc == 0; i += L->nthreads)
+			rc = do_eval(w, i);
+		break;
+	}
+	w->rc = rc;
+	return NULL;
+}
+
+/* Runs the current job kind on every worker; the first error wins. */
+static int run_workers(struct learn *L, struct loom_err *err)
+{
+	pthread_t tid[LEARN_MAX_THREADS];
+	bool started[LEARN_MAX_THREADS] = {false};
+
+	for (uint32_t t = 1; t < L->nthreads; t++)
+		started[t] = pthread_create(&tid[t], NULL, worker_main, &L->w[t]) == 0;
+	worker_main(&L->w[0]);
+	for (uint32_t t = 1; t < L->nthreads; t++) {
+		if (started[t])
+			pthread_join(tid[t], NULL);
+		else
+			worker_main(&L->w[t]);
+	}
+	for (uint32_t t = 0; t < L->nthreads; t++)
+		if (L->w[t].rc < 0) {
+			loom_err_set(err, -L->w[t].rc, "%s",
+				     L->w[t].err.msg[0] ? L->w[t].err.msg
+							: strerror(-L->w[t].rc));
+			return L->w[t].rc;
+		}
+	return 0;
+}
+
+/* Sums the workers' gradients into worker 0's, in worker order. */
+static void sum_grads(struct learn *L)
+{
+	uint32_t np = gnn_param_count(L->w[0].model);
+
+	for (uint32_t t = 1; t < L->nthreads; t++)
+		for (uint32_t i = 0; i < np; i++) {
+			struct gnn_param a, b;
+
+			gnn_param_get(L->w[0].model, i, &a);
+			gnn_param_get(L->w[t].model, i, &b);
+			for (size_t q = 0; q < (size_t)a.rows * a.cols; q++)
+				a.grad[q] += b.grad[q];
+		}
+}
+
+/* Copies worker 0's parameters to the others. */
+static void broadcast(struct learn *L)
+{
+	uint32_t np = gnn_param_count(L->w[0].model);
+
+	for (uint32_t t = 1; t < L->nthreads; t++)
+		for (uint32_t i = 0; i < np; i++) {
+			struct gnn_param a, b;
+
+			gnn_param_get(L->w[0].model, i, &a);
+			gnn_param_get(L->w[t].model, i, &b);
+			memcpy(b.value, a.value, (size_t)a.rows * a.cols * sizeof(float));
+		}
+}
+
+/* Return from time t_s on of rollout r: -sum_j w_j (finish_j - max(arrival_j, t))+. */
+static double return_from(const struct rollout *r, double t_s)
+{
+	double s = 0;
+
+	for (uint32_t j = 0; j < r->njobs; j++) {
+		const struct jobres *jr = &r->jobs[j];
+		double start = jr->arrival_s > t_s ? jr->arrival_s : t_s;
+
+		if (jr->finish_s > start)
+			s -= jr->weight * (jr->finish_s - start);
+	}
+	return s;
+}
+
+/* Marks up to o->train_decisions decisions of r (a seeded choice), weight ndec / chosen. */
+static uint32_t subsample(const struct learn *L, struct rollout *r, uint64_t seed)
+{
+	uint32_t want = L->o->train_decisions, chosen = 0;
+	struct gnn_rng rng;
+
+	if (want == 0 || want >= r->ndec) {
+		for (size_t i = 0; i < r->ndec; i++)
+			r->dec[i].weight = 1;
+		return (uint32_t)r->ndec;
+	}
+	gnn_rng_seed(&rng, seed);
+	for (size_t i = 0; i < r->ndec; i++)
+		r->dec[i].weight = 0;
+	/* selection sampling (Knuth's algorithm S): exactly `want`, in order */
+	for (size_t i = 0; i < r->ndec && chosen < want; i++)
+		if ((double)(r->ndec - i) * gnn_rng_uniform(&rng) < (double)(want - chosen)) {
+			r->dec[i].weight = (double)r->ndec / want;
+			chosen++;
+		}
+	return chosen;
+}
+
+/* Advantages of every chosen decision (time-based baseline), normalised; returns their count. */
+static double advantages(struct learn *L)
+{
+	double sum = 0, sq = 0, n = 0, sd;
+
+	for (uint32_t k = 0; k < L->nro; k++) {
+		struct rollout *r = &L->ro[k];
+
+		subsample(L, r, mix(mix(L->o->seed, L->iter), 3000 + k));
+		for (size_t i = 0; i < r->ndec; i++) {
+			struct dec *d = &r->dec[i];
+			double t = (double)d->t_ns * 1e-9, b = 0;
+
+			if (d->weight == 0)
+				continue;
+			for (uint32_t q = 0; q < L->nro; q++)
+				b += return_from(&L->ro[q], t);
+			b /= L->nro;
+			d->adv = return_from(r, t) - b;
+			sum += d->adv;
+			sq += d->adv * d->adv;
+			n++;
+		}
+	}
+	sd = n > 1 ? sqrt(fmax(sq / n - (sum / n) * (sum / n), 0)) : 0;
+	for (uint32_t k = 0; k < L->nro; k++)
+		for (size_t i = 0; i < L->ro[k].ndec; i++)
+			L->ro[k].dec[i].adv = sd > 0 ? L->ro[k].dec[i].adv / sd : 0;
+	return n;
+}
+
+/* ---- checkpoints -------------------------------------------------------------------------- */
+
+static uint64_t fnv1a(const uint8_t *p, size_t n, uint64_t h)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+void learn_state_done(struct learn_state *s)
+{
+	free(s->mom1);
+	free(s->mom2);
+	memset(s, 0, sizeof(*s));
+}
+
+struct rd {
+	const uint8_t *p;
+	size_t len, off;
+};
+
+static bool rd_get(struct rd *r, void *out, size_t n)
+{
+	if (r->len - r->off < n)
+		return false;
+	memcpy(out, r->p + r->off, n);
+	r->off += n;
+	return true;
+}
+
+int learn_state_parse(const void *buf, size_t len, const char *name, struct learn_state *ret,
+		      struct loom_err *err)
+{
+	struct rd r = {.p = buf, .len = len};
+	struct learn_state s = {0};
+	char magic[8];
+	uint32_t ver, threads, next;
+	uint64_t seed, step, n, sum;
+
+	if (!rd_get(&r, magic, 8) || memcmp(magic, STATE_MAGIC, 8) != 0)
+		return loom_err_set(err, EINVAL, "%s: not a loom-train state file (bad magic)",
+				    name);
+	if (!rd_get(&r, &ver, 4) || ver != STATE_VERSION)
+		return loom_err_set(err, EINVAL, "%s: unsupported state version", name);
+	if (!rd_get(&r, &next, 4) || !rd_get(&r, &seed, 8) || !rd_get(&r, &threads, 4) ||
+	    !rd_get(&r, &s.ema_s, 8) || !rd_get(&r, &s.best_ratio, 8) || !rd_get(&r, &step, 8) ||
+	    !rd_get(&r, &n, 8))
+		return loom_err_set(err, EINVAL, "%s: truncated header", name);
+	if (n == 0 || n > (r.len - r.off) / 8)
+		return loom_err_set(err, EINVAL, "%s: %llu moments do not fit in the file", name,
+				    (unsigned long long)n);
+	if (r.len - r.off != 8 * n + 8)
+		return loom_err_set(err, EINVAL, "%s: size does not match %llu moments", name,
+				    (unsigned long long)n);
+	memcpy(&sum, r.p + r.len - 8, 8);
+	if (fnv1a(r.p, r.len - 8, 0xcbf29ce484222325ULL) != sum)
+		return loom_err_set(err, EINVAL, "%s: checksum mismatch (corrupt file)", name);
+	if (!isfinite(s.ema_s) || threads == 0 || threads > LEARN_MAX_THREADS)
+		return loom_err_set(err, EINVAL, "%s: bad field values", name);
+	s.mom1 = malloc(n * sizeof(float));
+	s.mom2 = malloc(n * sizeof(float));
+	if (!s.mom1 || !s.mom2) {
+		learn_state_done(&s);
+		return loom_err_set(err, ENOMEM, "%s: out of memory", name);
+	}
+	rd_get(&r, s.mom1, n * 4);
+	rd_get(&r, s.mom2, n * 4);
+	s.next_iter = next;
+	s.seed = seed;
+	s.threads = threads;
+	s.adam_step = step;
+	s.n = n;
+	*ret = s;
+	return 0;
+}
+
+static int write_all(FILE *f, const void *p, size_t n, uint64_t *h)
+{
+	*h = fnv1a(p, n, *h);
+	return fwrite(p, 1, n, f) == n ? 0 : -EIO;
+}
+
+static int state_save(const char *path, const struct learn_state *s, struct loom_err *err)
+{
+	char tmp[4200];
+	uint64_t h = 0xcbf29ce484222325ULL, n = s->n;
+	uint32_t ver = STATE_VERSION;
+	FILE *f;
+	int rc = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "wb");
+	if (!f)
+		return loom_err_set(err, errno, "%s: %s", tmp, strerror(errno));
+	rc |= write_all(f, STATE_MAGIC "", 8, &h);
+	rc |= write_all(f, &ver, 4, &h);
+	rc |= write_all(f, &s->next_iter, 4, &h);
+	rc |= write_all(f, &s->seed, 8, &h);
+	rc |= write_all(f, &s->threads, 4, &h);
+	rc |= write_all(f, &s->ema_s, 8, &h);
+	rc |= write_all(f, &s->best_ratio, 8, &h);
+	rc |= write_all(f, &s->adam_step, 8, &h);
+	rc |= write_all(f, &n, 8, &h);
+	rc |= write_all(f, s->mom1, n * 4, &h);
+	rc |= write_all(f, s->mom2, n * 4, &h);
+	if (fwrite(&h, 1, 8, f) != 8)
+		rc = -EIO;
+	if (fclose(f) != 0)
+		rc = -EIO;
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc < 0) {
+		remove(tmp);
+		return loom_err_set(err, -rc, "%s: cannot write: %s", path, strerror(-rc));
+	}
+	return 0;
+}
+
+static int checkpoint(struct learn *L, uint32_t next_iter, double ema, double best,
+		      struct loom_err *err)
+{
+	struct gnn_adam_state as;
+	struct learn_state s;
+	struct gnn_err gerr = {{0}};
+	char path[4096];
+	int rc;
+
+	if (!L->o->out_dir)
+		return 0;
+	gnn_adam_state(L->w[0].model, &as);
+	s = (struct learn_state){.next_iter = next_iter,
+				 .seed = L->o->seed,
+				 .threads = L->nthreads,
+				 .ema_s = ema,
+				 .best_ratio = best,
+				 .adam_step = *as.step,
+				 .n = as.n,
+				 .mom1 = as.mom1,
+				 .mom2 = as.mom2};
+	snprintf(path, sizeof(path), "%s/checkpoint.lgw", L->o->out_dir);
+	rc = gnn_save(L->w[0].model, path, &gerr);
+	if (rc < 0)
+		return loom_err_set(err, -rc, "%s", gerr.msg);
+	snprintf(path, sizeof(path), "%s/checkpoint.state", L->o->out_dir);
+	return state_save(path, &s, err);
+}
+
+static int resume(struct learn *L, double *ema, double *best, uint32_t *next,
+		  struct loom_err *err)
+{
+	struct gnn_err gerr = {{0}};
+	struct gnn_adam_state as;
+	struct learn_state s;
+	char path[4096];
+	FILE *f;
+	long len;
+	uint8_t *buf;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/checkpoint.state", L->o->out_dir);
+	f = fopen(path, "rb");
+	if (!f)
+		return loom_err_set(err, errno, "--resume: %s: %s", path, strerror(errno));
+	if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+		fclose(f);
+		return loom_err_set(err, EIO, "--resume: %s: cannot read", path);
+	}
+	buf = malloc((size_t)len + 1);
+	if (!buf || fread(buf, 1, (size_t)len, f) != (size_t)len) {
+		free(buf);
+		fclose(f);
+		return loom_err_set(err, EIO, "--resume: %s: cannot read", path);
+	}
+	fclose(f);
+	rc = learn_state_parse(buf, (size_t)len, path, &s, err);
+	free(buf);
+	if (rc < 0)
+		return rc;
+	gnn_adam_state(L->w[0].model, &as);
+	if (s.seed != L->o->seed || s.threads != L->nthreads || s.n != as.n) {
+		loom_err_set(err, EINVAL,
+			     "--resume: %s was made with --seed %llu --threads %u and %zu "
+			     "parameters; this run has --seed %llu --threads %u and %zu",
+			     path, (unsigned long long)s.seed, s.threads, s.n,
+			     (unsigned long long)L->o->seed, L->nthreads, as.n);
+		learn_state_done(&s);
+		return -EINVAL;
+	}
+	snprintf(path, sizeof(path), "%s/checkpoint.lgw", L->o->out_dir);
+	rc = gnn_load_into(L->w[0].model, path, &gerr);
+	if (rc < 0) {
+		learn_state_done(&s);
+		return loom_err_set(err, -rc, "--resume: %s", gerr.msg);
+	}
+	memcpy(as.mom1, s.mom1, as.n * sizeof(float));
+	memcpy(as.mom2, s.mom2, as.n * sizeof(float));
+	*as.step = s.adam_step;
+	*ema = s.ema_s;
+	*best = s.best_ratio;
+	*next = s.next_iter;
+	learn_state_done(&s);
+	return 0;
+}
+
+/* ---- evaluation ---------------------------------------------------------------------------- */
+
+static int eval_setup(struct learn *L, struct loom_err *err)
+{
+	static const char *const heur[] = {"wsrjf", "sincronia", "sebf"};
+	const struct learn_opts *o = L->o;
+	uint32_t n = o->eval_workloads;
+
+	L->eval_m = calloc(n, sizeof(*L->eval_m));
+	L->eval_best_s = calloc(n, sizeof(double));
+	L->eval_gnn_s = calloc(n, sizeof(double));
+	if (!L->eval_m || !L->eval_best_s || !L->eval_gnn_s)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < n; i++) {
+		double load = i % 2 ? 0.9 : 0.7;
+
+		L->eval_m[i] = make_episode(o, EVAL_SEED_BASE + i, o->eval_jobs, load, err);
+		if (!L->eval_m[i])
+			return -(errno ? errno : EINVAL);
+		L->eval_best_s[i] = INFINITY;
+		for (size_t h = 0; h < sizeof(heur) / sizeof(heur[0]); h++) {
+			struct policy_params pp = {.classes = 8, .seed = 1};
+			struct sim_opts so;
+			struct sim_stats st;
+			struct policy *p = policy_new(heur[h], &pp, L->eval_m[i], err);
+			int rc;
+
+			if (!p)
+				return -(errno ? errno : EINVAL);
+			sim_opts_default(&so);
+			rc = sim_run(L->eval_m[i], p, &so, &st, err);
+			policy_free(p);
+			if (rc < 0)
+				return rc;
+			L->eval_best_s[i] = fmin(L->eval_best_s[i], avg_wjct_s(L->eval_m[i]));
+		}
+	}
+	return 0;
+}
+
+static int evaluate(struct learn *L, double *ret_ratio, struct loom_err *err)
+{
+	double s = 0;
+	int rc;
+
+	L->kind = JOB_EVAL;
+	rc = run_workers(L, err);
+	if (rc < 0)
+		return rc;
+	for (uint32_t i = 0; i < L->o->eval_workloads; i++)
+		s += L->eval_best_s[i] > 0 ? L->eval_gnn_s[i] / L->eval_best_s[i] : 1;
+	*ret_ratio = s / L->o->eval_workloads;
+	return 0;
+}
+
+/* ---- the loop ------------------------------------------------------------------------------- */
+
+static double wall_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int check_opts(const struct learn_opts *o, struct loom_err *err)
+{
+	if (o->threads == 0 || o->threads > LEARN_MAX_THREADS)
+		return loom_err_set(err, EINVAL, "threads must be 1..%d", LEARN_MAX_THREADS);
+	if (o->rollouts < 2 || o->rollouts > LEARN_MAX_ROLLOUTS)
+		return loom_err_set(err, EINVAL, "rollouts must be 2..%d (the baseline is their mean)",
+				    LEARN_MAX_ROLLOUTS);
+	if (o->jobs_min == 0 || o->jobs_max < o->jobs_min)
+		return loom_err_set(err, EINVAL, "need 1 <= jobs-min <= jobs-max");
+	if (!(o->load_min > 0) || o->load_max < o->load_min)
+		return loom_err_set(err, EINVAL, "need 0 < load-min <= load-max");
+	if (o->imitate_iters > o->iters)
+		return loom_err_set(err, EINVAL, "imitation iterations exceed the total");
+	if (!o->episode && (!o->dags || !o->fb))
+		return loom_err_set(err, EINVAL, "no DAG shapes or FB2010 trace to generate from");
+	if (!o->topo)
+		return loom_err_set(err, EINVAL, "no fabric");
+	if (o->cfg.nfeatures != POLICY_NFEATURES)
+		return loom_err_set(err, EINVAL, "the model must take %u features",
+				    POLICY_NFEATURES);
+	if (o->resume && !o->out_dir)
+		return loom_err_set(err, EINVAL, "resume needs an output directory");
+	return 0;
+}
+
+static FILE *open_csv(const struct learn_opts *o, bool append, struct loom_err *err)
+{
+	char path[4096];
+	FILE *f;
+
+	if (!o->out_dir)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/learning.csv", o->out_dir);
+	f = fopen(path, append ? "a" : "w");
+	if (!f) {
+		loom_err_set(err, errno, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (!append || ftell(f) == 0)
+		fprintf(f, "iter,phase,jobs,load,avg_wjct_s,avg_wjct_ema_s,loss,entropy,grad_norm,"
+			   "decisions,eval_ratio,best_eval_ratio,wall_s\n");
+	snprintf(path, sizeof(path), "%s/learning.gp", o->out_dir);
+	{
+		FILE *g = fopen(path, "w");
+
+		if (g) {
+			fprintf(g,
+				"# The learning curve of loom-train (gnuplot learning.gp)\n"
+				"set datafile separator ','\n"
+				"set terminal pngcairo size 1000,700\n"
+				"set output 'learning.png'\n"
+				"set multiplot layout 2,1\n"
+				"set key top right\n"
+				"set xlabel 'iteration'\n"
+				"set ylabel 'avg weighted JCT (s)'\n"
+				"set logscale y\n"
+				"plot 'learning.csv' using 1:5 every ::1 with points pt 7 ps 0.2 "
+				"title 'episode', '' using 1:6 every ::1 with lines lw 2 "
+				"title 'running average'\n"
+				"unset logscale y\n"
+				"set ylabel 'validation wJCT / best heuristic'\n"
+				"plot 'learning.csv' using 1:($11 > 0 ? $11 : 1/0) every ::1 "
+				"with linespoints title 'greedy gnn', 1 with lines dt 2 "
+				"title 'best heuristic'\n"
+				"unset multiplot\n");
+			fclose(g);
+		}
+	}
+	return f;
+}
+
+int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct loom_err *err)
+{
+	struct learn *L;
+	struct gnn_adam adam = gnn_adam_default();
+	struct gnn_err gerr = {{0}};
+	double ema = NAN, best = INFINITY, last_eval = NAN, t0 = wall_now_s();
+	uint32_t start = 0;
+	FILE *csv = NULL;
+	int rc;
+
+	rc = check_opts(o, err);
+	if (rc < 0)
+		return rc;
+	L = calloc(1, sizeof(*L));
+	if (!L)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	L->o = o;
+	L->nthreads = o->threads;
+	L->nro = o->rollouts > o->threads ? o->rollouts : o->threads;
+	adam.clip_norm = o->clip_norm;
+	for (uint32_t t = 0; t < L->nthreads; t++) {
+		L->w[t].L = L;
+		L->w[t].id = t;
+		if (o->init_weights)
+			L->w[t].model = gnn_model_load(o->init_weights, "cpu", &gerr);
+		else
+			L->w[t].model = gnn_model_new(&o->cfg, "cpu", o->seed, &gerr);
+		if (!L->w[t].model) {
+			rc = loom_err_set(err, errno ? errno : EINVAL, "%s", gerr.msg);
+			goto out;
+		}
+		if (gnn_model_config(L->w[t].model)->nfeatures != POLICY_NFEATURES) {
+			rc = loom_err_set(err, EINVAL, "%s: the model takes %u features, not %u",
+					  o->init_weights, gnn_model_config(L->w[t].model)->nfeatures,
+					  POLICY_NFEATURES);
+			goto out;
+		}
+	}
+	if (o->resume) {
+		rc = resume(L, &ema, &best, &start, err);
+		if (rc < 0)
+			goto out;
+		broadcast(L);
+	}
+	if (o->eval_every) {
+		rc = eval_setup(L, err);
+		if (rc < 0)
+			goto out;
+	}
+	if (o->out_dir) {
+		csv = open_csv(o, o->resume, err);
+		if (!csv) {
+			rc = -EIO;
+			goto out;
+		}
+	}
+	for (uint32_t it = start; it < o->iters; it++) {
+		bool imitation = it < o->imitate_iters;
+		struct learn_progress pr = {0};
+		double frac, grad_norm = 0, sum = 0, loss = 0, ent = 0;
+		uint32_t ntr = 0;
+		struct gnn_rng rng;
+
+		L->iter = it;
+		frac = o->curriculum_iters ? fmin(1.0, (double)it / o->curriculum_iters) : 1.0;
+		L->ep_jobs = o->jobs_min + (uint32_t)lround(frac * (o->jobs_max - o->jobs_min));
+		gnn_rng_seed(&rng, mix(o->seed, it));
+		L->ep_load = o->load_min + (o->load_max - o->load_min) * gnn_rng_uniform(&rng);
+		/* bit 40 keeps training seeds away from the small ones benchmarks use */
+		L->ep_seed = (mix(mix(o->seed, it), 7) | (1ULL << 40)) & ~(1ULL << 63);
+		if (imitation) {
+			L->kind = JOB_IMITATE;
+			L->nro = L->nthreads;
+		} else {
+			double a = o->entropy_iters
+					   ? fmin(1.0, (double)(it - o->imitate_iters) / o->entropy_iters)
+					   : 1.0;
+
+			L->beta = o->entropy_start + (o->entropy_end - o->entropy_start) * a;
+			L->kind = JOB_ROLLOUT;
+			L->nro = o->rollouts;
+		}
+		rc = run_workers(L, err);
+		if (rc < 0)
+			goto out;
+		for (uint32_t k = 0; k < L->nro; k++)
+			sum += L->ro[k].njobs ? L->ro[k].wjct_sum_s / L->ro[k].njobs : 0;
+		if (imitation) {
+			double n = 0;
+
+			for (uint32_t k = 0; k < L->nro; k++)
+				n += subsample(L, &L->ro[k], mix(mix(o->seed, it), 3000 + k));
+			L->norm_n = n;
+			L->beta = -1; /* marks imitation for train_rollout */
+		} else {
+			L->norm_n = advantages(L);
+		}
+		L->kind = JOB_TRAIN;
+		if (L->norm_n > 0) {
+			rc = run_workers(L, err);
+			if (rc < 0)
+				goto out;
+			sum_grads(L);
+			adam.lr = imitation ? o->lr : o->rl_lr;
+			rc = gnn_adam_step(L->w[0].model, &adam, &grad_norm, &gerr);
+			if (rc < 0) {
+				loom_err_set(err, -rc, "iteration %u: %s", it, gerr.msg);
+				goto out;
+			}
+			broadcast(L);
+		}
+		for (uint32_t t = 0; t < L->nthreads; t++) {
+			loss += L->w[t].loss;
+			ent += L->w[t].entropy;
+			ntr += L->w[t].ntrained;
+		}
+		sum /= L->nro;
+		ema = isnan(ema) ? sum : 0.98 * ema + 0.02 * sum;
+		pr.eval_ratio = NAN;
+		if (o->eval_every && ((it + 1) % o->eval_every == 0 || it + 1 == o->iters)) {
+			rc = evaluate(L, &last_eval, err);
+			if (rc < 0)
+				goto out;
+			pr.eval_ratio = last_eval;
+			if (last_eval < best && o->out_dir) {
+				char path[4096];
+
+				best = last_eval;
+				snprintf(path, sizeof(path), "%s/best.lgw", o->out_dir);
+				rc = gnn_save(L->w[0].model, path, &gerr);
+				if (rc < 0) {
+					loom_err_set(err, -rc, "%s", gerr.msg);
+					goto out;
+				}
+			} else if (last_eval < best) {
+				best = last_eval;
+			}
+			rc = checkpoint(L, it + 1, ema, best, err);
+			if (rc < 0)
+				goto out;
+		}
+		pr.iter = it + 1;
+		pr.iters = o->iters;
+		pr.imitation = imitation;
+		pr.jobs = L->ep_jobs;
+		pr.load = L->ep_load;
+		pr.avg_wjct_s = sum;
+		pr.avg_wjct_ema_s = ema;
+		pr.loss = loss;
+		pr.entropy = ntr ? ent / ntr : 0;
+		pr.grad_norm = grad_norm;
+		pr.decisions = ntr;
+		pr.best_eval_ratio = best;
+		pr.wall_s = wall_now_s() - t0;
+		if (csv) {
+			fprintf(csv, "%u,%s,%u,%.3f,%.6g,%.6g,%.6g,%.6g,%.6g,%u,", pr.iter,
+				imitation ? "imitate" : "rl", pr.jobs, pr.load, pr.avg_wjct_s,
+				pr.avg_wjct_ema_s, pr.loss, pr.entropy, pr.grad_norm, pr.decisions);
+			if (isnan(pr.eval_ratio))
+				fprintf(csv, ",");
+			else
+				fprintf(csv, "%.6f,", pr.eval_ratio);
+			fprintf(csv, "%.6f,%.1f\n", isfinite(best) ? best : 0, pr.wall_s);
+			fflush(csv);
+		}
+		if (o->progress)
+			o->progress(o->progress_ctx, &pr);
+		if (o->time_limit_s > 0 && pr.wall_s > o->time_limit_s && it + 1 < o->iters) {
+			rc = checkpoint(L, it + 1, ema, best, err);
+			if (rc < 0)
+				goto out;
+			rc = -ETIME;
+			loom_err_set(err, ETIME,
+				     "time limit reached after iteration %u; checkpoint written "
+				     "(continue with --resume)",
+				     it + 1);
+			goto out;
+		}
+	}
+	rc = checkpoint(L, o->iters, ema, best, err);
+out:
+	if (csv)
+		fclose(csv);
+	if (ret_model && (rc == 0 || rc == -ETIME)) {
+		*ret_model = L->w[0].model;
+		L->w[0].model = NULL;
+	}
+	for (uint32_t t = 0; t < LEARN_MAX_THREADS; t++) {
+		struct worker *w = &L->w[t];
+
+		gnn_model_free(w->model);
+		cp_model_free(w->m);
+		free(w->scores);
+		free(w->dlogp);
+		free(w->dent);
+		free(w->dscores);
+		free(w->work);
+	}
+	for (uint32_t k = 0; k < LEARN_MAX_ROLLOUTS; k++)
+		rollout_done(&L->ro[k]);
+	for (uint32_t i = 0; L->eval_m && i < o->eval_workloads; i++)
+		cp_model_free(L->eval_m[i]);
+	free(L->eval_m);
+	free(L->eval_best_s);
+	free(L->eval_gnn_s);
+	free(L);
+	return rc;
+}

@@ -208,7 +208,7 @@ struct learn {
 	uint32_t ep_jobs;
 	double ep_load;
 	double beta;      /* entropy weight */
-	double norm_n;    /* decisions in the gradient (for the mean) */
+	double norm_n;    /* decisions chosen for the gradient (see train_rollout) */
 	enum job_kind kind;
 	/* evaluation */
 	struct cp_model **eval_m; /* eval_workloads models, bound */
@@ -382,9 +382,17 @@ static int ensure_scratch(struct worker *w, size_t n)
 }
 
 /*
- * Gradient of rollout k's chosen decisions into w's model. Imitation: loss
- * -log P(teacher's ranking). Reinforcement: -(adv x log P(sampled ranking)
- * + beta x first-choice entropy). Both are means over L->norm_n decisions.
+ * Gradient of rollout k's chosen decisions into w's model, N = L->norm_n
+ * decisions chosen over all rollouts, each with weight ndec / chosen (its
+ * rollout's decisions over those chosen from it):
+ *   imitation:     loss = sum weight x -log P(teacher's ranking) / N
+ *   reinforcement: loss = sum [weight x -adv x log P(sampled ranking)
+ *                              - beta x first-choice entropy] / N
+ * The weighted sums estimate per-episode sums over every decision (the
+ * REINFORCE objective sums over an episode's steps), so with W decisions
+ * chosen per rollout the policy term is the per-episode sum / W averaged
+ * over rollouts, while the entropy bonus is a mean per decision: its
+ * relative weight falls as episodes get longer, on top of its annealing.
  */
 static int train_rollout(struct worker *w, uint32_t k)
 {
@@ -661,7 +669,8 @@ int learn_state_parse(const void *buf, size_t len, const char *name, struct lear
 	memcpy(&sum, r.p + r.len - 8, 8);
 	if (fnv1a(r.p, r.len - 8, 0xcbf29ce484222325ULL) != sum)
 		return loom_err_set(err, EINVAL, "%s: checksum mismatch (corrupt file)", name);
-	if (!isfinite(s.ema_s) || threads == 0 || threads > LEARN_MAX_THREADS)
+	if (!isfinite(s.ema_s) || isnan(s.best_ratio) || threads == 0 ||
+	    threads > LEARN_MAX_THREADS || next > 1000000000u)
 		return loom_err_set(err, EINVAL, "%s: bad field values", name);
 	s.mom1 = malloc(n * sizeof(float));
 	s.mom2 = malloc(n * sizeof(float));
@@ -671,6 +680,12 @@ int learn_state_parse(const void *buf, size_t len, const char *name, struct lear
 	}
 	rd_get(&r, s.mom1, n * 4);
 	rd_get(&r, s.mom2, n * 4);
+	for (size_t i = 0; i < n; i++)
+		if (!isfinite(s.mom1[i]) || !isfinite(s.mom2[i]) || s.mom2[i] < 0) {
+			learn_state_done(&s);
+			return loom_err_set(err, EINVAL, "%s: moment %zu is not a finite value", name,
+					    i);
+		}
 	s.next_iter = next;
 	s.seed = seed;
 	s.threads = threads;
@@ -737,7 +752,7 @@ static int checkpoint(struct learn *L, uint32_t next_iter, double ema, double be
 	s = (struct learn_state){.next_iter = next_iter,
 				 .seed = L->o->seed,
 				 .threads = L->nthreads,
-				 .ema_s = ema,
+				 .ema_s = isfinite(ema) ? ema : 0,
 				 .best_ratio = best,
 				 .adam_step = *as.step,
 				 .n = as.n,
@@ -895,6 +910,47 @@ static int check_opts(const struct learn_opts *o, struct loom_err *err)
 				    POLICY_NFEATURES);
 	if (o->resume && !o->out_dir)
 		return loom_err_set(err, EINVAL, "resume needs an output directory");
+	if (o->eval_every && o->eval_workloads == 0)
+		return loom_err_set(err, EINVAL, "evaluation needs at least one workload");
+	return 0;
+}
+
+/*
+ * Drops the rows of learning.csv after iteration `keep` (a run that died
+ * after its last checkpoint wrote them; the resumed run writes them again).
+ */
+static int csv_truncate(const char *dir, uint32_t keep, struct loom_err *err)
+{
+	char path[4096], tmp[4200], line[1024];
+	FILE *in, *out;
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "%s/learning.csv", dir);
+	in = fopen(path, "r");
+	if (!in)
+		return errno == ENOENT ? 0 : loom_err_set(err, errno, "%s: %s", path, strerror(errno));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	out = fopen(tmp, "w");
+	if (!out) {
+		fclose(in);
+		return loom_err_set(err, errno, "%s: %s", tmp, strerror(errno));
+	}
+	while (fgets(line, sizeof(line), in)) {
+		unsigned long it = strtoul(line, NULL, 10);
+
+		/* the header parses as 0 and stays */
+		if (it <= keep && fputs(line, out) < 0)
+			rc = -EIO;
+	}
+	fclose(in);
+	if (fclose(out) != 0)
+		rc = -EIO;
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc < 0) {
+		remove(tmp);
+		return loom_err_set(err, -rc, "%s: cannot rewrite: %s", path, strerror(-rc));
+	}
 	return 0;
 }
 
@@ -950,7 +1006,7 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 	struct gnn_adam adam = gnn_adam_default();
 	struct gnn_err gerr = {{0}};
 	double ema = NAN, best = INFINITY, last_eval = NAN, t0 = wall_now_s();
-	uint32_t start = 0;
+	uint32_t start = 0, skipped = 0;
 	FILE *csv = NULL;
 	int rc;
 
@@ -986,7 +1042,29 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 		rc = resume(L, &ema, &best, &start, err);
 		if (rc < 0)
 			goto out;
+		if (start > o->iters) {
+			rc = loom_err_set(err, EINVAL,
+					  "--resume: the checkpoint is at iteration %u, past --iters %u",
+					  start, o->iters);
+			goto out;
+		}
 		broadcast(L);
+		rc = csv_truncate(o->out_dir, start, err);
+		if (rc < 0)
+			goto out;
+	} else if (o->out_dir) {
+		/* a fresh run: nothing of an earlier run in out_dir may pass for ours */
+		static const char *const stale[] = {"best.lgw", "checkpoint.lgw", "checkpoint.state"};
+
+		for (size_t i = 0; i < sizeof(stale) / sizeof(stale[0]); i++) {
+			char path[4096];
+
+			snprintf(path, sizeof(path), "%s/%s", o->out_dir, stale[i]);
+			if (remove(path) < 0 && errno != ENOENT) {
+				rc = loom_err_set(err, errno, "%s: %s", path, strerror(errno));
+				goto out;
+			}
+		}
 	}
 	if (o->eval_every) {
 		rc = eval_setup(L, err);
@@ -1049,7 +1127,12 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 			sum_grads(L);
 			adam.lr = imitation ? o->lr : o->rl_lr;
 			rc = gnn_adam_step(L->w[0].model, &adam, &grad_norm, &gerr);
-			if (rc < 0) {
+			if (rc == -EINVAL) {
+				/* a non-finite gradient: skip this update, keep training */
+				skipped++;
+				grad_norm = NAN;
+				rc = 0;
+			} else if (rc < 0) {
 				loom_err_set(err, -rc, "iteration %u: %s", it, gerr.msg);
 				goto out;
 			}
@@ -1096,6 +1179,7 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 		pr.entropy = ntr ? ent / ntr : 0;
 		pr.grad_norm = grad_norm;
 		pr.decisions = ntr;
+		pr.skipped = skipped;
 		pr.best_eval_ratio = best;
 		pr.wall_s = wall_now_s() - t0;
 		if (csv) {

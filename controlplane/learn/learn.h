@@ -48,7 +48,8 @@ struct learn_progress {
 	double load;
 	double avg_wjct_s;     /* mean over this iteration's rollouts */
 	double avg_wjct_ema_s; /* running (exponential) average */
-	double loss;           /* imitation: -log-likelihood per decision; RL: policy loss */
+	double loss;           /* the iteration's loss (learn.c, train_rollout: imitation NLL, RL) */
+	uint32_t skipped;      /* updates skipped so far for a non-finite gradient */
 	double entropy;        /* mean first-choice entropy */
 	double grad_norm;
 	uint32_t decisions;
@@ -57,7 +58,10 @@ struct learn_progress {
 	double wall_s;
 };
 
-/* Makes the episode of iteration `iter` (unbound model), or NULL + errno/err. */
+/*
+ * Makes an episode (unbound model), or NULL + errno/err. Called from the
+ * worker threads concurrently: it must be thread-safe (sim_gen is).
+ */
 typedef struct cp_model *(*learn_episode_fn)(void *ctx, uint64_t seed, uint32_t njobs,
 					     double load, struct loom_err *err);
 

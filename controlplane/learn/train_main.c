@@ -27,7 +27,8 @@ struct train_args {
 	struct learn_opts o;
 	const char *dags, *fb, *save;
 	uint32_t hosts;
-	int progress; /* -1 auto (tty), 0, 1 */
+	bool shape_given; /* a model-shape flag was given */
+	int progress;     /* -1 auto (tty), 0, 1 */
 };
 
 static void usage(FILE *f)
@@ -258,18 +259,23 @@ static int parse_args(int argc, char **argv, struct train_args *a)
 			r = sim_cli_double("--time-limit", optarg, 0, true, 1e9, &o->time_limit_s);
 			break;
 		case OPT_HIDDEN:
+			a->shape_given = true;
 			r = u32_arg("--hidden", optarg, 1, 4096, &o->cfg.hidden);
 			break;
 		case OPT_LAYERS:
+			a->shape_given = true;
 			r = u32_arg("--layers", optarg, 1, 64, &o->cfg.layers);
 			break;
 		case OPT_EMB:
+			a->shape_given = true;
 			r = u32_arg("--emb", optarg, 1, 4096, &o->cfg.emb);
 			break;
 		case OPT_HEADS:
+			a->shape_given = true;
 			r = u32_arg("--heads", optarg, 1, 64, &o->cfg.heads);
 			break;
 		case OPT_MLP:
+			a->shape_given = true;
 			r = u32_arg("--mlp", optarg, 1, 4096, &o->cfg.mlp_hidden);
 			break;
 		case 'H':
@@ -325,10 +331,10 @@ static void show_progress(void *ctx, const struct learn_progress *pr)
 	} else if (!isnan(pr->eval_ratio)) {
 		/* no tty: one line per evaluation */
 		log_info("iteration %u/%u (%s, %u jobs): avg wJCT %.1f s (running %.1f s), "
-			 "validation %.4f of the best heuristic (best %.4f), %.0f s",
+			 "validation %.4f of the best heuristic (best %.4f), %.0f s%s",
 			 pr->iter, pr->iters, pr->imitation ? "imitation" : "rl", pr->jobs,
 			 pr->avg_wjct_s, pr->avg_wjct_ema_s, pr->eval_ratio, pr->best_eval_ratio,
-			 pr->wall_s);
+			 pr->wall_s, pr->skipped ? " (updates skipped: non-finite gradient)" : "");
 	}
 }
 
@@ -421,14 +427,22 @@ int main(int argc, char **argv)
 	struct topo *t = NULL;
 	char dags_buf[PATH_MAX], fb_buf[PATH_MAX], path[PATH_MAX], best[PATH_MAX];
 	int mode, rc = 1, r;
+	bool stopped;
 
 	loom_log_set_ident("loom-train");
 	learn_opts_default(&a.o);
 	a.o.out_dir = "out/train";
 	if (parse_args(argc, argv, &a) < 0)
 		return 2;
-	if (a.o.jobs_max < a.o.jobs_min)
-		a.o.jobs_max = a.o.jobs_min;
+	if (a.o.jobs_max < a.o.jobs_min) {
+		log_err("--jobs-max %u is below --jobs-min %u", a.o.jobs_max, a.o.jobs_min);
+		return 2;
+	}
+	if (a.o.init_weights && a.shape_given) {
+		log_err("--init takes the model's shape from the weights file; drop --hidden, "
+			"--layers, --emb, --heads, --mlp");
+		return 2;
+	}
 	if (a.o.imitate_iters > a.o.iters) {
 		log_err("--imitate-iters %u exceeds --iters %u", a.o.imitate_iters, a.o.iters);
 		return 2;
@@ -465,13 +479,14 @@ int main(int argc, char **argv)
 		 a.o.iters, a.o.imitate_iters, a.o.teacher, a.o.threads,
 		 (unsigned long long)a.o.seed, a.o.out_dir);
 	r = learn_run(&a.o, &model, &err);
+	stopped = r == -ETIME;
 	if (r < 0 && r != -ETIME) {
 		if (mode == 1)
 			fputc('\n', stderr);
 		log_err("%s", loom_err_str(&err));
 		goto out;
 	}
-	if (r == -ETIME) {
+	if (stopped) {
 		if (mode == 1)
 			fputc('\n', stderr);
 		log_info("%s", loom_err_str(&err));
@@ -495,7 +510,7 @@ int main(int argc, char **argv)
 	}
 	log_info("done: %s (best validation), %s (last), learning curve %s/learning.csv", best,
 		 path, a.o.out_dir);
-	rc = r == -ETIME ? 3 : 0;
+	rc = stopped ? 3 : 0;
 out:
 	gnn_model_free(model);
 	cp_model_free(fb);

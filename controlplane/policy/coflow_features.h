@@ -8,7 +8,7 @@
  * ready or schedulable) with the DAG edges between them. Each node gets
  * POLICY_NFEATURES numbers, normalised so that typical values lie in
  * [0, ~10] (log1p of seconds, MiB or counts where the raw value is
- * heavy-tailed). docs/features.md lists them; in short, per coflow:
+ * heavy-tailed). docs/learning.md lists them; in short, per coflow:
  *
  *    0 total MiB              1 remaining MiB           2 width (flows)
  *    3 longest remaining flow (MiB)                     4 remaining bottleneck s

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gnn: the learned policy. At each decision it builds the job DAGs of the
- * schedulable coflows and their features (features.h), runs the gnn/ model
+ * schedulable coflows and their features (coflow_features.h), runs the gnn/ model
  * (pipelined DAGNN + self-attention over the schedulable coflows) and orders
  * the schedulable coflows by score, highest first, ties by coflow index:
  * deterministic at inference. Rates inside the order are Varys' MADD with
@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -215,8 +216,8 @@ int policy_gnn_set_hook(struct policy *p, const struct policy_gnn_hook *hook)
 		x->hook = *hook;
 	else
 		memset(&x->hook, 0, sizeof(x->hook));
-	if (hook && hook->teacher && hook->teacher->decide_on_flow_done)
-		p->decide_on_flow_done = true;
+	p->decide_on_flow_done = p->cls->decide_on_flow_done ||
+				 (hook && hook->teacher && hook->teacher->decide_on_flow_done);
 	return 0;
 }
 
@@ -238,10 +239,19 @@ static int decide_teacher(struct gnnp *x, const struct cp_model *m, uint64_t now
 
 	if (r < 0)
 		return r;
+	if (d->norder != x->g.nsched)
+		return -EPROTO;
+	for (uint32_t i = 0; i < x->g.nnodes; i++)
+		x->pos_of_node[i] = CP_NONE;
 	for (uint32_t i = 0; i < x->g.nsched; i++)
 		x->pos_of_node[x->g.sched[i]] = i;
-	for (uint32_t i = 0; i < d->norder; i++)
-		x->perm[i] = x->pos_of_node[x->g.node_of[d->order[i]]];
+	for (uint32_t i = 0; i < d->norder; i++) {
+		uint32_t v = d->order[i] < m->ncoflows ? x->g.node_of[d->order[i]] : CP_NONE;
+
+		if (v == CP_NONE || x->pos_of_node[v] == CP_NONE)
+			return -EPROTO; /* the teacher ordered a coflow that is not schedulable */
+		x->perm[i] = x->pos_of_node[v];
+	}
 	if (x->hook.record)
 		x->hook.record(x->hook.ctx, &x->g, x->perm, d->norder, now_ns);
 	return 0;
@@ -277,6 +287,11 @@ static int gnn_decide(struct policy *p, const struct cp_model *m, uint64_t now_n
 		log_debug("gnn policy: forward failed: %s", gerr.msg);
 		return r;
 	}
+	for (uint32_t i = 0; i < n; i++)
+		if (!isfinite(x->scores[i])) {
+			log_debug("gnn policy: score %u is not finite (a broken model)", i);
+			return -EINVAL;
+		}
 	if (x->has_hook && x->hook.sample_rng) {
 		r = gnn_pl_sample(x->scores, n, x->hook.sample_rng, x->work, x->perm, &gerr);
 		if (r < 0) {

@@ -226,6 +226,17 @@ static void test_deterministic_and_resume(void **state)
 		gnn_param_get(b, 0, &pb);
 		assert_memory_not_equal(pa.value, pb.value, (size_t)pa.rows * pa.cols * 4);
 	}
+	/* resuming a checkpoint that is past --iters is refused */
+	o.resume = true;
+	o.out_dir = dir;
+	o.seed = 1;
+	o.iters = 2;
+	gnn_model_free(b);
+	b = NULL;
+	assert_true(learn_run(&o, &b, &err) < 0);
+	assert_non_null(strstr(err.msg, "past --iters"));
+	o.iters = 6;
+	o.seed = 2;
 	/* resume with another seed is refused with a message */
 	o.out_dir = dir;
 	o.resume = true;

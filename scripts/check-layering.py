@@ -37,6 +37,8 @@ ALLOWED = {
         "topo",
         "common",
         "controlplane/sim",
+        # the trainer of gnn/ models: backward, Adam, weights and checkpoints
+        "gnn",
     },
     "controlplane/loomd": {"controlplane/model", "controlplane/policy", "proto", "topo", "common"},
     "controlplane/client": {"controlplane/model", "controlplane/policy", "proto", "topo", "common"},

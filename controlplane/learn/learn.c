@@ -207,8 +207,8 @@ struct learn {
 	uint64_t ep_seed;
 	uint32_t ep_jobs;
 	double ep_load;
-	double beta;      /* entropy weight */
-	double norm_n;    /* decisions chosen for the gradient (see train_rollout) */
+	double beta;   /* entropy weight */
+	double norm_n; /* decisions chosen for the gradient (see train_rollout) */
 	enum job_kind kind;
 	/* evaluation */
 	struct cp_model **eval_m; /* eval_workloads models, bound */
@@ -258,7 +258,8 @@ static double avg_wjct_s(const struct cp_model *m)
 	double s = 0;
 
 	for (uint32_t j = 0; j < m->njobs; j++)
-		s += m->jobs[j].weight * (double)(m->jobs[j].finish_ns - m->jobs[j].arrival_ns) * 1e-9;
+		s += m->jobs[j].weight * (double)(m->jobs[j].finish_ns - m->jobs[j].arrival_ns) *
+		     1e-9;
 	return m->njobs ? s / m->njobs : 0;
 }
 
@@ -505,8 +506,7 @@ static int run_workers(struct learn *L, struct loom_err *err)
 	for (uint32_t t = 0; t < L->nthreads; t++)
 		if (L->w[t].rc < 0) {
 			loom_err_set(err, -L->w[t].rc, "%s",
-				     L->w[t].err.msg[0] ? L->w[t].err.msg
-							: strerror(-L->w[t].rc));
+				     L->w[t].err.msg[0] ? L->w[t].err.msg : strerror(-L->w[t].rc));
 			return L->w[t].rc;
 		}
 	return 0;
@@ -683,8 +683,8 @@ int learn_state_parse(const void *buf, size_t len, const char *name, struct lear
 	for (size_t i = 0; i < n; i++)
 		if (!isfinite(s.mom1[i]) || !isfinite(s.mom2[i]) || s.mom2[i] < 0) {
 			learn_state_done(&s);
-			return loom_err_set(err, EINVAL, "%s: moment %zu is not a finite value", name,
-					    i);
+			return loom_err_set(err, EINVAL, "%s: moment %zu is not a finite value",
+					    name, i);
 		}
 	s.next_iter = next;
 	s.seed = seed;
@@ -766,8 +766,7 @@ static int checkpoint(struct learn *L, uint32_t next_iter, double ema, double be
 	return state_save(path, &s, err);
 }
 
-static int resume(struct learn *L, double *ema, double *best, uint32_t *next,
-		  struct loom_err *err)
+static int resume(struct learn *L, double *ema, double *best, uint32_t *next, struct loom_err *err)
 {
 	struct gnn_err gerr = {{0}};
 	struct gnn_adam_state as;
@@ -893,7 +892,8 @@ static int check_opts(const struct learn_opts *o, struct loom_err *err)
 	if (o->threads == 0 || o->threads > LEARN_MAX_THREADS)
 		return loom_err_set(err, EINVAL, "threads must be 1..%d", LEARN_MAX_THREADS);
 	if (o->rollouts < 2 || o->rollouts > LEARN_MAX_ROLLOUTS)
-		return loom_err_set(err, EINVAL, "rollouts must be 2..%d (the baseline is their mean)",
+		return loom_err_set(err, EINVAL,
+				    "rollouts must be 2..%d (the baseline is their mean)",
 				    LEARN_MAX_ROLLOUTS);
 	if (o->jobs_min == 0 || o->jobs_max < o->jobs_min)
 		return loom_err_set(err, EINVAL, "need 1 <= jobs-min <= jobs-max");
@@ -928,7 +928,8 @@ static int csv_truncate(const char *dir, uint32_t keep, struct loom_err *err)
 	snprintf(path, sizeof(path), "%s/learning.csv", dir);
 	in = fopen(path, "r");
 	if (!in)
-		return errno == ENOENT ? 0 : loom_err_set(err, errno, "%s: %s", path, strerror(errno));
+		return errno == ENOENT ? 0 :
+					 loom_err_set(err, errno, "%s: %s", path, strerror(errno));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	out = fopen(tmp, "w");
 	if (!out) {
@@ -1033,7 +1034,8 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 		}
 		if (gnn_model_config(L->w[t].model)->nfeatures != POLICY_NFEATURES) {
 			rc = loom_err_set(err, EINVAL, "%s: the model takes %u features, not %u",
-					  o->init_weights, gnn_model_config(L->w[t].model)->nfeatures,
+					  o->init_weights,
+					  gnn_model_config(L->w[t].model)->nfeatures,
 					  POLICY_NFEATURES);
 			goto out;
 		}
@@ -1043,9 +1045,10 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 		if (rc < 0)
 			goto out;
 		if (start > o->iters) {
-			rc = loom_err_set(err, EINVAL,
-					  "--resume: the checkpoint is at iteration %u, past --iters %u",
-					  start, o->iters);
+			rc = loom_err_set(
+				err, EINVAL,
+				"--resume: the checkpoint is at iteration %u, past --iters %u",
+				start, o->iters);
 			goto out;
 		}
 		broadcast(L);
@@ -1054,7 +1057,8 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 			goto out;
 	} else if (o->out_dir) {
 		/* a fresh run: nothing of an earlier run in out_dir may pass for ours */
-		static const char *const stale[] = {"best.lgw", "checkpoint.lgw", "checkpoint.state"};
+		static const char *const stale[] = {"best.lgw", "checkpoint.lgw",
+						    "checkpoint.state"};
 
 		for (size_t i = 0; i < sizeof(stale) / sizeof(stale[0]); i++) {
 			char path[4096];
@@ -1096,9 +1100,9 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 			L->kind = JOB_IMITATE;
 			L->nro = L->nthreads;
 		} else {
-			double a = o->entropy_iters
-					   ? fmin(1.0, (double)(it - o->imitate_iters) / o->entropy_iters)
-					   : 1.0;
+			double a = o->entropy_iters ? fmin(1.0, (double)(it - o->imitate_iters) /
+									o->entropy_iters) :
+						      1.0;
 
 			L->beta = o->entropy_start + (o->entropy_end - o->entropy_start) * a;
 			L->kind = JOB_ROLLOUT;

@@ -48,12 +48,12 @@ struct learn_progress {
 	double load;
 	double avg_wjct_s;     /* mean over this iteration's rollouts */
 	double avg_wjct_ema_s; /* running (exponential) average */
-	double loss;           /* the iteration's loss (learn.c, train_rollout: imitation NLL, RL) */
-	uint32_t skipped;      /* updates skipped so far for a non-finite gradient */
-	double entropy;        /* mean first-choice entropy */
+	double loss;      /* the iteration's loss (learn.c, train_rollout: imitation NLL, RL) */
+	uint32_t skipped; /* updates skipped so far for a non-finite gradient */
+	double entropy;   /* mean first-choice entropy */
 	double grad_norm;
 	uint32_t decisions;
-	double eval_ratio;      /* last evaluation: greedy avg wJCT / best heuristic's; NAN if none */
+	double eval_ratio; /* last evaluation: greedy avg wJCT / best heuristic's; NAN if none */
 	double best_eval_ratio; /* best so far */
 	double wall_s;
 };
@@ -62,8 +62,8 @@ struct learn_progress {
  * Makes an episode (unbound model), or NULL + errno/err. Called from the
  * worker threads concurrently: it must be thread-safe (sim_gen is).
  */
-typedef struct cp_model *(*learn_episode_fn)(void *ctx, uint64_t seed, uint32_t njobs,
-					     double load, struct loom_err *err);
+typedef struct cp_model *(*learn_episode_fn)(void *ctx, uint64_t seed, uint32_t njobs, double load,
+					     struct loom_err *err);
 
 struct learn_opts {
 	uint64_t seed;
@@ -76,7 +76,7 @@ struct learn_opts {
 	uint32_t curriculum_iters; /* jobs grow linearly from min to max over these */
 	double load_min, load_max;
 	uint32_t weight_max;
-	uint32_t train_decisions; /* decisions per rollout used for the gradient; 0 = all */
+	uint32_t train_decisions;   /* decisions per rollout used for the gradient; 0 = all */
 	float lr, rl_lr, clip_norm; /* Adam learning rate: imitation, reinforcement */
 	double entropy_start, entropy_end;
 	uint32_t entropy_iters; /* anneal over these reinforcement iterations */
@@ -97,7 +97,6 @@ struct learn_opts {
 	void (*progress)(void *ctx, const struct learn_progress *pr);
 	void *progress_ctx;
 };
-
 
 /* Fills defaults (documented in docs/learning.md). */
 void learn_opts_default(struct learn_opts *o);

@@ -82,8 +82,9 @@ static void usage(FILE *f)
 		"  -h, --help\n",
 		d.iters, d.imitate_iters, d.teacher, d.rollouts, d.threads, d.jobs_min, d.jobs_max,
 		d.curriculum_iters, d.load_min, d.load_max, d.weight_max, d.train_decisions,
-		(double)d.lr, (double)d.rl_lr, (double)d.clip_norm, d.entropy_start, d.entropy_end, d.entropy_iters,
-		d.eval_every, d.eval_workloads, d.eval_jobs, (unsigned long long)d.seed);
+		(double)d.lr, (double)d.rl_lr, (double)d.clip_norm, d.entropy_start, d.entropy_end,
+		d.entropy_iters, d.eval_every, d.eval_workloads, d.eval_jobs,
+		(unsigned long long)d.seed);
 }
 
 enum {
@@ -229,7 +230,8 @@ static int parse_args(int argc, char **argv, struct train_args *a)
 			o->clip_norm = (float)x;
 			break;
 		case OPT_ENT_START:
-			r = sim_cli_double("--entropy-start", optarg, 0, false, 10, &o->entropy_start);
+			r = sim_cli_double("--entropy-start", optarg, 0, false, 10,
+					   &o->entropy_start);
 			break;
 		case OPT_ENT_END:
 			r = sim_cli_double("--entropy-end", optarg, 0, false, 10, &o->entropy_end);
@@ -321,8 +323,9 @@ static void show_progress(void *ctx, const struct learn_progress *pr)
 			 isnan(pr->eval_ratio) ? pr->best_eval_ratio : pr->eval_ratio,
 			 pr->best_eval_ratio);
 	if (*mode == 1) {
-		fprintf(stderr, "\r[%.*s%*s] %u/%u %-7s jobs %2u | avg wJCT %8.1f s (avg %8.1f) | "
-				"eval/best heur %s | ETA %.0f min   ",
+		fprintf(stderr,
+			"\r[%.*s%*s] %u/%u %-7s jobs %2u | avg wJCT %8.1f s (avg %8.1f) | "
+			"eval/best heur %s | ETA %.0f min   ",
 			fill, "########################", width - fill, "", pr->iter, pr->iters,
 			pr->imitation ? "imitate" : "rl", pr->jobs, pr->avg_wjct_s,
 			pr->avg_wjct_ema_s, eval, eta / 60);
@@ -452,8 +455,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	t = topo_new_bigswitch(a.hosts, TOPO_DEFAULT_BPS);
-	dags = sim_dags_load(a.dags ? a.dags : sim_cli_data_path(DAGS_REL, dags_buf, sizeof(dags_buf)),
-			     &err);
+	dags = sim_dags_load(
+		a.dags ? a.dags : sim_cli_data_path(DAGS_REL, dags_buf, sizeof(dags_buf)), &err);
 	if (!t || !dags) {
 		log_err("%s", t ? loom_err_str(&err) : "cannot make the fabric");
 		goto out;

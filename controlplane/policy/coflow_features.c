@@ -12,10 +12,11 @@
 #define MIB (1048576.0)
 
 const char *const policy_feature_names[POLICY_NFEATURES] = {
-	"total_mib",	  "remaining_mib",	"width",    "longest_flow_mib", "bottleneck_s",
-	"sent_fraction",  "wait_s",		"schedulable", "depth",	    "height",
-	"descendants",	  "desc_remaining_mib", "path_s",   "weight",	    "job_age_s",
-	"job_bottleneck_s", "contention_s",
+	"total_mib",    "remaining_mib", "width",       "longest_flow_mib",
+	"bottleneck_s", "sent_fraction", "wait_s",      "schedulable",
+	"depth",        "height",        "descendants", "desc_remaining_mib",
+	"path_s",       "weight",        "job_age_s",   "job_bottleneck_s",
+	"contention_s",
 };
 
 void policy_graph_done(struct policy_graph *g)
@@ -205,16 +206,14 @@ static void port_bytes_add(struct policy_graph *g, const struct cp_model *m, boo
 			const struct cp_flow *fl = &m->flows[slot[k]];
 
 			for (uint32_t q = 0; q < fl->nports; q++)
-				g->port_bytes[fl->ports[q]] = set ? g->port_bytes[fl->ports[q]] +
-									  fl->remaining_bytes
-								: 0;
+				g->port_bytes[fl->ports[q]] =
+					set ? g->port_bytes[fl->ports[q]] + fl->remaining_bytes : 0;
 		}
 	}
 }
 
 /* Nodes, edges, depth, height and critical path of job j's unfinished coflows. */
-static void build_job(struct policy_graph *g, const struct cp_model *m, uint32_t j,
-		      uint64_t now_ns)
+static void build_job(struct policy_graph *g, const struct cp_model *m, uint32_t j, uint64_t now_ns)
 {
 	const struct cp_job *jb = &m->jobs[j];
 	const uint32_t *topo = &g->topo[jb->first_coflow];
@@ -284,9 +283,9 @@ static void build_job(struct policy_graph *g, const struct cp_model *m, uint32_t
 		x[PF_BOTTLENECK_S] = lg(pol_coflow_bottleneck_s(m, c, g->port_load));
 		x[PF_SENT_FRACTION] =
 			cf->total_bytes ? (float)(cf->sent_bytes / (double)cf->total_bytes) : 0;
-		x[PF_WAIT_S] = active && now_ns > cf->release_ns
-				       ? lg((double)(now_ns - cf->release_ns) * 1e-9)
-				       : 0;
+		x[PF_WAIT_S] = active && now_ns > cf->release_ns ?
+				       lg((double)(now_ns - cf->release_ns) * 1e-9) :
+				       0;
 		x[PF_SCHEDULABLE] = active ? 1.0f : 0.0f;
 		x[PF_DEPTH] = lg(g->depth[c]);
 		x[PF_HEIGHT] = lg(g->height[c]);

@@ -37,7 +37,8 @@ static const char *const backend_choices[] = {"cpu", "cuda", "naive", NULL};
 static const struct policy_opt_def gnn_opts[] = {
 	[OPT_BACKEND] = {"backend", "gnn/ backend (cuda falls back to cpu without a GPU)",
 			 POLICY_OPT_ENUM, 0, 0, 0, backend_choices},
-	[OPT_INVERT] = {"invert", "reverse the learned order (a deliberately bad policy, for checks)",
+	[OPT_INVERT] = {"invert",
+			"reverse the learned order (a deliberately bad policy, for checks)",
 			POLICY_OPT_BOOL, 0, 0, 1, NULL},
 };
 
@@ -145,23 +146,24 @@ static int gnn_init(struct policy *p, const struct cp_model *m)
 		if (!x->model) {
 			r = -errno;
 			loom_err_set(&p->init_err, -r, "cannot load the model: %s%s", gerr.msg,
-				     p->params.weights ? ""
-						       : " (the shipped model; give another with "
+				     p->params.weights ? "" :
+							 " (the shipped model; give another with "
 							 "--weights or $LOOM_DATA)");
 			free(x);
 			return r;
 		}
 		x->own_model = true;
 		if (gnn_model_fallback(x->model))
-			log_debug("gnn policy: backend %s unavailable (%s), running on cpu", backend,
-				  gnn_model_fallback(x->model));
+			log_debug("gnn policy: backend %s unavailable (%s), running on cpu",
+				  backend, gnn_model_fallback(x->model));
 	}
 	cfg = gnn_model_config(x->model);
 	if (cfg->nfeatures != POLICY_NFEATURES) {
 		loom_err_set(&p->init_err, EINVAL,
 			     "model %s has %u input features per coflow, this policy computes %u "
 			     "(a model for another feature set)",
-			     p->params.gnn_model ? "in memory" : (p->params.weights ? p->params.weights : path),
+			     p->params.gnn_model ? "in memory" :
+						   (p->params.weights ? p->params.weights : path),
 			     cfg->nfeatures, POLICY_NFEATURES);
 		gnnp_free(x);
 		return -EINVAL;

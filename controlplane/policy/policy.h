@@ -254,10 +254,10 @@ int policy_gnn_set_hook(struct policy *p, const struct policy_gnn_hook *hook);
 /* One switch of the ensemble's active candidate. */
 struct policy_ensemble_switch {
 	uint64_t time_ns;
-	uint32_t from, to;   /* candidate indices (from == CP_NONE for the first pick) */
-	bool explore;        /* an exploration pick rather than the best estimate */
-	double est_from;     /* estimated cost (mean weighted slowdown) of from; NAN if none */
-	double est_to;       /* and of to */
+	uint32_t from, to; /* candidate indices (from == CP_NONE for the first pick) */
+	bool explore;      /* an exploration pick rather than the best estimate */
+	double est_from;   /* estimated cost (mean weighted slowdown) of from; NAN if none */
+	double est_to;     /* and of to */
 };
 
 /*

@@ -165,7 +165,6 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
 	return 0;
 }
 
-
 int main(int argc, char **argv)
 {
 	struct gen_args a = {.hosts = DEFAULT_HOSTS, .rate_bps = TOPO_DEFAULT_BPS};

@@ -17,9 +17,9 @@
 #include "controlplane/policy/coflow_features.h"
 #include "topo/topo.h"
 
-#define MIB   1048576ULL
-#define GBIT  1073741824ULL
-#define EPS   1e-5
+#define MIB  1048576ULL
+#define GBIT 1073741824ULL
+#define EPS  1e-5
 
 /*
  * Three jobs: job 10 is a chain a(1) -> b(2) -> c(3); job 20 a diamond
@@ -34,9 +34,9 @@ struct spec_flow {
 };
 
 static const struct spec_flow flows[] = {
-	{1, 0, 1, 4 * MIB}, {2, 1, 2, 8 * MIB}, {3, 2, 3, 2 * MIB}, {4, 0, 4, 16 * MIB},
-	{5, 4, 5, 1 * MIB}, {6, 4, 6, 3 * MIB}, {7, 5, 0, 5 * MIB}, {8, 0, 7, 6 * MIB},
-	{8, 1, 7, 2 * MIB},
+	{1, 0, 1, 4 * MIB},  {2, 1, 2, 8 * MIB}, {3, 2, 3, 2 * MIB},
+	{4, 0, 4, 16 * MIB}, {5, 4, 5, 1 * MIB}, {6, 4, 6, 3 * MIB},
+	{7, 5, 0, 5 * MIB},  {8, 0, 7, 6 * MIB}, {8, 1, 7, 2 * MIB},
 };
 static const uint64_t job_of[9] = {0, 10, 10, 10, 20, 20, 20, 20, 30};
 static const uint64_t edges[][2] = {{1, 2}, {2, 3}, {4, 5}, {4, 6}, {5, 7}, {6, 7}};
@@ -56,13 +56,15 @@ static struct cp_model *build(const int *order, bool reverse, const struct topo 
 			int c = reverse ? 8 - i : i;
 
 			if (c > 0 && job_of[c] == j)
-				assert_int_equal(cp_builder_add_coflow(b, (uint64_t)c, j, 0, &err), 0);
+				assert_int_equal(cp_builder_add_coflow(b, (uint64_t)c, j, 0, &err),
+						 0);
 		}
 	}
 	for (size_t i = 0; i < sizeof(flows) / sizeof(flows[0]); i++) {
 		const struct spec_flow *f = &flows[reverse ? 8 - i : i];
 
-		assert_int_equal(cp_builder_add_flow(b, f->coflow, f->src, f->dst, f->bytes, &err), 0);
+		assert_int_equal(cp_builder_add_flow(b, f->coflow, f->src, f->dst, f->bytes, &err),
+				 0);
 	}
 	for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
 		size_t e = reverse ? 5 - i : i;
@@ -173,9 +175,9 @@ static size_t edge_ids(const struct policy_graph *g, const struct cp_model *m, u
 		out[e][1] = m->coflows[g->node_coflow[g->edges[2 * e + 1]]].ext_id;
 	}
 	for (uint32_t i = 1; i < g->nedges; i++)
-		for (uint32_t k = i; k > 0 && (out[k][0] < out[k - 1][0] ||
-					       (out[k][0] == out[k - 1][0] &&
-						out[k][1] < out[k - 1][1]));
+		for (uint32_t k = i;
+		     k > 0 && (out[k][0] < out[k - 1][0] ||
+			       (out[k][0] == out[k - 1][0] && out[k][1] < out[k - 1][1]));
 		     k--) {
 			uint64_t t0 = out[k][0], t1 = out[k][1];
 
@@ -215,9 +217,10 @@ static void test_registration_order(void **state)
 		for (uint32_t v = 0; v < g.nnodes; v++) {
 			uint64_t id = m->coflows[g.node_coflow[v]].ext_id;
 
-			assert_int_equal(job_of[id], m->jobs[m->coflows[g.node_coflow[v]].job].ext_id);
-			assert_memory_equal(&g.x[(size_t)v * POLICY_NFEATURES], row_of(&gr, ref, id),
-					    POLICY_NFEATURES * sizeof(float));
+			assert_int_equal(job_of[id],
+					 m->jobs[m->coflows[g.node_coflow[v]].job].ext_id);
+			assert_memory_equal(&g.x[(size_t)v * POLICY_NFEATURES],
+					    row_of(&gr, ref, id), POLICY_NFEATURES * sizeof(float));
 		}
 		edge_ids(&g, m, e);
 		assert_memory_equal(e, eref, gr.nedges * sizeof(e[0]));

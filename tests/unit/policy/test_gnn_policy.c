@@ -177,7 +177,8 @@ static void test_runs_deterministic(void **state)
 static void test_invert_and_hook_order(void **state)
 {
 	struct loom_err err = {{0}};
-	struct policy *p = new_policy("gnn", fx.good, &err), *q = new_policy("gnn:invert=1", fx.good, &err);
+	struct policy *p = new_policy("gnn", fx.good, &err),
+		      *q = new_policy("gnn:invert=1", fx.good, &err);
 	struct policy_decision d1, d2;
 	uint32_t n;
 

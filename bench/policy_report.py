@@ -148,6 +148,19 @@ def latency_table(path):
     return lines
 
 
+def write_block(readme, begin, end, text):
+    """Replaces the text between the begin and end markers of readme (appends them when absent)."""
+    with open(readme) as f:
+        doc = f.read()
+    block = begin + "\n" + text + "\n" + end
+    if begin in doc and end in doc:
+        doc = doc[:doc.index(begin)] + block + doc[doc.index(end) + len(end):]
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + block + "\n"
+    with open(readme, "w") as f:
+        f.write(doc)
+
+
 def gnuplot(script, cwd):
     if not shutil.which("gnuplot"):
         print("policy_report: gnuplot not on PATH, no bar charts", file=sys.stderr)
@@ -224,15 +237,7 @@ def main():
         f.write(text)
     print(text)
     if a.readme:
-        with open(a.readme) as f:
-            doc = f.read()
-        block = BEGIN + "\n" + text + "\n" + END
-        if BEGIN in doc and END in doc:
-            doc = doc[:doc.index(BEGIN)] + block + doc[doc.index(END) + len(END):]
-        else:
-            doc = doc.rstrip("\n") + "\n\n" + block + "\n"
-        with open(a.readme, "w") as f:
-            f.write(doc)
+        write_block(a.readme, BEGIN, END, text)
 
 
 if __name__ == "__main__":

@@ -398,27 +398,6 @@ static void plot(const char *dir)
 		;
 }
 
-static int mkdirs(const char *path)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, len + 1);
-	for (char *s = buf + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	struct train_args a = {.hosts = 150, .progress = -1};
@@ -467,7 +446,7 @@ int main(int argc, char **argv)
 		log_err("%s", loom_err_str(&err));
 		goto out;
 	}
-	r = mkdirs(a.o.out_dir);
+	r = sim_cli_mkdirs(a.o.out_dir);
 	if (r < 0) {
 		log_err("--out %s: %s", a.o.out_dir, strerror(-r));
 		goto out;

@@ -39,38 +39,6 @@ void policy_graph_done(struct policy_graph *g)
 	memset(g, 0, sizeof(*g));
 }
 
-/* Kahn's algorithm inside each job: g->topo[first_coflow ..] in topological order. */
-static int topo_sort(struct policy_graph *g, const struct cp_model *m)
-{
-	uint32_t *indeg = g->stack; /* borrowed: free until the first build */
-
-	for (uint32_t j = 0; j < m->njobs; j++) {
-		const struct cp_job *jb = &m->jobs[j];
-		uint32_t *out = &g->topo[jb->first_coflow], head = 0, tail = 0;
-
-		for (uint32_t i = 0; i < jb->ncoflows; i++) {
-			uint32_t c = jb->first_coflow + i;
-
-			indeg[c] = m->coflows[c].nparents;
-			if (indeg[c] == 0)
-				out[tail++] = c;
-		}
-		while (head < tail) {
-			const struct cp_coflow *cf = &m->coflows[out[head++]];
-
-			for (uint32_t k = 0; k < cf->nchildren; k++) {
-				uint32_t ch = m->edges[m->child_edge[cf->first_child + k]].child;
-
-				if (--indeg[ch] == 0)
-					out[tail++] = ch;
-			}
-		}
-		if (tail != jb->ncoflows)
-			return -EINVAL;
-	}
-	return 0;
-}
-
 int policy_graph_init(struct policy_graph *g, const struct cp_model *m)
 {
 	size_t nc = m->ncoflows ? m->ncoflows : 1, nj = m->njobs + 1, np;
@@ -104,7 +72,7 @@ int policy_graph_init(struct policy_graph *g, const struct cp_model *m)
 	}
 	for (size_t c = 0; c < nc; c++)
 		g->node_of[c] = CP_NONE;
-	r = topo_sort(g, m);
+	r = pol_topo_order(m, g->topo, g->stack); /* stack is free until the first build */
 	if (r < 0)
 		policy_graph_done(g);
 	return r;

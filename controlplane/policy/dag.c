@@ -65,41 +65,17 @@ static void dag_free(struct dag *x)
 	free(x);
 }
 
-/* Kahn's algorithm inside each job; the builder rejected cycles. */
+/* Each job's coflows in topological order; the builder rejected cycles. */
 static int topo_sort(struct dag *x, const struct cp_model *m)
 {
 	uint32_t *indeg = calloc(m->ncoflows ? m->ncoflows : 1, sizeof(uint32_t));
+	int r;
 
 	if (!indeg)
 		return -ENOMEM;
-	for (uint32_t j = 0; j < m->njobs; j++) {
-		const struct cp_job *jb = &m->jobs[j];
-		uint32_t *out = &x->topo[jb->first_coflow], head = 0, tail = 0;
-
-		for (uint32_t i = 0; i < jb->ncoflows; i++) {
-			uint32_t c = jb->first_coflow + i;
-
-			indeg[c] = m->coflows[c].nparents;
-			if (indeg[c] == 0)
-				out[tail++] = c;
-		}
-		while (head < tail) {
-			const struct cp_coflow *cf = &m->coflows[out[head++]];
-
-			for (uint32_t k = 0; k < cf->nchildren; k++) {
-				uint32_t ch = m->edges[m->child_edge[cf->first_child + k]].child;
-
-				if (--indeg[ch] == 0)
-					out[tail++] = ch;
-			}
-		}
-		if (tail != jb->ncoflows) {
-			free(indeg);
-			return -EINVAL;
-		}
-	}
+	r = pol_topo_order(m, x->topo, indeg);
 	free(indeg);
-	return 0;
+	return r;
 }
 
 static int dag_init(struct policy *p, const struct cp_model *m, enum dag_kind kind)

@@ -119,3 +119,32 @@ double pol_job_bottleneck_s(const struct cp_model *m, uint32_t j, double *port_l
 		clear_load(m, &m->coflows[jb->first_coflow + i], port_load);
 	return t;
 }
+
+int pol_topo_order(const struct cp_model *m, uint32_t *out_all, uint32_t *indeg)
+{
+	for (uint32_t j = 0; j < m->njobs; j++) {
+		const struct cp_job *jb = &m->jobs[j];
+		uint32_t *out = &out_all[jb->first_coflow], head = 0, tail = 0;
+
+		for (uint32_t i = 0; i < jb->ncoflows; i++) {
+			uint32_t c = jb->first_coflow + i;
+
+			indeg[c] = m->coflows[c].nparents;
+			if (indeg[c] == 0)
+				out[tail++] = c;
+		}
+		while (head < tail) {
+			const struct cp_coflow *cf = &m->coflows[out[head++]];
+
+			for (uint32_t k = 0; k < cf->nchildren; k++) {
+				uint32_t ch = m->edges[m->child_edge[cf->first_child + k]].child;
+
+				if (--indeg[ch] == 0)
+					out[tail++] = ch;
+			}
+		}
+		if (tail != jb->ncoflows)
+			return -EINVAL;
+	}
+	return 0;
+}

@@ -279,27 +279,6 @@ static void show_progress(void *ctx, const struct sim_progress *pr)
 	pc->shown = true;
 }
 
-static int mkdir_p(const char *path)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, len + 1);
-	for (char *s = buf + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*s = '/';
-	}
-	if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 static int run_one(struct cp_model *m, const char *name, const struct replay_args *a,
 		   enum sim_mode mode, const char *dir, struct sim_summary *ret)
 {
@@ -541,7 +520,7 @@ int main(int argc, char **argv)
 		log_err("--out: folder name longer than %zu characters", sizeof(outdir) - 1);
 		goto out;
 	}
-	r = mkdir_p(outdir);
+	r = sim_cli_mkdirs(outdir);
 	if (r < 0) {
 		log_err("cannot create output folder %s: %s", outdir, strerror(-r));
 		goto out;

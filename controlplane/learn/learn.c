@@ -512,34 +512,29 @@ static int run_workers(struct learn *L, struct loom_err *err)
 	return 0;
 }
 
-/* Sums the workers' gradients into worker 0's, in worker order. */
-static void sum_grads(struct learn *L)
+enum sync_kind {
+	SYNC_SUM_GRADS, /* worker 0's gradient += every other worker's, in worker order */
+	SYNC_PARAMS,    /* every other worker's parameters = worker 0's */
+};
+
+static void sync_workers(struct learn *L, enum sync_kind kind)
 {
 	uint32_t np = gnn_param_count(L->w[0].model);
 
 	for (uint32_t t = 1; t < L->nthreads; t++)
 		for (uint32_t i = 0; i < np; i++) {
 			struct gnn_param a, b;
+			size_t n;
 
 			gnn_param_get(L->w[0].model, i, &a);
 			gnn_param_get(L->w[t].model, i, &b);
-			for (size_t q = 0; q < (size_t)a.rows * a.cols; q++)
+			n = (size_t)a.rows * a.cols;
+			if (kind == SYNC_PARAMS) {
+				memcpy(b.value, a.value, n * sizeof(float));
+				continue;
+			}
+			for (size_t q = 0; q < n; q++)
 				a.grad[q] += b.grad[q];
-		}
-}
-
-/* Copies worker 0's parameters to the others. */
-static void broadcast(struct learn *L)
-{
-	uint32_t np = gnn_param_count(L->w[0].model);
-
-	for (uint32_t t = 1; t < L->nthreads; t++)
-		for (uint32_t i = 0; i < np; i++) {
-			struct gnn_param a, b;
-
-			gnn_param_get(L->w[0].model, i, &a);
-			gnn_param_get(L->w[t].model, i, &b);
-			memcpy(b.value, a.value, (size_t)a.rows * a.cols * sizeof(float));
 		}
 }
 
@@ -1051,7 +1046,7 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 				start, o->iters);
 			goto out;
 		}
-		broadcast(L);
+		sync_workers(L, SYNC_PARAMS);
 		rc = csv_truncate(o->out_dir, start, err);
 		if (rc < 0)
 			goto out;
@@ -1128,7 +1123,7 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 			rc = run_workers(L, err);
 			if (rc < 0)
 				goto out;
-			sum_grads(L);
+			sync_workers(L, SYNC_SUM_GRADS);
 			adam.lr = imitation ? o->lr : o->rl_lr;
 			rc = gnn_adam_step(L->w[0].model, &adam, &grad_norm, &gerr);
 			if (rc == -EINVAL) {
@@ -1140,7 +1135,7 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 				loom_err_set(err, -rc, "iteration %u: %s", it, gerr.msg);
 				goto out;
 			}
-			broadcast(L);
+			sync_workers(L, SYNC_PARAMS);
 		}
 		for (uint32_t t = 0; t < L->nthreads; t++) {
 			loss += L->w[t].loss;

@@ -19,6 +19,7 @@
 
 #include "controlplane/policy/policy.h"
 #include "controlplane/sim/sim.h"
+#include "tests/unit/gen_fixture.h"
 
 #define MAX_CAND 8
 
@@ -26,13 +27,6 @@ struct fixture {
 	struct topo *t;
 	struct cp_model *m;
 };
-
-static void src_path(char *buf, size_t size, const char *rel)
-{
-	const char *root = getenv("LOOM_SRCDIR");
-
-	snprintf(buf, size, "%s/%s", root ? root : ".", rel);
-}
 
 /*
  * The workload of test_policy_runs (TPC-H shapes, FB2010-sampled coflows,
@@ -46,19 +40,10 @@ static int setup(void **state)
 	static struct fixture fx;
 	struct loom_err err = {{0}};
 	struct sim_gen_params gp;
-	struct sim_dags *dags;
-	struct cp_model *fb;
-	char path[4096];
 
-	src_path(path, sizeof(path), "data/tpch/dags.txt");
-	dags = sim_dags_load(path, &err);
-	src_path(path, sizeof(path), "data/fb2010/FB2010-1Hr-150-0.txt");
-	fb = sim_trace_load(path, SIM_TRACE_FB, NULL, &err);
 	fx.t = topo_new_bigswitch(24, 1073741824ULL);
-	if (!dags || !fb || !fx.t) {
-		print_error("setup: %s\n", err.msg);
+	if (!fx.t)
 		return -1;
-	}
 	sim_gen_params_default(&gp);
 	gp.njobs = 80;
 	gp.load = 0.9;
@@ -66,10 +51,8 @@ static int setup(void **state)
 	gp.bytes_scale = 0.01;
 	gp.weight_max = 4;
 	gp.compute_scale = 0;
-	fx.m = sim_gen(&gp, dags, fb, fx.t, &err);
-	sim_dags_free(dags);
-	cp_model_free(fb);
-	if (!fx.m || cp_model_bind(fx.m, fx.t) < 0) {
+	fx.m = test_gen_workload(&gp, fx.t, &err);
+	if (!fx.m) {
 		print_error("setup: %s\n", err.msg);
 		return -1;
 	}

@@ -17,6 +17,7 @@
 
 #include "controlplane/policy/coflow_features.h"
 #include "controlplane/sim/sim.h"
+#include "tests/unit/gen_fixture.h"
 #include "gnn/gnn.h"
 
 struct fixture {
@@ -28,13 +29,6 @@ struct fixture {
 
 static struct fixture fx;
 
-static void src_path(char *buf, size_t size, const char *rel)
-{
-	const char *root = getenv("LOOM_SRCDIR");
-
-	snprintf(buf, size, "%s/%s", root ? root : ".", rel);
-}
-
 static int setup(void **state)
 {
 	struct loom_err err = {{0}};
@@ -42,18 +36,11 @@ static int setup(void **state)
 	struct sim_gen_params gp;
 	struct gnn_config cfg = gnn_config_default();
 	struct gnn_model *g;
-	struct sim_dags *dags;
-	struct cp_model *fb;
-	char path[4096];
 	FILE *f;
 
 	(void)state;
-	src_path(path, sizeof(path), "data/tpch/dags.txt");
-	dags = sim_dags_load(path, &err);
-	src_path(path, sizeof(path), "data/fb2010/FB2010-1Hr-150-0.txt");
-	fb = sim_trace_load(path, SIM_TRACE_FB, NULL, &err);
 	fx.t = topo_new_bigswitch(150, 1073741824ULL);
-	if (!dags || !fb || !fx.t)
+	if (!fx.t)
 		return -1;
 	sim_gen_params_default(&gp);
 	gp.njobs = 12;
@@ -61,11 +48,11 @@ static int setup(void **state)
 	gp.seed = 5;
 	gp.bytes_scale = 0.05;
 	gp.weight_max = 4;
-	fx.m = sim_gen(&gp, dags, fb, fx.t, &err);
-	sim_dags_free(dags);
-	cp_model_free(fb);
-	if (!fx.m || cp_model_bind(fx.m, fx.t) < 0)
+	fx.m = test_gen_workload(&gp, fx.t, &err);
+	if (!fx.m) {
+		print_error("setup: %s\n", err.msg);
 		return -1;
+	}
 	snprintf(fx.dir, sizeof(fx.dir), "/tmp/loom-gnnpol-XXXXXX");
 	if (!mkdtemp(fx.dir))
 		return -1;

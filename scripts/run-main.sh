@@ -30,6 +30,8 @@ replay_both() {
 		echo
 		echo "-- $([ "$mode" = ideal ] && echo "ideal order" || echo "8 priority classes (what the datapath enforces)")"
 		grep -v '^loom-replay: ' "out/$name/$mode.log" || true
+		# the ensemble's choices: how often it switched, who was in charge
+		sed -n 's/^loom-replay: \(ensemble.*switches; in charge.*\)/\1/p' "out/$name/$mode.log"
 	done
 }
 

@@ -31,6 +31,7 @@ void policy_graph_done(struct policy_graph *g)
 	free(g->job_seen);
 	free(g->desc_seen);
 	free(g->stack);
+	free(g->jobs);
 	free(g->port_bytes);
 	free(g->port_load);
 	free(g->path_s);
@@ -58,15 +59,16 @@ int policy_graph_init(struct policy_graph *g, const struct cp_model *m)
 	g->node_of = malloc(nc * sizeof(uint32_t));
 	g->job_seen = calloc(nj, sizeof(uint32_t));
 	g->desc_seen = calloc(nc, sizeof(uint32_t));
-	g->stack = calloc(nc + nj, sizeof(uint32_t)); /* job list + a walk */
+	g->stack = calloc(nc, sizeof(uint32_t));
+	g->jobs = calloc(nj, sizeof(uint32_t));
 	g->port_bytes = calloc(np, sizeof(double));
 	g->port_load = calloc(np, sizeof(double));
 	g->path_s = calloc(nc, sizeof(double));
 	g->depth = calloc(nc, sizeof(uint32_t));
 	g->height = calloc(nc, sizeof(uint32_t));
 	if (!g->x || !g->job_start || !g->edges || !g->sched || !g->node_coflow || !g->topo ||
-	    !g->node_of || !g->job_seen || !g->desc_seen || !g->stack || !g->port_bytes ||
-	    !g->port_load || !g->path_s || !g->depth || !g->height) {
+	    !g->node_of || !g->job_seen || !g->desc_seen || !g->stack || !g->jobs ||
+	    !g->port_bytes || !g->port_load || !g->path_s || !g->depth || !g->height) {
 		policy_graph_done(g);
 		return -ENOMEM;
 	}
@@ -127,37 +129,32 @@ static void descendants(struct policy_graph *g, const struct cp_model *m, uint32
 	*ret_bytes = bytes;
 }
 
-/* Longest remaining flow of c, in bytes. */
-static double longest_flow(const struct cp_model *m, const struct cp_coflow *cf)
-{
-	const uint32_t *slot = &m->flow_slot[cf->first_flow];
-	double mx = 0;
-
-	for (uint32_t k = 0; k < cf->flows_left; k++)
-		if (m->flows[slot[k]].remaining_bytes > mx)
-			mx = m->flows[slot[k]].remaining_bytes;
-	return mx;
-}
-
-/* Max over c's ports of the remaining bytes of all schedulable coflows there, in seconds. */
-static double contention(const struct policy_graph *g, const struct cp_model *m,
-			 const struct cp_coflow *cf)
+/*
+ * One pass over c's unfinished flows: the longest remaining flow (bytes) and
+ * the contention (seconds): max over c's ports of the remaining bytes every
+ * schedulable coflow has through the port, over the port's capacity.
+ */
+static void flow_pass(const struct policy_graph *g, const struct cp_model *m,
+		      const struct cp_coflow *cf, double *ret_longest, double *ret_contention)
 {
 	const uint32_t *slot = &m->flow_slot[cf->first_flow];
 	const uint64_t *cap = m->topo->port_bps;
-	double mx = 0;
+	double longest = 0, cont = 0;
 
 	for (uint32_t k = 0; k < cf->flows_left; k++) {
 		const struct cp_flow *fl = &m->flows[slot[k]];
 
+		if (fl->remaining_bytes > longest)
+			longest = fl->remaining_bytes;
 		for (uint32_t q = 0; q < fl->nports; q++) {
 			double t = g->port_bytes[fl->ports[q]] * 8.0 / (double)cap[fl->ports[q]];
 
-			if (t > mx)
-				mx = t;
+			if (t > cont)
+				cont = t;
 		}
 	}
-	return mx;
+	*ret_longest = longest;
+	*ret_contention = cont;
 }
 
 /*
@@ -215,11 +212,12 @@ static void build_job(struct policy_graph *g, const struct cp_model *m, uint32_t
 		if (cf->state == CP_COFLOW_ACTIVE)
 			g->sched[g->nsched++] = v;
 	}
-	/* height and remaining critical path, children first */
+	/* height, remaining critical path and the per-flow features, children first */
 	for (uint32_t i = jb->ncoflows; i-- > 0;) {
 		uint32_t c = topo[i], h = 0;
 		const struct cp_coflow *cf = &m->coflows[c];
-		double tail = 0;
+		double tail = 0, bn, longest, cont;
+		float *x;
 
 		if (cf->state == CP_COFLOW_DONE)
 			continue;
@@ -233,9 +231,16 @@ static void build_job(struct policy_graph *g, const struct cp_model *m, uint32_t
 				tail = t;
 		}
 		g->height[c] = h;
-		g->path_s[c] = pol_coflow_bottleneck_s(m, c, g->port_load) + tail;
+		bn = pol_coflow_bottleneck_s(m, c, g->port_load);
+		g->path_s[c] = bn + tail;
+		/* the features that walk c's flows, while we are here */
+		flow_pass(g, m, cf, &longest, &cont);
+		x = &g->x[(size_t)g->node_of[c] * POLICY_NFEATURES];
+		x[PF_BOTTLENECK_S] = lg(bn);
+		x[PF_LONGEST_FLOW_MIB] = lg(longest / MIB);
+		x[PF_CONTENTION_S] = lg(cont);
 	}
-	/* the features */
+	/* the other features */
 	for (uint32_t v = first; v < g->nnodes; v++) {
 		uint32_t c = g->node_coflow[v], ndesc;
 		const struct cp_coflow *cf = &m->coflows[c];
@@ -247,8 +252,6 @@ static void build_job(struct policy_graph *g, const struct cp_model *m, uint32_t
 		x[PF_TOTAL_MIB] = lg((double)cf->total_bytes / MIB);
 		x[PF_REMAINING_MIB] = lg(rem / MIB);
 		x[PF_WIDTH] = lg(cf->nflows);
-		x[PF_LONGEST_FLOW_MIB] = lg(longest_flow(m, cf) / MIB);
-		x[PF_BOTTLENECK_S] = lg(pol_coflow_bottleneck_s(m, c, g->port_load));
 		x[PF_SENT_FRACTION] =
 			cf->total_bytes ? (float)(cf->sent_bytes / (double)cf->total_bytes) : 0;
 		x[PF_WAIT_S] = active && now_ns > cf->release_ns ?
@@ -263,7 +266,6 @@ static void build_job(struct policy_graph *g, const struct cp_model *m, uint32_t
 		x[PF_WEIGHT] = lg(jb->weight);
 		x[PF_JOB_AGE_S] = lg(age_s);
 		x[PF_JOB_BOTTLENECK_S] = lg(job_bn);
-		x[PF_CONTENTION_S] = lg(contention(g, m, cf));
 	}
 }
 
@@ -284,21 +286,14 @@ void policy_graph_build(struct policy_graph *g, const struct cp_model *m, uint64
 
 		if (g->job_seen[j] != g->stamp) {
 			g->job_seen[j] = g->stamp;
-			g->stack[njobs++] = j;
+			g->jobs[njobs++] = j;
 		}
 	}
-	qsort(g->stack, njobs, sizeof(uint32_t), cmp_u32);
+	qsort(g->jobs, njobs, sizeof(uint32_t), cmp_u32);
 	port_bytes_add(g, m, true);
-	/* build_job uses g->stack for its descendant walks: take the job list first */
 	for (uint32_t i = 0; i < njobs; i++) {
-		uint32_t j = g->stack[i];
-
-		g->job_start[g->njobs] = g->nnodes;
-		/* the walk only needs the stack beyond the job list */
-		g->stack += njobs;
-		build_job(g, m, j, now_ns);
-		g->stack -= njobs;
-		g->njobs++;
+		g->job_start[g->njobs++] = g->nnodes;
+		build_job(g, m, g->jobs[i], now_ns);
 	}
 	g->job_start[g->njobs] = g->nnodes;
 	port_bytes_add(g, m, false);

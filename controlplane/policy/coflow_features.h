@@ -67,7 +67,8 @@ struct policy_graph {
 	uint32_t *node_of;   /* per coflow: node index at the last build, or CP_NONE */
 	uint32_t *job_seen;  /* per job: stamp */
 	uint32_t *desc_seen; /* per coflow: stamp of the descendant walk */
-	uint32_t *stack;     /* ncoflows */
+	uint32_t *stack;     /* ncoflows: the descendant walk */
+	uint32_t *jobs;      /* njobs: the jobs of the build, sorted */
 	double *port_bytes;  /* nports: remaining bytes of schedulable coflows */
 	double *port_load;   /* nports, zero between uses */
 	double *path_s;      /* per coflow */

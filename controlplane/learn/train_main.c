@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/datapath.h"
 #include "common/log.h"
 #include "controlplane/learn/learn.h"
 #include "controlplane/policy/coflow_features.h"
@@ -434,13 +435,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	t = topo_new_bigswitch(a.hosts, TOPO_DEFAULT_BPS);
-	dags = sim_dags_load(
-		a.dags ? a.dags : sim_cli_data_path(DAGS_REL, dags_buf, sizeof(dags_buf)), &err);
+	dags = sim_dags_load(a.dags ? a.dags : loom_data_path(DAGS_REL, dags_buf, sizeof(dags_buf)),
+			     &err);
 	if (!t || !dags) {
 		log_err("%s", t ? loom_err_str(&err) : "cannot make the fabric");
 		goto out;
 	}
-	fb = sim_trace_load(a.fb ? a.fb : sim_cli_data_path(FB_REL, fb_buf, sizeof(fb_buf)),
+	fb = sim_trace_load(a.fb ? a.fb : loom_data_path(FB_REL, fb_buf, sizeof(fb_buf)),
 			    SIM_TRACE_FB, NULL, &err);
 	if (!fb) {
 		log_err("%s", loom_err_str(&err));

@@ -20,8 +20,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "common/datapath.h"
 #include "common/log.h"
 #include "controlplane/policy/coflow_features.h"
 #include "controlplane/policy/util.h"
@@ -77,49 +77,9 @@ static void gnnp_free(struct gnnp *x)
 	free(x);
 }
 
-/* Fills buf with $dir/POLICY_GNN_WEIGHTS_REL; true when it is readable. */
-static bool try_dir(const char *dir, char *buf, size_t size, bool *first)
-{
-	if (!dir || !*dir)
-		return false;
-	snprintf(buf, size, "%s/%s", dir, POLICY_GNN_WEIGHTS_REL);
-	if (access(buf, R_OK) == 0)
-		return true;
-	*first = false;
-	return false;
-}
-
 const char *policy_gnn_default_weights(char *buf, size_t size)
 {
-	const char *dirs[5] = {getenv("LOOM_DATA"), "data", NULL, NULL, NULL};
-	char tmp[PATH_MAX], first_path[PATH_MAX] = "";
-	const char *src = getenv("LOOM_SRCDIR");
-	char srcdata[PATH_MAX];
-
-	if (src && *src) {
-		snprintf(srcdata, sizeof(srcdata), "%s/data", src);
-		dirs[2] = srcdata;
-	}
-#ifdef LOOM_INSTALL_DATADIR
-	dirs[3] = LOOM_INSTALL_DATADIR;
-#endif
-#ifdef LOOM_SOURCE_DATADIR
-	dirs[4] = LOOM_SOURCE_DATADIR;
-#endif
-	for (size_t i = 0; i < 5; i++) {
-		bool unused = true;
-
-		if (!dirs[i] || !*dirs[i])
-			continue;
-		if (try_dir(dirs[i], tmp, sizeof(tmp), &unused)) {
-			snprintf(buf, size, "%s", tmp);
-			return buf;
-		}
-		if (!first_path[0])
-			snprintf(first_path, sizeof(first_path), "%s", tmp);
-	}
-	snprintf(buf, size, "%s", first_path);
-	return buf;
+	return loom_data_path(POLICY_GNN_WEIGHTS_REL, buf, size);
 }
 
 static int gnn_init(struct policy *p, const struct cp_model *m)

@@ -218,12 +218,7 @@ extern const struct policy_class policy_ensemble;
 /* The shipped model, relative to a data directory. */
 #define POLICY_GNN_WEIGHTS_REL "models/gnn-default.lgw"
 
-/*
- * Path of the shipped model: $LOOM_DATA/models/..., else ./data/models/...,
- * else $LOOM_SRCDIR/data/models/..., else the installed data directory, else
- * the source tree it was built from; the first readable one, or the first
- * candidate when none is (so the error names a path). Written into buf.
- */
+/* Path of the shipped model: loom_data_path(POLICY_GNN_WEIGHTS_REL) (common/datapath.h). */
 const char *policy_gnn_default_weights(char *buf, size_t size);
 
 struct policy_graph;

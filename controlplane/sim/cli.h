@@ -12,10 +12,8 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/errors.h"
 #include "common/log.h"
@@ -48,36 +46,6 @@ static inline int sim_cli_double(const char *flag, const char *v, double min, bo
 	}
 	*ret = x;
 	return 0;
-}
-
-/*
- * Finds a bundled data file: $LOOM_DATA/rel, else data/rel under the current
- * directory, else $LOOM_SRCDIR/data/rel; returns the first that exists (in
- * buf), or data/rel so the loader reports it missing.
- */
-static inline const char *sim_cli_data_path(const char *rel, char *buf, size_t size)
-{
-	const char *env = getenv("LOOM_DATA");
-
-	if (env && *env) {
-		snprintf(buf, size, "%s/%s", env, rel);
-		if (access(buf, R_OK) == 0)
-			return buf;
-	}
-	snprintf(buf, size, "data/%s", rel);
-	if (access(buf, R_OK) == 0)
-		return buf;
-	env = getenv("LOOM_SRCDIR");
-	if (env && *env) {
-		char alt[PATH_MAX];
-
-		snprintf(alt, sizeof(alt), "%s/data/%s", env, rel);
-		if (access(alt, R_OK) == 0) {
-			snprintf(buf, size, "%s", alt);
-			return buf;
-		}
-	}
-	return buf;
 }
 
 /* mkdir -p: creates path and its missing parents (0755). 0 or -errno. */

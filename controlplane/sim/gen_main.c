@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/errors.h"
+#include "common/datapath.h"
 #include "common/log.h"
 #include "controlplane/sim/cli.h"
 #include "controlplane/sim/sim.h"
@@ -183,8 +184,8 @@ int main(int argc, char **argv)
 	sim_gen_params_default(&a.p);
 	if (parse_args(argc, argv, &a) < 0)
 		return 2;
-	dags_path = a.dags ? a.dags : sim_cli_data_path(DAGS_REL, dags_buf, sizeof(dags_buf));
-	fb_path = a.fb ? a.fb : sim_cli_data_path(FB_REL, fb_buf, sizeof(fb_buf));
+	dags_path = a.dags ? a.dags : loom_data_path(DAGS_REL, dags_buf, sizeof(dags_buf));
+	fb_path = a.fb ? a.fb : loom_data_path(FB_REL, fb_buf, sizeof(fb_buf));
 
 	if (a.topo) {
 		t = topo_load_json(a.topo, &err);

@@ -13,11 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "common/cleanup.h"
 #include "common/clock.h"
+#include "common/datapath.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/rng.h"
@@ -398,6 +400,33 @@ static void test_rng_exp(void **state)
 	assert_true(fabs(sumsq / n - (sum / n) * (sum / n) - mean * mean) < 0.05 * mean * mean);
 }
 
+/* $LOOM_DATA wins when it has the file; a missing file still gets a path to report. */
+static void test_data_path(void **state)
+{
+	char dir[] = "/tmp/loom-datapath-XXXXXX", file[64], buf[4096];
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/x.txt", dir);
+	f = fopen(file, "w");
+	assert_non_null(f);
+	fclose(f);
+	setenv("LOOM_DATA", dir, 1);
+	assert_string_equal(loom_data_path("x.txt", buf, sizeof(buf)), file);
+	/* not there: the first candidate, $LOOM_DATA's */
+	snprintf(file, sizeof(file), "%s/none.txt", dir);
+	assert_string_equal(loom_data_path("none.txt", buf, sizeof(buf)), file);
+	/* without $LOOM_DATA a bundled file is still found (./data, $LOOM_SRCDIR or the source tree) */
+	unsetenv("LOOM_DATA");
+	loom_data_path("tpch/dags.txt", buf, sizeof(buf));
+	assert_int_equal(access(buf, R_OK), 0);
+	assert_string_equal(loom_data_path("none.txt", buf, sizeof(buf)), "data/none.txt");
+	snprintf(file, sizeof(file), "%s/x.txt", dir);
+	remove(file);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -407,7 +436,7 @@ int main(void)
 		cmocka_unit_test(test_parse_double),    cmocka_unit_test(test_vclock),
 		cmocka_unit_test(test_real_clock),      cmocka_unit_test(test_rng_determinism),
 		cmocka_unit_test(test_rng_uniform),     cmocka_unit_test(test_rng_below),
-		cmocka_unit_test(test_rng_exp),
+		cmocka_unit_test(test_rng_exp),         cmocka_unit_test(test_data_path),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

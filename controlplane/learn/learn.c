@@ -696,6 +696,22 @@ static int write_all(FILE *f, const void *p, size_t n, uint64_t *h)
 	return fwrite(p, 1, n, f) == n ? 0 : -EIO;
 }
 
+/*
+ * Closes f, written as tmp, and renames it over path when everything went
+ * well (rc == 0), so readers see the old file or the new one, never half;
+ * otherwise removes tmp. Returns 0 or -errno.
+ */
+static int replace_with_tmp(FILE *f, int rc, const char *tmp, const char *path)
+{
+	if (fclose(f) != 0 && rc == 0)
+		rc = -EIO;
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc < 0)
+		remove(tmp);
+	return rc;
+}
+
 static int state_save(const char *path, const struct learn_state *s, struct loom_err *err)
 {
 	char tmp[4200];
@@ -721,14 +737,9 @@ static int state_save(const char *path, const struct learn_state *s, struct loom
 	rc |= write_all(f, s->mom2, n * 4, &h);
 	if (fwrite(&h, 1, 8, f) != 8)
 		rc = -EIO;
-	if (fclose(f) != 0)
-		rc = -EIO;
-	if (rc == 0 && rename(tmp, path) != 0)
-		rc = -errno;
-	if (rc < 0) {
-		remove(tmp);
+	rc = replace_with_tmp(f, rc, tmp, path);
+	if (rc < 0)
 		return loom_err_set(err, -rc, "%s: cannot write: %s", path, strerror(-rc));
-	}
 	return 0;
 }
 
@@ -939,14 +950,9 @@ static int csv_truncate(const char *dir, uint32_t keep, struct loom_err *err)
 			rc = -EIO;
 	}
 	fclose(in);
-	if (fclose(out) != 0)
-		rc = -EIO;
-	if (rc == 0 && rename(tmp, path) != 0)
-		rc = -errno;
-	if (rc < 0) {
-		remove(tmp);
+	rc = replace_with_tmp(out, rc, tmp, path);
+	if (rc < 0)
 		return loom_err_set(err, -rc, "%s: cannot rewrite: %s", path, strerror(-rc));
-	}
 	return 0;
 }
 

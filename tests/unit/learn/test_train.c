@@ -207,11 +207,38 @@ static void test_deterministic_and_resume(void **state)
 	gnn_model_free(b);
 	b = NULL;
 	assert_int_equal(learn_run(&o, &b, &err), 0);
+	/* as if the run had died after writing row 4 past its checkpoint at 3 */
+	{
+		char path[128];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/learning.csv", dir);
+		f = fopen(path, "a");
+		assert_non_null(f);
+		fputs("4,rl,3,0.5,1,1,0,0,0,16,,0,1\n", f);
+		fclose(f);
+	}
 	o.iters = 6;
 	o.resume = true;
 	if (learn_run(&o, &c, &err) < 0)
 		fail_msg("resume: %s", err.msg);
 	params_equal(a, c);
+	/* learning.csv: the header, then iterations 1..6 once each, in order (row 4 rewritten) */
+	{
+		char path[128], line[512];
+		unsigned long want = 1;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/learning.csv", dir);
+		f = fopen(path, "r");
+		assert_non_null(f);
+		assert_non_null(fgets(line, sizeof(line), f));
+		assert_int_equal(strncmp(line, "iter,", 5), 0);
+		while (fgets(line, sizeof(line), f))
+			assert_int_equal(strtoul(line, NULL, 10), want++);
+		fclose(f);
+		assert_int_equal(want, 7);
+	}
 	/* a different seed gives a different model */
 	gnn_model_free(b);
 	b = NULL;

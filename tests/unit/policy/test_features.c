@@ -157,11 +157,38 @@ static void test_values(void **state)
 		policy_graph_build(&g, m, 2000000000ULL);
 		assert_memory_equal(copy, g.x, sizeof(copy));
 	}
-	/* finish a's only flow: a leaves the graph, b's depth drops, edges shrink */
-	assert_int_equal(cp_model_flow_done(m, m->coflows[m->active[0]].first_flow, 3000000000ULL),
-			 0);
+	/*
+	 * finish a's only flow: job 10 has nothing schedulable until b is
+	 * released, so it leaves the graph; then b's release brings it back
+	 * without a, b at depth 0
+	 */
+	for (uint32_t i = 0; i < m->ncoflows; i++)
+		if (m->coflows[i].ext_id == 1)
+			assert_int_equal(
+				cp_model_flow_done(m, m->coflows[i].first_flow, 3000000000ULL), 0);
 	policy_graph_build(&g, m, 3000000000ULL);
-	assert_true(g.nnodes < 8);
+	assert_int_equal(g.nnodes, 5);
+	assert_int_equal(g.nedges, 4);
+	assert_int_equal(g.nsched, 2);
+	assert_null(row_of(&g, m, 2));
+	/* host 0's uplink now carries only 4 (16 MiB) and 8 (6 MiB) */
+	assert_float_equal(row_of(&g, m, 8)[PF_CONTENTION_S], log1p(22 * s_per_mib), EPS);
+	for (uint32_t i = 0; i < m->ncoflows; i++)
+		if (m->coflows[i].ext_id == 2)
+			assert_int_equal(cp_model_coflow_release(m, i, 3000000000ULL), 0);
+	policy_graph_build(&g, m, 4000000000ULL);
+	assert_int_equal(g.nnodes, 7);
+	assert_int_equal(g.nedges, 5);
+	assert_int_equal(g.nsched, 3);
+	assert_null(row_of(&g, m, 1));
+	b = row_of(&g, m, 2);
+	c = row_of(&g, m, 3);
+	assert_float_equal(b[PF_DEPTH], 0, EPS);
+	assert_float_equal(c[PF_DEPTH], log1p(1), EPS);
+	assert_float_equal(b[PF_SCHEDULABLE], 1, EPS);
+	assert_float_equal(b[PF_WAIT_S], log1p(1.0), EPS);
+	/* b (1->2, 8 MiB) shares host 1's uplink with coflow 8's 1->7 flow (2 MiB) */
+	assert_float_equal(b[PF_CONTENTION_S], log1p(10 * s_per_mib), EPS);
 	policy_graph_done(&g);
 	cp_model_free(m);
 	topo_free(t);

@@ -105,6 +105,7 @@ struct b_job {
 struct b_coflow {
 	uint64_t ext_id, offset_ns;
 	uint32_t job; /* builder job index */
+	bool open;
 };
 
 struct b_flow {
@@ -214,7 +215,19 @@ int cp_builder_add_coflow(struct cp_builder *b, uint64_t coflow_id, uint64_t job
 				    (unsigned long long)coflow_id);
 	if (r < 0)
 		return loom_err_set(err, -r, "out of memory");
-	b->coflows[b->ncoflows++] = (struct b_coflow){coflow_id, release_offset_ns, j};
+	b->coflows[b->ncoflows++] = (struct b_coflow){coflow_id, release_offset_ns, j, false};
+	return 0;
+}
+
+int cp_builder_set_coflow_open(struct cp_builder *b, uint64_t coflow_id, bool open,
+			       struct loom_err *err)
+{
+	uint32_t c = idmap_get(&b->coflow_ids, coflow_id);
+
+	if (c == CP_NONE)
+		return loom_err_set(err, ENOENT, "unknown coflow id %llu",
+				    (unsigned long long)coflow_id);
+	b->coflows[c].open = open;
 	return 0;
 }
 
@@ -411,6 +424,7 @@ struct cp_model *cp_builder_finish(struct cp_builder *b, struct loom_err *err)
 		cf->ext_id = b->coflows[c].ext_id;
 		cf->job = j;
 		cf->release_offset_ns = b->coflows[c].offset_ns;
+		cf->open = b->coflows[c].open;
 	}
 
 	/* Flows grouped by coflow. */
@@ -651,7 +665,7 @@ int cp_model_coflow_release(struct cp_model *m, uint32_t c, uint64_t now_ns)
 	cf->active_pos = m->nactive;
 	m->active[m->nactive++] = c;
 	emit(m, CP_EV_COFLOW_RELEASE, c, now_ns);
-	if (cf->flows_left == 0)
+	if (cf->flows_left == 0 && !cf->open)
 		coflow_complete(m, c, now_ns);
 	return 0;
 }
@@ -676,8 +690,24 @@ int cp_model_flow_done(struct cp_model *m, uint32_t f, uint64_t now_ns)
 	fl->slot = last_slot;
 	m->flows_done++;
 	emit(m, CP_EV_FLOW_DONE, f, now_ns);
-	if (cf->flows_left == 0)
+	if (cf->flows_left == 0 && !cf->open)
 		coflow_complete(m, fl->coflow, now_ns);
+	return 0;
+}
+
+int cp_model_coflow_finish(struct cp_model *m, uint32_t c, uint64_t now_ns)
+{
+	struct cp_coflow *cf = &m->coflows[c];
+
+	if (cf->state != CP_COFLOW_ACTIVE)
+		return -EINVAL;
+	while (cf->flows_left > 0) {
+		/* A closed coflow completes with its last flow, an open one below. */
+		if (cp_model_flow_done(m, m->flow_slot[cf->first_flow], now_ns) < 0)
+			return -EINVAL;
+	}
+	if (cf->state == CP_COFLOW_ACTIVE)
+		coflow_complete(m, c, now_ns);
 	return 0;
 }
 

@@ -75,6 +75,11 @@ struct cp_coflow {
 	uint64_t release_offset_ns; /* earliest release after the job's arrival */
 	uint64_t total_bytes;
 	uint64_t max_flow_bytes;
+	/*
+	 * Open: more flows may come (loomd); the coflow does not complete when
+	 * its known flows are done, only through cp_model_coflow_finish().
+	 */
+	bool open;
 	/* dynamic */
 	enum cp_coflow_state state;
 	uint32_t parents_left;
@@ -162,6 +167,10 @@ int cp_builder_add_flow(struct cp_builder *b, uint64_t coflow_id, uint32_t src, 
 int cp_builder_add_edge(struct cp_builder *b, uint64_t parent_coflow_id, uint64_t child_coflow_id,
 			uint64_t delay_ns, struct loom_err *err);
 
+/* Marks a coflow open (see struct cp_coflow). 0, or -ENOENT with err filled. */
+int cp_builder_set_coflow_open(struct cp_builder *b, uint64_t coflow_id, bool open,
+			       struct loom_err *err);
+
 /* Returns the number of coflows added so far. */
 uint32_t cp_builder_ncoflows(const struct cp_builder *b);
 
@@ -207,6 +216,14 @@ int cp_model_coflow_release(struct cp_model *m, uint32_t c, uint64_t now_ns);
  * done, and JOB_DONE. Returns 0 or -EINVAL when f is not running.
  */
 int cp_model_flow_done(struct cp_model *m, uint32_t f, uint64_t now_ns);
+
+/*
+ * Coflow c (ACTIVE) is declared finished at now_ns (loomd: the framework says
+ * so): its unfinished flows are done (FLOW_DONE each), then COFLOW_DONE and
+ * what follows, as with the last flow of a closed coflow. Returns 0 or
+ * -EINVAL when c is not ACTIVE.
+ */
+int cp_model_coflow_finish(struct cp_model *m, uint32_t c, uint64_t now_ns);
 
 /* True when every job has finished. */
 static inline bool cp_model_all_done(const struct cp_model *m)

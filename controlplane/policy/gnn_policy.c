@@ -292,3 +292,44 @@ const struct policy_class policy_gnn = {
 	.on_event = gnn_on_event,
 	.decide = gnn_decide,
 };
+
+struct gnn_model *policy_gnn_model_load(const char *weights, const char *backend,
+					struct loom_err *err)
+{
+	struct gnn_err gerr = {{0}};
+	char path[PATH_MAX];
+	struct gnn_model *m;
+
+	if (!weights)
+		weights = policy_gnn_default_weights(path, sizeof(path));
+	m = gnn_model_load(weights, backend, &gerr);
+	if (!m) {
+		int e = errno;
+
+		loom_err_set(err, e, "cannot load the model: %s", gerr.msg);
+		errno = e;
+		return NULL;
+	}
+	if (gnn_model_config(m)->nfeatures != POLICY_NFEATURES) {
+		loom_err_set(
+			err, EINVAL,
+			"model %s has %u input features per coflow, the gnn policy computes %u",
+			weights, gnn_model_config(m)->nfeatures, POLICY_NFEATURES);
+		gnn_model_free(m);
+		errno = EINVAL;
+		return NULL;
+	}
+	return m;
+}
+
+struct gnn_model *policy_gnn_model_free(struct gnn_model *m)
+{
+	return gnn_model_free(m);
+}
+
+bool policy_spec_uses_gnn(const char *spec)
+{
+	size_t n = strcspn(spec, ":");
+
+	return (n == 3 && !strncmp(spec, "gnn", 3)) || (n == 8 && !strncmp(spec, "ensemble", 8));
+}

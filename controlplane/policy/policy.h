@@ -221,6 +221,19 @@ extern const struct policy_class policy_ensemble;
 /* Path of the shipped model: loom_data_path(POLICY_GNN_WEIGHTS_REL) (common/datapath.h). */
 const char *policy_gnn_default_weights(char *buf, size_t size);
 
+/*
+ * Loads a gnn model file once for drivers that remake policies often
+ * (loomd: params.gnn_model). weights NULL: the shipped model; backend NULL:
+ * "cpu". Returns the model (free with policy_gnn_model_free) or NULL + errno
+ * with err naming the file.
+ */
+struct gnn_model *policy_gnn_model_load(const char *weights, const char *backend,
+					struct loom_err *err);
+struct gnn_model *policy_gnn_model_free(struct gnn_model *m);
+
+/* True when the policy named by spec (or one of an ensemble's candidates) runs the gnn. */
+bool policy_spec_uses_gnn(const char *spec);
+
 struct policy_graph;
 struct gnn_rng;
 

@@ -653,6 +653,8 @@ static int decide(struct engine *e, struct loom_err *err)
 	r = policy_decision_validate(&e->d, m, e->stamp, e->stamp_gen, err);
 	if (r < 0)
 		return r;
+	if (e->o->on_decision)
+		e->o->on_decision(e->o->decision_ctx, m, e->now, &e->d);
 	sim_fabric_allocate(&e->fabric, m, &e->d, e->o);
 	replan_all(e);
 	if (e->o->check)

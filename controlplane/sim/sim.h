@@ -130,6 +130,14 @@ struct sim_opts {
 	void (*progress)(void *ctx, const struct sim_progress *pr);
 	void *progress_ctx;
 	uint64_t progress_every;
+	/*
+	 * Called after every valid decision, before the fabric acts on it, with
+	 * the model synced to now (remaining and sent bytes exact): the
+	 * differential test against loomd records the decision sequence here.
+	 */
+	void (*on_decision)(void *ctx, const struct cp_model *m, uint64_t now_ns,
+			    const struct policy_decision *d);
+	void *decision_ctx;
 };
 
 /* Fills defaults: ideal mode, K = 8, quantise TOP, no epochs, no re-evaluation, no checks. */

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* loomd's configuration: defaults, "key = value" files, checks (docs/loomd.md lists the keys). */
+#include "controlplane/loomd/loomd.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+
+void cp_config_default(struct cp_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->listen_unix, sizeof(c->listen_unix), "/run/loom/loomd.sock");
+	snprintf(c->listen_tcp, sizeof(c->listen_tcp), "127.0.0.1:7420");
+	snprintf(c->admin_socket, sizeof(c->admin_socket), "/run/loom/admin.sock");
+	snprintf(c->metrics, sizeof(c->metrics), "127.0.0.1:9464");
+	snprintf(c->journal, sizeof(c->journal), "/var/lib/loom/journal.db");
+	c->journal_sync = 2;
+	snprintf(c->policy, sizeof(c->policy), "sebf");
+	c->hosts = 150;
+	c->link_bps = TOPO_DEFAULT_BPS;
+	c->classes = 8;
+	c->tick_ns = 10 * LOOM_NS_PER_MS;
+	c->seed = 1;
+	c->max_frame = WIRE_MAX_FRAME_DEFAULT;
+	c->max_jobs = 10000;
+	c->max_coflows = 100000;
+	c->max_flows = 1000000;
+	c->max_connections = 4096;
+	c->unknown_flow_bytes = 1ULL << 20;
+	c->done_retention_ns = 60 * LOOM_NS_PER_S;
+	c->agent_timeout_ns = 30 * LOOM_NS_PER_S;
+	snprintf(c->log_level, sizeof(c->log_level), "info");
+}
+
+enum ktype {
+	K_STR,
+	K_U32,
+	K_U64,
+	K_BYTES,
+	K_BPS,
+	K_DUR,
+	K_BOOL,
+	K_SYNC,
+	K_LEVEL
+};
+
+struct key {
+	const char *name;
+	enum ktype type;
+	size_t off, size;
+	uint64_t min, max;
+};
+
+#define STR(f)    K_STR, offsetof(struct cp_config, f), sizeof(((struct cp_config *)0)->f)
+#define NUM(t, f) t, offsetof(struct cp_config, f), 0
+static const struct key keys[] = {
+	{"listen_unix", STR(listen_unix), 0, 0},
+	{"listen_tcp", STR(listen_tcp), 0, 0},
+	{"admin_socket", STR(admin_socket), 0, 0},
+	{"metrics", STR(metrics), 0, 0},
+	{"journal", STR(journal), 0, 0},
+	{"journal_sync", NUM(K_SYNC, journal_sync), 0, 2},
+	{"policy", STR(policy), 0, 0},
+	{"weights", STR(weights), 0, 0},
+	{"topology", STR(topology), 0, 0},
+	{"hosts", NUM(K_U32, hosts), 2, TOPO_MAX_HOSTS},
+	{"link_bps", NUM(K_BPS, link_bps), 1000, UINT64_MAX},
+	{"classes", NUM(K_U32, classes), 1, 64},
+	{"tick", NUM(K_DUR, tick_ns), LOOM_NS_PER_MS / 10, 10 * LOOM_NS_PER_S},
+	{"seed", NUM(K_U64, seed), 0, UINT64_MAX},
+	{"max_frame", NUM(K_BYTES, max_frame), 1024, 1u << 30},
+	{"max_jobs", NUM(K_U32, max_jobs), 1, UINT32_MAX / 2},
+	{"max_coflows", NUM(K_U32, max_coflows), 1, UINT32_MAX / 2},
+	{"max_flows", NUM(K_U32, max_flows), 1, UINT32_MAX / 2},
+	{"max_connections", NUM(K_U32, max_connections), 1, 1000000},
+	{"unknown_flow_bytes", NUM(K_BYTES, unknown_flow_bytes), 1, 1ULL << 50},
+	{"done_retention", NUM(K_DUR, done_retention_ns), 0, UINT64_MAX},
+	{"agent_timeout", NUM(K_DUR, agent_timeout_ns), 0, UINT64_MAX},
+	{"log_level", NUM(K_LEVEL, log_level), 0, 0},
+	{"virtual_clock", NUM(K_BOOL, virtual_clock), 0, 1},
+};
+
+/* "10ms", "2s", "500us", "1m", "100ns"; a bare number is seconds. */
+static int parse_duration(const char *v, uint64_t *ret)
+{
+	static const struct {
+		const char *suffix;
+		double mult;
+	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
+	char *end;
+	double x;
+
+	errno = 0;
+	x = strtod(v, &end);
+	if (end == v || errno || x < 0)
+		return -EINVAL;
+	if (!*end) {
+		*ret = (uint64_t)(x * 1e9);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].suffix)) {
+			if (x * units[i].mult > 1.8e19)
+				return -ERANGE;
+			*ret = (uint64_t)(x * units[i].mult);
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* "1G", "10Gbit", "100M", a plain number; k/M/G/T are powers of 1000 for rates. */
+static int parse_scaled(const char *v, double base, const char *unit, uint64_t *ret)
+{
+	char *end;
+	double x, mult = 1;
+
+	errno = 0;
+	x = strtod(v, &end);
+	if (end == v || errno || x < 0)
+		return -EINVAL;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		mult = base;
+		end++;
+		break;
+	case 'M':
+		mult = base * base;
+		end++;
+		break;
+	case 'G':
+		mult = base * base * base;
+		end++;
+		break;
+	case 'T':
+		mult = base * base * base * base;
+		end++;
+		break;
+	default:
+		break;
+	}
+	if (*end && strcmp(end, unit))
+		return -EINVAL;
+	if (x * mult > 1.8e19)
+		return -ERANGE;
+	*ret = (uint64_t)(x * mult);
+	return 0;
+}
+
+int cp_config_set(struct cp_config *c, const char *key, const char *value, struct loom_err *err)
+{
+	const struct key *k = NULL;
+	unsigned long long u;
+	uint64_t x = 0;
+	char *base = (char *)c;
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(keys[i].name, key))
+			k = &keys[i];
+	if (!k) {
+		char list[512] = "";
+
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+				 i ? ", " : "", keys[i].name);
+		return loom_err_set(err, ENOENT, "unknown key '%s' (keys: %s)", key, list);
+	}
+	switch (k->type) {
+	case K_STR:
+		if (strlen(value) >= k->size)
+			return loom_err_set(err, EINVAL, "%s: value longer than %zu characters",
+					    key, k->size - 1);
+		snprintf(base + k->off, k->size, "%s", value);
+		return 0;
+	case K_BOOL:
+		if (!strcmp(value, "1") || !strcmp(value, "yes") || !strcmp(value, "true") ||
+		    !strcmp(value, "on"))
+			*(bool *)(base + k->off) = true;
+		else if (!strcmp(value, "0") || !strcmp(value, "no") || !strcmp(value, "false") ||
+			 !strcmp(value, "off"))
+			*(bool *)(base + k->off) = false;
+		else
+			return loom_err_set(err, EINVAL, "%s: '%s' is not a boolean (yes/no)", key,
+					    value);
+		return 0;
+	case K_SYNC:
+		if (!strcmp(value, "off"))
+			c->journal_sync = 0;
+		else if (!strcmp(value, "normal"))
+			c->journal_sync = 1;
+		else if (!strcmp(value, "full"))
+			c->journal_sync = 2;
+		else
+			return loom_err_set(err, EINVAL, "%s: '%s' is not off, normal or full", key,
+					    value);
+		return 0;
+	case K_LEVEL: {
+		enum loom_log_level lvl;
+
+		if (loom_log_level_parse(value, &lvl) < 0)
+			return loom_err_set(err, EINVAL,
+					    "%s: '%s' is not a level (error, warn, info, debug)",
+					    key, value);
+		snprintf(c->log_level, sizeof(c->log_level), "%s", value);
+		return 0;
+	}
+	case K_DUR:
+		if (parse_duration(value, &x) < 0)
+			return loom_err_set(err, EINVAL,
+					    "%s: '%s' is not a duration (e.g. 10ms, 2s, 500us)",
+					    key, value);
+		break;
+	case K_BPS:
+		if (parse_scaled(value, 1000, "bit", &x) < 0)
+			return loom_err_set(
+				err, EINVAL,
+				"%s: '%s' is not a rate in bit/s (e.g. 10G, 100M, 1000000)", key,
+				value);
+		break;
+	case K_BYTES:
+		if (parse_scaled(value, 1024, "B", &x) < 0)
+			return loom_err_set(err, EINVAL, "%s: '%s' is not a size (e.g. 4M, 65536)",
+					    key, value);
+		break;
+	case K_U32:
+	case K_U64:
+		if (loom_parse_u64(value, &u) < 0)
+			return loom_err_set(err, EINVAL, "%s: '%s' is not a whole number", key,
+					    value);
+		x = u;
+		break;
+	}
+	if (x < k->min || x > k->max)
+		return loom_err_set(err, ERANGE, "%s: %llu is outside [%llu, %llu]", key,
+				    (unsigned long long)x, (unsigned long long)k->min,
+				    (unsigned long long)k->max);
+	if (k->type == K_U32 || (k->type == K_BYTES && !strcmp(key, "max_frame")))
+		*(uint32_t *)(base + k->off) = (uint32_t)x;
+	else
+		*(uint64_t *)(base + k->off) = x;
+	return 0;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = 0;
+	return s;
+}
+
+int cp_config_load(struct cp_config *c, const char *path, struct loom_err *err)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	unsigned lineno = 0;
+
+	if (!f)
+		return loom_err_set(err, errno, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *eq, *key, *val, *hash;
+		struct loom_err e2;
+		int r;
+
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			fclose(f);
+			return loom_err_set(err, EINVAL, "%s:%u: line longer than %zu characters",
+					    path, lineno, sizeof(line) - 2);
+		}
+		hash = strchr(line, '#');
+		if (hash)
+			*hash = 0;
+		key = trim(line);
+		if (!*key)
+			continue;
+		eq = strchr(key, '=');
+		if (!eq) {
+			fclose(f);
+			return loom_err_set(err, EINVAL, "%s:%u: expected 'key = value'", path,
+					    lineno);
+		}
+		*eq = 0;
+		val = trim(eq + 1);
+		key = trim(key);
+		if (val[0] == '"' && strlen(val) >= 2 && val[strlen(val) - 1] == '"') {
+			val[strlen(val) - 1] = 0;
+			val++;
+		}
+		r = cp_config_set(c, key, val, &e2);
+		if (r < 0) {
+			fclose(f);
+			return loom_err_set(err, -r, "%s:%u: %s", path, lineno, loom_err_str(&e2));
+		}
+	}
+	if (ferror(f)) {
+		fclose(f);
+		return loom_err_set(err, EIO, "%s: read error", path);
+	}
+	fclose(f);
+	return 0;
+}
+
+int cp_config_check(const struct cp_config *c, struct loom_err *err)
+{
+	const struct policy_class *cls;
+	double opt[POLICY_MAX_OPTS];
+	struct loom_err e2;
+
+	if (!c->listen_unix[0] && !c->listen_tcp[0])
+		return loom_err_set(
+			err, EINVAL,
+			"nothing to listen on: set listen_unix or listen_tcp (or both)");
+	if (policy_spec_parse(c->policy, &cls, opt, &e2) < 0)
+		return loom_err_set(err, EINVAL, "policy: %s", loom_err_str(&e2));
+	if (c->tick_ns == 0)
+		return loom_err_set(err, EINVAL, "tick must be positive");
+	return 0;
+}

@@ -1,0 +1,1078 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The registry and its view (loomd.h). Objects are owned by their job: a job
+ * owns its coflows (one array) and edges, a coflow its flows (one allocation
+ * each, so pointers stay put). Three hash maps find them by id and tuple.
+ *
+ * Facts (arrivals, flows done, coflows and jobs declared done, bytes sent)
+ * live in the objects. A change that adds or removes objects marks the view
+ * dirty; cp_registry_view() then rebuilds it and replays the facts through
+ * the model's own transitions. A change to objects the view has is applied
+ * to it at once, so between rebuilds the view is current for them.
+ */
+#include "controlplane/loomd/loomd.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+#include "controlplane/loomd/hmap.h"
+
+static bool job_eq(const void *val, const void *key)
+{
+	return ((const struct cp_rjob *)val)->id == *(const uint64_t *)key;
+}
+
+static bool coflow_eq(const void *val, const void *key)
+{
+	return ((const struct cp_rcoflow *)val)->id == *(const uint64_t *)key;
+}
+
+static bool flow_eq(const void *val, const void *key)
+{
+	return wire_tuple_eq(&((const struct cp_rflow *)val)->tuple, key);
+}
+
+struct host_addr {
+	uint8_t family;
+	uint8_t addr[16];
+	uint32_t host;
+};
+
+static bool addr_eq(const void *val, const void *key)
+{
+	const struct host_addr *a = val, *b = key;
+
+	return a->family == b->family && !memcmp(a->addr, b->addr, 16);
+}
+
+static uint64_t addr_hash(const struct host_addr *a)
+{
+	uint64_t h = a->family;
+
+	for (int i = 0; i < 16; i++)
+		h = (h ^ a->addr[i]) * 1099511628211ULL;
+	return mix64(h);
+}
+
+/* ---- the registry ------------------------------------------------------------------------ */
+
+struct cp_registry {
+	const struct topo *topo;
+	struct cp_registry_limits lim;
+	struct cp_rjob **jobs; /* registration order */
+	uint32_t njobs, cap_jobs;
+	uint32_t ncoflows;
+	uint64_t nflows;
+	struct hmap by_job, by_coflow, by_tuple, by_addr;
+	uint64_t now_ns;
+
+	/* the view */
+	struct cp_model *view;
+	bool dirty;
+	bool replaying;
+	struct cp_rjob **vjob;       /* view job -> registry job */
+	struct cp_rcoflow **vcoflow; /* view coflow -> registry coflow */
+	struct cp_rflow **vflow;     /* view flow -> registry flow */
+	uint32_t *ready;             /* replay work list */
+	uint32_t nready;
+	struct cp_event *events; /* live events since the last clear */
+	uint32_t nevents, cap_events;
+	int emit_err;
+};
+
+struct cp_registry *cp_registry_new(const struct topo *t, const struct cp_registry_limits *lim)
+{
+	struct cp_registry *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->topo = t;
+	r->lim = *lim;
+	return r;
+}
+
+static void job_free(struct cp_rjob *j)
+{
+	if (!j)
+		return;
+	for (uint32_t c = 0; c < j->ncoflows; c++) {
+		for (uint32_t f = 0; f < j->coflows[c].nflows; f++)
+			free(j->coflows[c].flows[f]);
+		free(j->coflows[c].flows);
+	}
+	free(j->coflows);
+	free(j->edges);
+	free(j);
+}
+
+static void view_drop(struct cp_registry *r)
+{
+	r->view = cp_model_free(r->view);
+	free(r->vjob);
+	free(r->vcoflow);
+	free(r->vflow);
+	free(r->ready);
+	r->vjob = NULL;
+	r->vcoflow = NULL;
+	r->vflow = NULL;
+	r->ready = NULL;
+}
+
+struct cp_registry *cp_registry_free(struct cp_registry *r)
+{
+	if (!r)
+		return NULL;
+	for (uint32_t j = 0; j < r->njobs; j++)
+		job_free(r->jobs[j]);
+	free(r->jobs);
+	for (uint32_t i = 0; i < r->by_addr.cap; i++)
+		if (r->by_addr.hash[i] >= 2)
+			free(r->by_addr.val[i]);
+	hm_done(&r->by_job);
+	hm_done(&r->by_coflow);
+	hm_done(&r->by_tuple);
+	hm_done(&r->by_addr);
+	view_drop(r);
+	free(r->events);
+	free(r);
+	return NULL;
+}
+
+static void see_time(struct cp_registry *r, uint64_t now_ns)
+{
+	if (now_ns > r->now_ns)
+		r->now_ns = now_ns;
+}
+
+uint64_t cp_registry_now(const struct cp_registry *r)
+{
+	return r->now_ns;
+}
+
+struct cp_rjob *cp_registry_job(const struct cp_registry *r, uint64_t id)
+{
+	return hm_find(&r->by_job, mix64(id), job_eq, &id);
+}
+
+static uint64_t coflow_hash(uint64_t id)
+{
+	return mix64(id ^ 0x9e3779b97f4a7c15ULL);
+}
+
+struct cp_rcoflow *cp_registry_coflow(const struct cp_registry *r, uint64_t id)
+{
+	return hm_find(&r->by_coflow, coflow_hash(id), coflow_eq, &id);
+}
+
+static uint64_t tuple_hash(const struct wire_tuple *t)
+{
+	uint64_t h = wire_tuple_hash(t);
+
+	return h < 2 ? h + 2 : h;
+}
+
+struct cp_rflow *cp_registry_flow(const struct cp_registry *r, const struct wire_tuple *t)
+{
+	return hm_find(&r->by_tuple, tuple_hash(t), flow_eq, t);
+}
+
+struct cp_rjob *const *cp_registry_jobs(const struct cp_registry *r, uint32_t *ret_n)
+{
+	*ret_n = r->njobs;
+	return r->jobs;
+}
+
+int cp_registry_set_host_addr(struct cp_registry *r, uint32_t host, const uint8_t *addr,
+			      uint8_t family)
+{
+	struct host_addr key = {.family = family, .host = host}, *a;
+
+	if ((family != 4 && family != 6) || host >= r->topo->nhosts)
+		return -EINVAL;
+	memcpy(key.addr, addr, family == 4 ? 4 : 16);
+	a = hm_find(&r->by_addr, addr_hash(&key), addr_eq, &key);
+	if (a) {
+		a->host = host;
+		return 0;
+	}
+	a = malloc(sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	*a = key;
+	if (hm_insert(&r->by_addr, addr_hash(a), a) < 0) {
+		free(a);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int host_of(const struct cp_registry *r, uint8_t family, const uint8_t *addr,
+		   uint32_t *ret_host)
+{
+	struct host_addr key = {.family = family}, *a;
+
+	memcpy(key.addr, addr, family == 4 ? 4 : 16);
+	a = hm_find(&r->by_addr, addr_hash(&key), addr_eq, &key);
+	if (!a)
+		return -ENOENT;
+	*ret_host = a->host;
+	return 0;
+}
+
+/* ---- the view's state of an object, whether or not the view has it yet ----------------------- */
+
+enum cp_coflow_state cp_registry_coflow_state(const struct cp_registry *r,
+					      const struct cp_rcoflow *c)
+{
+	if (c->view != CP_NONE && r->view)
+		return r->view->coflows[c->view].state;
+	return c->done_ns != CP_TIME_NEVER ? CP_COFLOW_DONE : CP_COFLOW_WAITING;
+}
+
+static bool coflow_done(const struct cp_registry *r, const struct cp_rcoflow *c)
+{
+	return c->done_ns != CP_TIME_NEVER || c->declared_done ||
+	       cp_registry_coflow_state(r, c) == CP_COFLOW_DONE;
+}
+
+/* ---- validation of a job ------------------------------------------------------------------- */
+
+static int find_spec_coflow(const struct cp_job_spec *s, uint64_t id)
+{
+	for (uint32_t i = 0; i < s->ncoflows; i++)
+		if (s->coflows[i].id == id)
+			return (int)i;
+	return -1;
+}
+
+static int check_flow_spec(const struct cp_registry *r, const struct cp_flow_spec *f,
+			   struct cp_flow_spec *ret, const char *what, struct loom_err *err)
+{
+	struct cp_flow_spec out = *f;
+
+	if (f->by_address) {
+		if (!f->has_tuple)
+			return loom_err_set(err, EINVAL, "%s: by_address needs a 5-tuple", what);
+		if (host_of(r, f->tuple.family, f->tuple.src, &out.src) < 0 ||
+		    host_of(r, f->tuple.family, f->tuple.dst, &out.dst) < 0) {
+			char buf[128];
+
+			return loom_err_set(
+				err, ENOENT,
+				"%s: no host owns the addresses of %s (no agent announced "
+				"them; give src_host/dst_host instead)",
+				what, wire_tuple_str(&f->tuple, buf, sizeof(buf)));
+		}
+	}
+	if (out.src >= r->topo->nhosts || out.dst >= r->topo->nhosts)
+		return loom_err_set(err, EINVAL,
+				    "%s: host %u is out of range (the fabric has %u hosts)", what,
+				    out.src >= r->topo->nhosts ? out.src : out.dst,
+				    r->topo->nhosts);
+	if (f->has_tuple && f->tuple.protocol != 6 && f->tuple.protocol != 17)
+		return loom_err_set(err, EINVAL, "%s: protocol %u is neither TCP (6) nor UDP (17)",
+				    what, f->tuple.protocol);
+	if (f->has_tuple && cp_registry_flow(r, &f->tuple)) {
+		char buf[128];
+
+		return loom_err_set(err, EEXIST, "%s: a flow with tuple %s is already announced",
+				    what, wire_tuple_str(&f->tuple, buf, sizeof(buf)));
+	}
+	*ret = out;
+	return 0;
+}
+
+/* Kahn's algorithm over the spec's coflows; -ELOOP with err naming one coflow on a cycle. */
+static int check_acyclic(const struct cp_job_spec *s, const int *parent_idx, const int *child_idx,
+			 struct loom_err *err)
+{
+	uint32_t n = s->ncoflows, head = 0, tail = 0;
+	uint32_t *indeg = calloc(n, sizeof(*indeg)), *queue = calloc(n, sizeof(*queue));
+	int r = 0;
+
+	if (!indeg || !queue) {
+		r = loom_err_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint32_t e = 0; e < s->nedges; e++)
+		indeg[child_idx[e]]++;
+	for (uint32_t c = 0; c < n; c++)
+		if (!indeg[c])
+			queue[tail++] = c;
+	while (head < tail) {
+		uint32_t c = queue[head++];
+
+		for (uint32_t e = 0; e < s->nedges; e++)
+			if ((uint32_t)parent_idx[e] == c && --indeg[child_idx[e]] == 0)
+				queue[tail++] = (uint32_t)child_idx[e];
+	}
+	if (tail < n) {
+		for (uint32_t c = 0; c < n; c++)
+			if (indeg[c]) {
+				r = loom_err_set(
+					err, ELOOP,
+					"job %llu: its coflows form a cycle (coflow %llu is on "
+					"or after one)",
+					(unsigned long long)s->id,
+					(unsigned long long)s->coflows[c].id);
+				break;
+			}
+	}
+out:
+	free(indeg);
+	free(queue);
+	return r;
+}
+
+static int validate_job(const struct cp_registry *r, const struct cp_job_spec *s,
+			struct cp_flow_spec *resolved, struct loom_err *err)
+{
+	uint64_t nflows = 0;
+	int *pidx = NULL, *cidx = NULL;
+	int rc = 0;
+	uint32_t k = 0;
+
+	if (cp_registry_job(r, s->id))
+		return loom_err_set(err, EEXIST, "job %llu is already registered",
+				    (unsigned long long)s->id);
+	if (!(s->weight > 0) || !isfinite(s->weight))
+		return loom_err_set(err, EINVAL, "job %llu: weight %g is not a positive number",
+				    (unsigned long long)s->id, s->weight);
+	if (s->ncoflows == 0)
+		return loom_err_set(err, EINVAL, "job %llu has no coflows",
+				    (unsigned long long)s->id);
+	if (r->njobs >= r->lim.max_jobs)
+		return loom_err_set(err, ENOSPC,
+				    "job %llu: the controller holds %u jobs (max_jobs)",
+				    (unsigned long long)s->id, r->lim.max_jobs);
+	if (r->ncoflows + s->ncoflows > r->lim.max_coflows)
+		return loom_err_set(err, ENOSPC,
+				    "job %llu: %u more coflows would exceed max_coflows (%u)",
+				    (unsigned long long)s->id, s->ncoflows, r->lim.max_coflows);
+	for (uint32_t i = 0; i < s->ncoflows; i++) {
+		const struct cp_coflow_spec *c = &s->coflows[i];
+
+		nflows += c->nflows;
+		if (cp_registry_coflow(r, c->id))
+			return loom_err_set(
+				err, EEXIST,
+				"job %llu: coflow id %llu is already registered (coflow "
+				"ids are unique across jobs)",
+				(unsigned long long)s->id, (unsigned long long)c->id);
+		if (find_spec_coflow(s, c->id) != (int)i)
+			return loom_err_set(err, EEXIST, "job %llu: coflow id %llu appears twice",
+					    (unsigned long long)s->id, (unsigned long long)c->id);
+		if (c->expected_flows && c->nflows > c->expected_flows)
+			return loom_err_set(err, EINVAL,
+					    "job %llu coflow %llu: %u flows listed, more than its "
+					    "expected_flows %u",
+					    (unsigned long long)s->id, (unsigned long long)c->id,
+					    c->nflows, c->expected_flows);
+	}
+	if (r->nflows + nflows > r->lim.max_flows)
+		return loom_err_set(err, ENOSPC,
+				    "job %llu: %llu more flows would exceed max_flows (%u)",
+				    (unsigned long long)s->id, (unsigned long long)nflows,
+				    r->lim.max_flows);
+	for (uint32_t i = 0; i < s->ncoflows; i++) {
+		const struct cp_coflow_spec *c = &s->coflows[i];
+
+		for (uint32_t f = 0; f < c->nflows; f++, k++) {
+			char what[96];
+
+			snprintf(what, sizeof(what), "job %llu coflow %llu flow %u",
+				 (unsigned long long)s->id, (unsigned long long)c->id, f);
+			rc = check_flow_spec(r, &c->flows[f], &resolved[k], what, err);
+			if (rc < 0)
+				return rc;
+			/* the same tuple twice within this job */
+			for (uint32_t g = 0; c->flows[f].has_tuple && g < k; g++)
+				if (resolved[g].has_tuple &&
+				    wire_tuple_eq(&resolved[g].tuple, &c->flows[f].tuple))
+					return loom_err_set(err, EEXIST,
+							    "%s: its tuple appears twice", what);
+		}
+	}
+	pidx = calloc(s->nedges + 1, sizeof(*pidx));
+	cidx = calloc(s->nedges + 1, sizeof(*cidx));
+	if (!pidx || !cidx) {
+		rc = loom_err_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint32_t e = 0; e < s->nedges; e++) {
+		pidx[e] = find_spec_coflow(s, s->edges[e].parent);
+		cidx[e] = find_spec_coflow(s, s->edges[e].child);
+		if (pidx[e] < 0 || cidx[e] < 0) {
+			uint64_t bad = pidx[e] < 0 ? s->edges[e].parent : s->edges[e].child;
+
+			rc = loom_err_set(err, ENOENT,
+					  "job %llu edge %u: coflow %llu is not one of this job's",
+					  (unsigned long long)s->id, e, (unsigned long long)bad);
+			goto out;
+		}
+		if (pidx[e] == cidx[e]) {
+			rc = loom_err_set(err, ELOOP,
+					  "job %llu edge %u: coflow %llu depends on itself",
+					  (unsigned long long)s->id, e,
+					  (unsigned long long)s->edges[e].parent);
+			goto out;
+		}
+		for (uint32_t g = 0; g < e; g++)
+			if (pidx[g] == pidx[e] && cidx[g] == cidx[e]) {
+				rc = loom_err_set(err, EEXIST,
+						  "job %llu: edge %llu -> %llu appears twice",
+						  (unsigned long long)s->id,
+						  (unsigned long long)s->edges[e].parent,
+						  (unsigned long long)s->edges[e].child);
+				goto out;
+			}
+	}
+	rc = check_acyclic(s, pidx, cidx, err);
+out:
+	free(pidx);
+	free(cidx);
+	return rc;
+}
+
+/* ---- changes -------------------------------------------------------------------------------- */
+
+static struct cp_rflow *flow_new(const struct cp_flow_spec *f, struct cp_rcoflow *c)
+{
+	struct cp_rflow *fl = calloc(1, sizeof(*fl));
+
+	if (!fl)
+		return NULL;
+	fl->coflow = c;
+	fl->src = f->src;
+	fl->dst = f->dst;
+	fl->bytes = f->bytes;
+	fl->has_tuple = f->has_tuple;
+	fl->tuple = f->tuple;
+	fl->done_ns = CP_TIME_NEVER;
+	fl->view = CP_NONE;
+	return fl;
+}
+
+static int coflow_push_flow(struct cp_rcoflow *c, struct cp_rflow *fl)
+{
+	if (c->nflows == c->cap_flows) {
+		uint32_t ncap = c->cap_flows ? c->cap_flows * 2 : 4;
+		struct cp_rflow **v = realloc(c->flows, ncap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->flows = v;
+		c->cap_flows = ncap;
+	}
+	c->flows[c->nflows++] = fl;
+	return 0;
+}
+
+/* Unhooks j from the maps (not from jobs[]). */
+static void job_unmap(struct cp_registry *r, struct cp_rjob *j)
+{
+	hm_remove(&r->by_job, mix64(j->id), j);
+	for (uint32_t c = 0; c < j->ncoflows; c++) {
+		struct cp_rcoflow *rc = &j->coflows[c];
+
+		hm_remove(&r->by_coflow, coflow_hash(rc->id), rc);
+		for (uint32_t f = 0; f < rc->nflows; f++)
+			if (rc->flows[f]->has_tuple)
+				hm_remove(&r->by_tuple, tuple_hash(&rc->flows[f]->tuple),
+					  rc->flows[f]);
+		r->nflows -= rc->nflows;
+	}
+	r->ncoflows -= j->ncoflows;
+}
+
+int cp_registry_add_job(struct cp_registry *r, const struct cp_job_spec *spec, uint64_t now_ns,
+			struct loom_err *err)
+{
+	struct cp_flow_spec *resolved;
+	struct cp_rjob *j = NULL;
+	uint64_t nflows = 0;
+	uint32_t k = 0;
+	int rc;
+
+	for (uint32_t i = 0; i < spec->ncoflows; i++)
+		nflows += spec->coflows[i].nflows;
+	resolved = calloc(nflows + 1, sizeof(*resolved));
+	if (!resolved)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	rc = validate_job(r, spec, resolved, err);
+	if (rc < 0)
+		goto out;
+	rc = -ENOMEM;
+	if (r->njobs == r->cap_jobs) {
+		uint32_t ncap = r->cap_jobs ? r->cap_jobs * 2 : 64;
+		struct cp_rjob **v = realloc(r->jobs, ncap * sizeof(*v));
+
+		if (!v)
+			goto fail;
+		r->jobs = v;
+		r->cap_jobs = ncap;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		goto fail;
+	j->id = spec->id;
+	snprintf(j->name, sizeof(j->name), "%s", spec->name);
+	j->weight = spec->weight;
+	see_time(r, now_ns);
+	j->arrival_ns = now_ns;
+	j->done_ns = CP_TIME_NEVER;
+	j->view = CP_NONE;
+	j->coflows = calloc(spec->ncoflows, sizeof(*j->coflows));
+	j->edges = calloc(spec->nedges + 1, sizeof(*j->edges));
+	if (!j->coflows || !j->edges)
+		goto fail;
+	j->ncoflows = spec->ncoflows;
+	j->nedges = spec->nedges;
+	memcpy(j->edges, spec->edges, spec->nedges * sizeof(*j->edges));
+	for (uint32_t i = 0; i < spec->ncoflows; i++) {
+		const struct cp_coflow_spec *cs = &spec->coflows[i];
+		struct cp_rcoflow *c = &j->coflows[i];
+
+		c->id = cs->id;
+		c->job = j;
+		c->release_offset_ns = cs->release_offset_ns;
+		c->expected_flows = cs->expected_flows ? cs->expected_flows : cs->nflows;
+		c->open = c->expected_flows == 0;
+		c->done_ns = CP_TIME_NEVER;
+		c->view = CP_NONE;
+		for (uint32_t f = 0; f < cs->nflows; f++, k++) {
+			struct cp_rflow *fl = flow_new(&resolved[k], c);
+
+			if (!fl || coflow_push_flow(c, fl) < 0) {
+				free(fl);
+				goto fail;
+			}
+		}
+	}
+	/* Maps last: nothing can fail after the first insert but memory. */
+	if (hm_insert(&r->by_job, mix64(j->id), j) < 0)
+		goto fail;
+	for (uint32_t i = 0; i < j->ncoflows; i++) {
+		struct cp_rcoflow *c = &j->coflows[i];
+
+		if (hm_insert(&r->by_coflow, coflow_hash(c->id), c) < 0)
+			goto fail_mapped;
+		for (uint32_t f = 0; f < c->nflows; f++)
+			if (c->flows[f]->has_tuple &&
+			    hm_insert(&r->by_tuple, tuple_hash(&c->flows[f]->tuple), c->flows[f]) <
+				    0)
+				goto fail_mapped;
+	}
+	r->ncoflows += j->ncoflows;
+	r->nflows += nflows;
+	r->jobs[r->njobs++] = j;
+	r->dirty = true;
+	rc = 0;
+	goto out;
+fail_mapped:
+	/* hm_remove of absent entries is harmless; counts are restored below */
+	r->ncoflows += j->ncoflows;
+	r->nflows += nflows;
+	job_unmap(r, j);
+fail:
+	job_free(j);
+	loom_err_set(err, ENOMEM, "out of memory");
+out:
+	free(resolved);
+	return rc;
+}
+
+/* Applies a flow's done fact to the view when its coflow runs there. */
+static void view_flow_done(struct cp_registry *r, struct cp_rflow *fl)
+{
+	struct cp_model *m = r->view;
+
+	if (!m || fl->view == CP_NONE || m->flows[fl->view].done)
+		return;
+	if (m->coflows[m->flows[fl->view].coflow].state == CP_COFLOW_ACTIVE)
+		cp_model_flow_done(m, fl->view, fl->done_ns);
+}
+
+int cp_registry_add_flow(struct cp_registry *r, uint64_t coflow_id, const struct cp_flow_spec *f,
+			 uint64_t now_ns, struct loom_err *err)
+{
+	struct cp_rcoflow *c = cp_registry_coflow(r, coflow_id);
+	struct cp_flow_spec res;
+	struct cp_rflow *fl;
+	char what[64];
+	int rc;
+
+	snprintf(what, sizeof(what), "flow of coflow %llu", (unsigned long long)coflow_id);
+	if (!c)
+		return loom_err_set(err, ENOENT, "%s: no such coflow", what);
+	if (!f->has_tuple)
+		return loom_err_set(err, EINVAL, "%s: an announced flow needs its 5-tuple", what);
+	if (coflow_done(r, c))
+		return loom_err_set(err, EALREADY, "%s: the coflow is already done", what);
+	if (!c->open && c->nflows >= c->expected_flows)
+		return loom_err_set(err, ENOSPC, "%s: the coflow already has its %u expected flows",
+				    what, c->expected_flows);
+	if (r->nflows >= r->lim.max_flows)
+		return loom_err_set(err, ENOSPC, "%s: the controller holds %llu flows (max_flows)",
+				    what, (unsigned long long)r->nflows);
+	rc = check_flow_spec(r, f, &res, what, err);
+	if (rc < 0)
+		return rc;
+	fl = flow_new(&res, c);
+	if (!fl)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	if (hm_insert(&r->by_tuple, tuple_hash(&fl->tuple), fl) < 0) {
+		free(fl);
+		return loom_err_set(err, ENOMEM, "out of memory");
+	}
+	if (coflow_push_flow(c, fl) < 0) {
+		hm_remove(&r->by_tuple, tuple_hash(&fl->tuple), fl);
+		free(fl);
+		return loom_err_set(err, ENOMEM, "out of memory");
+	}
+	see_time(r, now_ns);
+	r->nflows++;
+	r->dirty = true;
+	return 0;
+}
+
+int cp_registry_coflow_done(struct cp_registry *r, uint64_t coflow_id, uint64_t now_ns,
+			    struct loom_err *err)
+{
+	struct cp_rcoflow *c = cp_registry_coflow(r, coflow_id);
+	struct cp_model *m = r->view;
+
+	if (!c)
+		return loom_err_set(err, ENOENT, "coflow %llu: no such coflow",
+				    (unsigned long long)coflow_id);
+	if (coflow_done(r, c))
+		return loom_err_set(err, EALREADY, "coflow %llu is already done",
+				    (unsigned long long)coflow_id);
+	see_time(r, now_ns);
+	c->declared_done = true;
+	c->declared_ns = now_ns;
+	if (m && c->view != CP_NONE && m->coflows[c->view].state == CP_COFLOW_ACTIVE)
+		cp_model_coflow_finish(m, c->view, now_ns);
+	/* otherwise it completes as soon as it is released (a rebuild or release_due) */
+	return 0;
+}
+
+int cp_registry_job_done(struct cp_registry *r, uint64_t job_id, uint64_t now_ns,
+			 struct loom_err *err)
+{
+	struct cp_rjob *j = cp_registry_job(r, job_id);
+
+	if (!j)
+		return loom_err_set(err, ENOENT, "job %llu: no such job",
+				    (unsigned long long)job_id);
+	if (j->declared_done || j->done_ns != CP_TIME_NEVER)
+		return loom_err_set(err, EALREADY, "job %llu is already done",
+				    (unsigned long long)job_id);
+	see_time(r, now_ns);
+	j->declared_done = true;
+	j->declared_ns = now_ns;
+	for (uint32_t i = 0; i < j->ncoflows; i++)
+		if (!j->coflows[i].declared_done && j->coflows[i].done_ns == CP_TIME_NEVER) {
+			j->coflows[i].declared_done = true;
+			j->coflows[i].declared_ns = now_ns;
+		}
+	/* Coflows still waiting for parents are released and finished at once. */
+	r->dirty = true;
+	return 0;
+}
+
+int cp_registry_unregister(struct cp_registry *r, uint64_t job_id, struct loom_err *err)
+{
+	struct cp_rjob *j = cp_registry_job(r, job_id);
+	uint32_t i;
+
+	if (!j)
+		return loom_err_set(err, ENOENT, "job %llu: no such job",
+				    (unsigned long long)job_id);
+	job_unmap(r, j);
+	for (i = 0; i < r->njobs && r->jobs[i] != j; i++)
+		;
+	memmove(&r->jobs[i], &r->jobs[i + 1], (r->njobs - i - 1) * sizeof(*r->jobs));
+	r->njobs--;
+	job_free(j);
+	r->dirty = true;
+	return 0;
+}
+
+static double flow_remaining(const struct cp_registry *r, const struct cp_rflow *fl)
+{
+	if (fl->bytes == 0)
+		return (double)r->lim.unknown_flow_bytes;
+	if (fl->sent_bytes + 1 >= fl->bytes)
+		return 1;
+	return (double)(fl->bytes - fl->sent_bytes);
+}
+
+int cp_registry_flow_stat(struct cp_registry *r, const struct wire_tuple *t, uint64_t bytes,
+			  bool done, uint64_t now_ns)
+{
+	struct cp_rflow *fl = cp_registry_flow(r, t);
+	struct cp_model *m = r->view;
+
+	if (!fl)
+		return -ENOENT;
+	see_time(r, now_ns);
+	fl->sent_bytes += bytes;
+	fl->coflow->sent_bytes += bytes;
+	fl->coflow->job->sent_bytes += bytes;
+	if (m && fl->view != CP_NONE && !m->flows[fl->view].done) {
+		struct cp_flow *vf = &m->flows[fl->view];
+		struct cp_coflow *vc = &m->coflows[vf->coflow];
+
+		/* sent bytes in the view follow the registry exactly */
+		vf->remaining_bytes = flow_remaining(r, fl);
+		vc->sent_bytes += (double)bytes;
+		m->jobs[vc->job].sent_bytes += (double)bytes;
+	}
+	if (fl->done)
+		return -EALREADY;
+	if (done) {
+		fl->done = true;
+		fl->done_ns = now_ns;
+		fl->coflow->flows_done++;
+		view_flow_done(r, fl);
+	}
+	return 0;
+}
+
+void cp_registry_counts(const struct cp_registry *r, struct cp_registry_counts *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->jobs = r->njobs;
+	ret->coflows = r->ncoflows;
+	ret->flows = r->nflows;
+	for (uint32_t j = 0; j < r->njobs; j++) {
+		const struct cp_rjob *jb = r->jobs[j];
+
+		if (jb->done_ns != CP_TIME_NEVER)
+			ret->jobs_done++;
+		for (uint32_t c = 0; c < jb->ncoflows; c++) {
+			const struct cp_rcoflow *rc = &jb->coflows[c];
+			enum cp_coflow_state st = cp_registry_coflow_state(r, rc);
+
+			if (st == CP_COFLOW_DONE)
+				ret->coflows_done++;
+			else if (st == CP_COFLOW_ACTIVE)
+				ret->coflows_active++;
+			ret->flows_done += rc->flows_done;
+		}
+	}
+}
+
+/* ---- the view --------------------------------------------------------------------------------- */
+
+static void on_view_event(void *ctx, const struct cp_event *ev)
+{
+	struct cp_registry *r = ctx;
+
+	switch (ev->type) {
+	case CP_EV_COFLOW_DONE:
+		r->vcoflow[ev->id]->done_ns = ev->time_ns;
+		r->vcoflow[ev->id]->job->coflows_done++;
+		break;
+	case CP_EV_JOB_DONE:
+		r->vjob[ev->id]->done_ns = ev->time_ns;
+		break;
+	case CP_EV_COFLOW_READY:
+		r->ready[r->nready++] = ev->id;
+		break;
+	default:
+		break;
+	}
+	if (r->replaying)
+		return;
+	if (r->nevents == r->cap_events) {
+		uint32_t ncap = r->cap_events ? r->cap_events * 2 : 256;
+		struct cp_event *v = realloc(r->events, ncap * sizeof(*v));
+
+		if (!v) {
+			r->emit_err = -ENOMEM;
+			return;
+		}
+		r->events = v;
+		r->cap_events = ncap;
+	}
+	r->events[r->nevents++] = *ev;
+}
+
+const struct cp_event *cp_registry_events(struct cp_registry *r, uint32_t *ret_n)
+{
+	*ret_n = r->nevents;
+	return r->events;
+}
+
+void cp_registry_events_clear(struct cp_registry *r)
+{
+	r->nevents = 0;
+}
+
+static int cmp_done_ns(const void *a, const void *b)
+{
+	const struct cp_rflow *x = *(struct cp_rflow *const *)a, *y = *(struct cp_rflow *const *)b;
+
+	return x->done_ns < y->done_ns ? -1 : x->done_ns > y->done_ns;
+}
+
+/*
+ * After view coflow c's release: the facts its flows and its framework gave
+ * before (flows done in time order, then a declared end).
+ */
+static void apply_coflow_facts(struct cp_registry *r, uint32_t c)
+{
+	struct cp_model *m = r->view;
+	struct cp_rcoflow *rc = r->vcoflow[c];
+	struct cp_rflow *stack_buf[64];
+	struct cp_rflow **done = stack_buf;
+	uint32_t n = 0;
+
+	if (rc->flows_done > 64) {
+		done = malloc(rc->flows_done * sizeof(*done));
+		if (!done) {
+			r->emit_err = -ENOMEM;
+			return;
+		}
+	}
+	for (uint32_t f = 0; f < rc->nflows && n < rc->flows_done; f++)
+		if (rc->flows[f]->done)
+			done[n++] = rc->flows[f];
+	qsort(done, n, sizeof(*done), cmp_done_ns);
+	for (uint32_t i = 0; i < n && m->coflows[c].state == CP_COFLOW_ACTIVE; i++)
+		if (!m->flows[done[i]->view].done)
+			cp_model_flow_done(m, done[i]->view,
+					   done[i]->done_ns > m->coflows[c].release_ns ?
+						   done[i]->done_ns :
+						   m->coflows[c].release_ns);
+	if (done != stack_buf)
+		free(done);
+	if (rc->declared_done && m->coflows[c].state == CP_COFLOW_ACTIVE)
+		cp_model_coflow_finish(m, c,
+				       rc->declared_ns > m->coflows[c].release_ns ?
+					       rc->declared_ns :
+					       m->coflows[c].release_ns);
+}
+
+/* Releases coflow c of the view at t and applies what is known of it. */
+static void release_at(struct cp_registry *r, uint32_t c, uint64_t t)
+{
+	cp_model_coflow_release(r->view, c, t);
+	apply_coflow_facts(r, c);
+}
+
+/*
+ * Releases the READY coflows on the work list whose time has come (and those
+ * whose job was declared done, at once), following the completions that
+ * releases cause. Returns how many; the earliest ready time left in *next.
+ */
+static uint32_t drain_ready(struct cp_registry *r, uint64_t now_ns, uint64_t *next)
+{
+	struct cp_model *m = r->view;
+	uint32_t released = 0;
+	bool progress = true;
+
+	*next = CP_TIME_NEVER;
+	while (progress) {
+		progress = false;
+		for (uint32_t i = 0; i < r->nready;) {
+			uint32_t c = r->ready[i];
+			struct cp_coflow *cf = &m->coflows[c];
+			struct cp_rcoflow *rc = r->vcoflow[c];
+			bool forced = rc->job->declared_done;
+
+			if (cf->state != CP_COFLOW_READY) {
+				r->ready[i] = r->ready[--r->nready];
+				continue;
+			}
+			if (cf->ready_ns <= now_ns || forced) {
+				uint64_t t = cf->ready_ns <= now_ns ? cf->ready_ns :
+								      rc->job->declared_ns;
+
+				r->ready[i] = r->ready[--r->nready];
+				release_at(r, c, t);
+				released++;
+				progress = true;
+				continue;
+			}
+			i++;
+		}
+	}
+	for (uint32_t i = 0; i < r->nready; i++)
+		if (m->coflows[r->ready[i]].ready_ns < *next)
+			*next = m->coflows[r->ready[i]].ready_ns;
+	return released;
+}
+
+static int view_rebuild(struct cp_registry *r, struct loom_err *err)
+{
+	struct cp_builder *b = cp_builder_new(r->topo->nhosts);
+	struct cp_model *m;
+	uint64_t next;
+	int rc = 0;
+
+	if (!b)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	for (uint32_t j = 0; j < r->njobs && rc == 0; j++) {
+		const struct cp_rjob *jb = r->jobs[j];
+
+		rc = cp_builder_add_job(b, jb->id, jb->arrival_ns, jb->weight, err);
+		for (uint32_t c = 0; c < jb->ncoflows && rc == 0; c++) {
+			const struct cp_rcoflow *rc_ = &jb->coflows[c];
+
+			rc = cp_builder_add_coflow(b, rc_->id, jb->id, rc_->release_offset_ns, err);
+			if (rc == 0 && (rc_->open || rc_->nflows < rc_->expected_flows))
+				rc = cp_builder_set_coflow_open(b, rc_->id, true, err);
+			for (uint32_t f = 0; f < rc_->nflows && rc == 0; f++) {
+				const struct cp_rflow *fl = rc_->flows[f];
+				uint64_t bytes = fl->bytes ?
+							 fl->bytes :
+							 fl->sent_bytes + r->lim.unknown_flow_bytes;
+
+				rc = cp_builder_add_flow(b, rc_->id, fl->src, fl->dst,
+							 bytes ? bytes : 1, err);
+			}
+		}
+		for (uint32_t e = 0; e < jb->nedges && rc == 0; e++)
+			rc = cp_builder_add_edge(b, jb->edges[e].parent, jb->edges[e].child,
+						 jb->edges[e].delay_ns, err);
+	}
+	if (rc < 0) {
+		cp_builder_free(b);
+		return rc;
+	}
+	m = cp_builder_finish(b, err);
+	if (!m)
+		return -errno;
+	rc = cp_model_bind(m, r->topo);
+	if (rc < 0) {
+		cp_model_free(m);
+		return loom_err_set(err, -rc, "the view does not fit the fabric");
+	}
+	view_drop(r);
+	r->view = m;
+	r->vjob = calloc(m->njobs + 1, sizeof(*r->vjob));
+	r->vcoflow = calloc(m->ncoflows + 1, sizeof(*r->vcoflow));
+	r->vflow = calloc(m->nflows + 1, sizeof(*r->vflow));
+	r->ready = calloc(m->ncoflows + 1, sizeof(*r->ready));
+	if (!r->vjob || !r->vcoflow || !r->vflow || !r->ready) {
+		view_drop(r);
+		r->dirty = true;
+		return loom_err_set(err, ENOMEM, "out of memory");
+	}
+	/* Index maps: the model keeps coflows and flows in input order within their owner. */
+	for (uint32_t j = 0; j < m->njobs; j++) {
+		struct cp_rjob *jb = cp_registry_job(r, m->jobs[j].ext_id);
+
+		jb->view = j;
+		jb->done_ns = CP_TIME_NEVER;
+		jb->coflows_done = 0;
+		r->vjob[j] = jb;
+		for (uint32_t k = 0; k < jb->ncoflows; k++) {
+			uint32_t c = m->jobs[j].first_coflow + k;
+			struct cp_rcoflow *rc_ = &jb->coflows[k];
+
+			rc_->view = c;
+			rc_->done_ns = CP_TIME_NEVER;
+			r->vcoflow[c] = rc_;
+			for (uint32_t f = 0; f < rc_->nflows; f++) {
+				rc_->flows[f]->view = m->coflows[c].first_flow + f;
+				r->vflow[m->coflows[c].first_flow + f] = rc_->flows[f];
+			}
+		}
+	}
+	/* Replay the facts through the model's transitions. */
+	cp_model_reset(m);
+	cp_model_set_emit(m, on_view_event, r);
+	r->replaying = true;
+	r->nready = 0;
+	for (uint32_t j = 0; j < m->njobs; j++)
+		cp_model_job_arrive(m, j, m->jobs[j].arrival_ns);
+	drain_ready(r, r->now_ns, &next);
+	r->replaying = false;
+	for (uint32_t f = 0; f < m->nflows; f++) {
+		const struct cp_rflow *fl = r->vflow[f];
+		struct cp_flow *vf = &m->flows[f];
+
+		m->coflows[vf->coflow].sent_bytes += (double)fl->sent_bytes;
+		m->jobs[m->coflows[vf->coflow].job].sent_bytes += (double)fl->sent_bytes;
+		if (!vf->done)
+			vf->remaining_bytes = flow_remaining(r, fl);
+	}
+	r->dirty = false;
+	if (r->emit_err) {
+		rc = r->emit_err;
+		r->emit_err = 0;
+		r->dirty = true;
+		return loom_err_set(err, -rc, "out of memory");
+	}
+	return 0;
+}
+
+struct cp_model *cp_registry_view(struct cp_registry *r, bool *ret_rebuilt, struct loom_err *err)
+{
+	bool rebuilt = false;
+
+	if (r->dirty || !r->view) {
+		int rc = view_rebuild(r, err);
+
+		if (rc < 0) {
+			errno = -rc;
+			return NULL;
+		}
+		rebuilt = true;
+	}
+	if (ret_rebuilt)
+		*ret_rebuilt = rebuilt;
+	return r->view;
+}
+
+struct cp_rcoflow *cp_registry_view_coflow(const struct cp_registry *r, uint32_t c)
+{
+	return r->vcoflow[c];
+}
+
+struct cp_rflow *cp_registry_view_flow(const struct cp_registry *r, uint32_t f)
+{
+	return r->vflow[f];
+}
+
+uint32_t cp_registry_release_due(struct cp_registry *r, uint64_t now_ns, uint64_t *ret_next_ns)
+{
+	uint64_t next = CP_TIME_NEVER;
+	uint32_t n = 0;
+
+	see_time(r, now_ns);
+	if (r->view && !r->dirty)
+		n = drain_ready(r, now_ns, &next);
+	if (ret_next_ns)
+		*ret_next_ns = next;
+	return n;
+}
+
+uint32_t cp_registry_expire(struct cp_registry *r, uint64_t cutoff_ns, uint64_t *ret_ids,
+			    uint32_t cap)
+{
+	uint32_t n = 0, w = 0;
+
+	for (uint32_t j = 0; j < r->njobs; j++) {
+		struct cp_rjob *jb = r->jobs[j];
+
+		if (jb->done_ns != CP_TIME_NEVER && jb->done_ns < cutoff_ns && n < cap) {
+			ret_ids[n++] = jb->id;
+			job_unmap(r, jb);
+			job_free(jb);
+			r->dirty = true;
+			continue;
+		}
+		r->jobs[w++] = jb;
+	}
+	r->njobs = w;
+	return n;
+}

@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The agent side: sessions, flow statistics, and each agent's priority
+ * table. loomd remembers what it has sent every agent (flows -> coflow,
+ * coflow -> class); after each pass it walks the decision once, stamps the
+ * entries each agent should have, and sends an agent only what changed
+ * (added or changed entries, removed ones), as one versioned delta. A new
+ * agent, or one that asks (Resync), gets a full table.
+ */
+#include "controlplane/loomd/loomd.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+static bool aflow_eq(const void *val, const void *key)
+{
+	return wire_tuple_eq(&((const struct cp_agent_flow *)val)->tuple, key);
+}
+
+static bool acoflow_eq(const void *val, const void *key)
+{
+	return ((const struct cp_agent_coflow *)val)->coflow_id == *(const uint64_t *)key;
+}
+
+static uint64_t tuple_key(const struct wire_tuple *t)
+{
+	return mix64(wire_tuple_hash(t));
+}
+
+static void table_clear(struct cp_conn *c)
+{
+	for (uint32_t i = 0; i < c->flows.cap; i++)
+		if (c->flows.hash[i] >= 2)
+			free(c->flows.val[i]);
+	for (uint32_t i = 0; i < c->coflows.cap; i++)
+		if (c->coflows.hash[i] >= 2)
+			free(c->coflows.val[i]);
+	hm_done(&c->flows);
+	hm_done(&c->coflows);
+}
+
+int cp_agent_hello(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err)
+{
+	struct cp_server *s = c->srv;
+	struct cp_conn *old;
+	struct timeval tv;
+
+	if (h->host_id >= s->topo->nhosts)
+		return loom_err_set(err, EINVAL,
+				    "host id %u is out of range (the fabric has %u hosts)",
+				    h->host_id, s->topo->nhosts);
+	if (h->classes && h->classes < cp_sched_classes(s->sched))
+		log_warn("agent %s (host %u) has %u classes, loomd uses %u: classes %u.. share "
+			 "its lowest",
+			 c->peer, h->host_id, h->classes, cp_sched_classes(s->sched),
+			 h->classes - 1);
+	for (size_t i = 0; i < h->n_addresses; i++) {
+		const ProtobufCBinaryData *a = &h->addresses[i];
+
+		if (a->len != 4 && a->len != 16)
+			return loom_err_set(err, EINVAL,
+					    "address %zu is %zu bytes (4 or 16 expected)", i,
+					    a->len);
+	}
+	old = s->agent_of_host[h->host_id];
+	if (old) {
+		log_info("host %u: agent %s replaces %s", h->host_id, c->peer, old->peer);
+		cp_agent_gone(old);
+		old->role = CP_ROLE_NONE;
+		old->closing = true;
+		bufferevent_disable(old->bev, EV_READ);
+	}
+	for (size_t i = 0; i < h->n_addresses; i++)
+		cp_registry_set_host_addr(s->reg, h->host_id, h->addresses[i].data,
+					  h->addresses[i].len == 4 ? 4 : 6);
+	c->role = CP_ROLE_AGENT;
+	c->host = h->host_id;
+	c->link_bps = h->link_bps;
+	c->classes = h->classes;
+	c->enforcer = (int)h->enforcer;
+	c->need_full = true;
+	s->agent_of_host[c->host] = c;
+	s->nagents++;
+	tv.tv_sec = (time_t)(s->cfg.agent_timeout_ns / 1000000000ULL);
+	tv.tv_usec = (suseconds_t)(s->cfg.agent_timeout_ns % 1000000000ULL / 1000);
+	if (s->cfg.agent_timeout_ns)
+		bufferevent_set_timeouts(c->bev, &tv, NULL);
+	if (h->link_bps && h->link_bps != s->topo->port_bps[topo_port_up(s->topo, c->host)])
+		log_info("host %u: agent reports %llu bit/s, the fabric models %llu", c->host,
+			 (unsigned long long)h->link_bps,
+			 (unsigned long long)s->topo->port_bps[topo_port_up(s->topo, c->host)]);
+	log_info("host %u: agent '%s' connected from %s (%u addresses)", c->host, c->name, c->peer,
+		 (unsigned)h->n_addresses);
+	return 0;
+}
+
+void cp_agent_gone(struct cp_conn *c)
+{
+	struct cp_server *s = c->srv;
+
+	if (c->role != CP_ROLE_AGENT)
+		return;
+	if (c->host < s->topo->nhosts && s->agent_of_host[c->host] == c) {
+		s->agent_of_host[c->host] = NULL;
+		log_info("host %u: agent '%s' disconnected", c->host, c->name);
+	}
+	s->nagents--;
+	table_clear(c);
+	c->role = CP_ROLE_NONE;
+}
+
+static void handle_stats(struct cp_conn *c, const Loom__FlowStats *fs)
+{
+	struct cp_server *s = c->srv;
+	uint64_t now = cp_server_now_ns(s);
+	bool done_any = false;
+
+	s->st.stats_reports++;
+	c->unknown_bytes += fs->unknown_bytes;
+	for (size_t i = 0; i < fs->n_flows; i++) {
+		const Loom__FlowStat *st = fs->flows[i];
+		struct wire_tuple t;
+		struct cp_rflow *fl;
+		bool was_done;
+
+		if (!st->tuple || wire_tuple_from_pb(st->tuple, &t) < 0)
+			continue;
+		fl = cp_registry_flow(s->reg, &t);
+		if (!fl) {
+			c->unknown_bytes += st->bytes_sent;
+			continue;
+		}
+		was_done = fl->done;
+		cp_registry_flow_stat(s->reg, &t, st->bytes_sent, st->done, now);
+		if (st->done && !was_done) {
+			struct loom_err err;
+			size_t len = loom__five_tuple__get_packed_size(st->tuple);
+			uint8_t buf[128];
+
+			done_any = true;
+			if (s->journal && len <= sizeof(buf)) {
+				loom__five_tuple__pack(st->tuple, buf);
+				if (cp_journal_append(s->journal, CP_J_FLOW_DONE,
+						      fl->coflow->job->id, fl->coflow->id, now, buf,
+						      len, &err) < 0) {
+					log_err("%s; stopping", loom_err_str(&err));
+					s->exit_code = 1;
+					cp_server_stop(s);
+					return;
+				}
+				cp_server_need_commit(s);
+			}
+		}
+	}
+	s->stats_changed = true;
+	if (done_any || s->watches)
+		cp_server_schedule_pass(s);
+}
+
+static void handle_ack(struct cp_conn *c, uint64_t version)
+{
+	uint32_t i = (uint32_t)(version % CP_PUSH_RING);
+
+	if (version > c->acked_version)
+		c->acked_version = version;
+	if (c->push_version[i] == version && c->push_mono_ns[i]) {
+		cp_hist_observe(&c->srv->st.push_hist,
+				(double)(cp_mono_ns() - c->push_mono_ns[i]) * 1e-9);
+		c->push_mono_ns[i] = 0;
+	}
+}
+
+void cp_rpc_agent(struct cp_conn *c, const Loom__Envelope *env)
+{
+	struct loom_err err = {{0}};
+
+	switch (env->body_case) {
+	case LOOM__ENVELOPE__BODY_FLOW_STATS:
+		handle_stats(c, env->flow_stats);
+		return;
+	case LOOM__ENVELOPE__BODY_TABLE_ACK:
+		handle_ack(c, env->table_ack->version);
+		return;
+	case LOOM__ENVELOPE__BODY_RESYNC:
+		c->need_full = true;
+		cp_server_schedule_pass(c->srv);
+		return;
+	case LOOM__ENVELOPE__BODY_REGISTER_JOB:
+	case LOOM__ENVELOPE__BODY_ANNOUNCE_FLOWS:
+	case LOOM__ENVELOPE__BODY_COFLOW_DONE:
+	case LOOM__ENVELOPE__BODY_JOB_DONE:
+	case LOOM__ENVELOPE__BODY_UNREGISTER:
+		loom_err_set(&err, EPERM,
+			     "%s is a framework message; this connection said hello as "
+			     "an agent",
+			     wire_type_name(env->body_case));
+		cp_rpc_reply(c, env->seq, -EPERM, &err, 0);
+		return;
+	default:
+		loom_err_set(&err, EBADMSG, "loomd does not take %s messages from agents",
+			     wire_type_name(env->body_case));
+		cp_rpc_reply(c, env->seq, -EBADMSG, &err, 0);
+		return;
+	}
+}
+
+/* ---- table deltas ------------------------------------------------------------------------------ */
+
+/* What one push to one agent carries (pointers into its table). */
+struct delta {
+	struct cp_agent_flow **flows;
+	struct cp_agent_coflow **coflows;
+	struct wire_tuple *rm_flows;
+	uint64_t *rm_coflows;
+	size_t nflows, ncoflows, nrm_flows, nrm_coflows;
+	size_t cap_flows, cap_coflows, cap_rm_flows, cap_rm_coflows;
+};
+
+static int grow(void **arr, size_t *cap, size_t n, size_t sz)
+{
+	void *v;
+	size_t ncap;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 64;
+	v = realloc(*arr, ncap * sz);
+	if (!v)
+		return -ENOMEM;
+	*arr = v;
+	*cap = ncap;
+	return 0;
+}
+
+static void delta_free(struct delta *d)
+{
+	free(d->flows);
+	free(d->coflows);
+	free(d->rm_flows);
+	free(d->rm_coflows);
+	memset(d, 0, sizeof(*d));
+}
+
+static bool coflow_seen(struct cp_conn *c, uint64_t id, uint32_t gen)
+{
+	struct cp_agent_coflow *e = hm_find(&c->coflows, mix64(id), acoflow_eq, &id);
+
+	return e && e->stamp == gen;
+}
+
+/* Makes c's coflow entry say (cls, rate) as of gen; notes it in d when it changed. */
+static int want_coflow(struct cp_conn *c, struct delta *d, uint64_t id, uint32_t cls, uint64_t rate,
+		       uint32_t gen)
+{
+	uint64_t h = mix64(id);
+	struct cp_agent_coflow *e = hm_find(&c->coflows, h, acoflow_eq, &id);
+
+	if (c->classes && cls >= c->classes)
+		cls = c->classes - 1;
+	if (e && e->stamp == gen)
+		return 0; /* already seen this pass (several flows) */
+	if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (!e || hm_insert(&c->coflows, h, e) < 0) {
+			free(e);
+			return -ENOMEM;
+		}
+		e->coflow_id = id;
+		e->cls = UINT32_MAX;
+	}
+	e->stamp = gen;
+	if (e->cls != cls || e->rate_bps != rate || c->need_full) {
+		e->cls = cls;
+		e->rate_bps = rate;
+		if (grow((void **)&d->coflows, &d->cap_coflows, d->ncoflows, sizeof(*d->coflows)) <
+		    0)
+			return -ENOMEM;
+		d->coflows[d->ncoflows++] = e;
+	}
+	return 0;
+}
+
+static int want_flow(struct cp_conn *c, struct delta *d, const struct wire_tuple *t, uint64_t id,
+		     uint32_t gen)
+{
+	uint64_t h = tuple_key(t);
+	struct cp_agent_flow *e = hm_find(&c->flows, h, aflow_eq, t);
+
+	if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (!e || hm_insert(&c->flows, h, e) < 0) {
+			free(e);
+			return -ENOMEM;
+		}
+		e->tuple = *t;
+		e->coflow_id = UINT64_MAX;
+	}
+	e->stamp = gen;
+	if (e->coflow_id != id || c->need_full) {
+		e->coflow_id = id;
+		if (grow((void **)&d->flows, &d->cap_flows, d->nflows, sizeof(*d->flows)) < 0)
+			return -ENOMEM;
+		d->flows[d->nflows++] = e;
+	}
+	return 0;
+}
+
+/* Drops c's entries not stamped this pass, noting them in d. */
+static int sweep(struct cp_conn *c, struct delta *d, uint32_t gen)
+{
+	for (uint32_t i = 0; i < c->flows.cap; i++) {
+		struct cp_agent_flow *e = c->flows.val[i];
+
+		if (c->flows.hash[i] < 2 || e->stamp == gen)
+			continue;
+		if (grow((void **)&d->rm_flows, &d->cap_rm_flows, d->nrm_flows,
+			 sizeof(*d->rm_flows)) < 0)
+			return -ENOMEM;
+		d->rm_flows[d->nrm_flows++] = e->tuple;
+		c->flows.hash[i] = HM_TOMB;
+		c->flows.val[i] = NULL;
+		c->flows.live--;
+		free(e);
+	}
+	for (uint32_t i = 0; i < c->coflows.cap; i++) {
+		struct cp_agent_coflow *e = c->coflows.val[i];
+
+		if (c->coflows.hash[i] < 2 || e->stamp == gen)
+			continue;
+		if (grow((void **)&d->rm_coflows, &d->cap_rm_coflows, d->nrm_coflows,
+			 sizeof(*d->rm_coflows)) < 0)
+			return -ENOMEM;
+		d->rm_coflows[d->nrm_coflows++] = e->coflow_id;
+		c->coflows.hash[i] = HM_TOMB;
+		c->coflows.val[i] = NULL;
+		c->coflows.live--;
+		free(e);
+	}
+	return 0;
+}
+
+static void send_table(struct cp_conn *c, struct delta *d)
+{
+	struct cp_server *s = c->srv;
+	Loom__Envelope env = LOOM__ENVELOPE__INIT;
+	Loom__PriorityTable t = LOOM__PRIORITY_TABLE__INIT;
+	Loom__FlowEntry *fe = calloc(d->nflows + 1, sizeof(*fe));
+	Loom__FlowEntry **fep = calloc(d->nflows + 1, sizeof(*fep));
+	Loom__FiveTuple *ft = calloc(d->nflows + d->nrm_flows + 1, sizeof(*ft));
+	Loom__FiveTuple **rmp = calloc(d->nrm_flows + 1, sizeof(*rmp));
+	Loom__CoflowClass *cc = calloc(d->ncoflows + 1, sizeof(*cc));
+	Loom__CoflowClass **ccp = calloc(d->ncoflows + 1, sizeof(*ccp));
+	uint32_t slot;
+
+	if (!fe || !fep || !ft || !rmp || !cc || !ccp) {
+		log_err("host %u: out of memory building its table", c->host);
+		goto out;
+	}
+	for (size_t i = 0; i < d->nflows; i++) {
+		loom__flow_entry__init(&fe[i]);
+		wire_tuple_to_pb(&d->flows[i]->tuple, &ft[i]);
+		fe[i].tuple = &ft[i];
+		fe[i].coflow_id = d->flows[i]->coflow_id;
+		fep[i] = &fe[i];
+	}
+	for (size_t i = 0; i < d->nrm_flows; i++) {
+		wire_tuple_to_pb(&d->rm_flows[i], &ft[d->nflows + i]);
+		rmp[i] = &ft[d->nflows + i];
+	}
+	for (size_t i = 0; i < d->ncoflows; i++) {
+		loom__coflow_class__init(&cc[i]);
+		cc[i].coflow_id = d->coflows[i]->coflow_id;
+		cc[i].class_ = d->coflows[i]->cls;
+		cc[i].rate_bps = d->coflows[i]->rate_bps;
+		ccp[i] = &cc[i];
+	}
+	t.full = c->need_full;
+	t.base_version = c->table_version;
+	t.version = ++c->table_version;
+	t.n_flows = d->nflows;
+	t.flows = fep;
+	t.n_classes = d->ncoflows;
+	t.classes = ccp;
+	t.n_removed_flows = t.full ? 0 : d->nrm_flows;
+	t.removed_flows = rmp;
+	t.n_removed_coflows = t.full ? 0 : d->nrm_coflows;
+	t.removed_coflows = d->rm_coflows;
+	t.default_class = cp_sched_classes(s->sched) - 1;
+	if (c->classes && t.default_class >= c->classes)
+		t.default_class = c->classes - 1;
+	t.sent_ns = cp_server_now_ns(s);
+	env.body_case = LOOM__ENVELOPE__BODY_TABLE;
+	env.table = &t;
+	cp_conn_send_now(c, &env);
+	slot = (uint32_t)(t.version % CP_PUSH_RING);
+	c->push_version[slot] = t.version;
+	c->push_mono_ns[slot] = cp_mono_ns();
+	c->need_full = false;
+	s->st.tables_sent++;
+	s->st.table_entries_sent += d->nflows + d->ncoflows + d->nrm_flows + d->nrm_coflows;
+out:
+	free(fe);
+	free(fep);
+	free(ft);
+	free(rmp);
+	free(cc);
+	free(ccp);
+}
+
+void cp_agents_push(struct cp_server *s)
+{
+	const struct cp_model *m = cp_sched_view(s->sched);
+	const struct policy_decision *dec = cp_sched_decision(s->sched);
+	struct delta *deltas;
+	uint32_t gen;
+
+	if (!s->nagents)
+		return;
+	if (!m)
+		dec = NULL; /* no jobs: every table empties */
+	deltas = calloc(s->topo->nhosts, sizeof(*deltas));
+	if (!deltas) {
+		log_err("out of memory pushing tables");
+		return;
+	}
+	if (++s->gen == 0)
+		s->gen = 1;
+	gen = s->gen;
+	for (uint32_t i = 0; dec && i < dec->norder; i++) {
+		uint32_t c = dec->order[i];
+		const struct cp_coflow *cf = &m->coflows[c];
+		const uint32_t *slot = &m->flow_slot[cf->first_flow];
+		uint64_t cid = cf->ext_id;
+
+		for (uint32_t q = 0; q < cf->flows_left; q++) {
+			uint32_t f = slot[q];
+			const struct cp_rflow *rf = cp_registry_view_flow(s->reg, f);
+			struct cp_conn *a = s->agent_of_host[m->flows[f].src];
+			uint64_t rate = 0;
+
+			if (!a || !rf->has_tuple)
+				continue;
+			if (dec->has_rates && !coflow_seen(a, cid, gen)) {
+				/* the coflow's rate on this host: the sum of its flows' there */
+				for (uint32_t q2 = 0; q2 < cf->flows_left; q2++)
+					if (m->flows[slot[q2]].src == m->flows[f].src)
+						rate += (uint64_t)dec->rate_bps[slot[q2]];
+			}
+			if (want_coflow(a, &deltas[a->host], cid, cp_sched_flow_class(s->sched, f),
+					rate, gen) < 0 ||
+			    want_flow(a, &deltas[a->host], &rf->tuple, cid, gen) < 0) {
+				log_err("host %u: out of memory updating its table", a->host);
+				a->need_full = true;
+			}
+		}
+	}
+	for (struct cp_conn *a = s->conns; a; a = a->next) {
+		struct delta *d;
+
+		if (a->role != CP_ROLE_AGENT || a->closing)
+			continue;
+		d = &deltas[a->host];
+		if (sweep(a, d, gen) < 0)
+			a->need_full = true;
+		if (a->need_full || d->nflows || d->ncoflows || d->nrm_flows || d->nrm_coflows) {
+			if (a->need_full) {
+				/* a full table lists everything the agent should have */
+				d->nflows = d->ncoflows = 0;
+				for (uint32_t k = 0; k < a->flows.cap; k++)
+					if (a->flows.hash[k] >= 2 &&
+					    grow((void **)&d->flows, &d->cap_flows, d->nflows,
+						 sizeof(*d->flows)) == 0)
+						d->flows[d->nflows++] = a->flows.val[k];
+				for (uint32_t k = 0; k < a->coflows.cap; k++)
+					if (a->coflows.hash[k] >= 2 &&
+					    grow((void **)&d->coflows, &d->cap_coflows, d->ncoflows,
+						 sizeof(*d->coflows)) == 0)
+						d->coflows[d->ncoflows++] = a->coflows.val[k];
+			}
+			send_table(a, d);
+		}
+	}
+	for (uint32_t h = 0; h < s->topo->nhosts; h++)
+		delta_free(&deltas[h]);
+	free(deltas);
+}

@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The framework side of the protocol: wire structs become ours here and
+ * nowhere else (STYLE 7). Each change is applied to the registry, then
+ * journaled with the request's own bytes; replay at start-up goes through the
+ * same functions with journal = false.
+ */
+#include "controlplane/loomd/loomd.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+void cp_rpc_reply(struct cp_conn *c, uint64_t seq, int r, const struct loom_err *err,
+		  uint32_t accepted)
+{
+	Loom__Envelope env = LOOM__ENVELOPE__INIT;
+	Loom__Reply rep = LOOM__REPLY__INIT;
+	Loom__Error e = LOOM__ERROR__INIT;
+
+	env.seq = seq;
+	env.body_case = LOOM__ENVELOPE__BODY_REPLY;
+	env.reply = &rep;
+	rep.accepted = accepted;
+	if (r < 0) {
+		e.code = wire_errno_to_error(r);
+		e.message = (char *)(err && err->msg[0] ? err->msg : strerror(-r));
+		rep.error = &e;
+		c->srv->st.errors++;
+	}
+	cp_conn_send(c, &env);
+}
+
+/* A journal append failing means the disk is gone: stop rather than diverge. */
+static int journal_append(struct cp_server *s, enum cp_journal_kind kind, uint64_t job_id,
+			  uint64_t id, uint64_t now_ns, const void *body, size_t len,
+			  struct loom_err *err)
+{
+	int r;
+
+	if (!s->journal)
+		return 0;
+	r = cp_journal_append(s->journal, kind, job_id, id, now_ns, body, len, err);
+	if (r < 0) {
+		log_err("%s; stopping (a restart replays the journal)", loom_err_str(err));
+		s->exit_code = 1;
+		cp_server_stop(s);
+		return r;
+	}
+	cp_server_need_commit(s);
+	return 0;
+}
+
+static int flow_from_pb(const Loom__FlowSpec *pb, struct cp_flow_spec *ret, const char *what,
+			struct loom_err *err)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!pb)
+		return loom_err_set(err, EINVAL, "%s: no flow", what);
+	ret->src = pb->src_host;
+	ret->dst = pb->dst_host;
+	ret->bytes = pb->bytes;
+	ret->by_address = pb->by_address;
+	if (pb->tuple) {
+		if (wire_tuple_from_pb(pb->tuple, &ret->tuple) < 0)
+			return loom_err_set(err, EINVAL,
+					    "%s: malformed 5-tuple (addresses must both be 4 or 16 "
+					    "bytes, ports <= 65535, protocol <= 255)",
+					    what);
+		ret->has_tuple = true;
+	}
+	return 0;
+}
+
+int cp_rpc_register_job(struct cp_server *s, const Loom__RegisterJob *m, uint64_t now_ns,
+			bool journal, struct loom_err *err)
+{
+	struct cp_job_spec spec = {0};
+	struct cp_flow_spec *flows = NULL;
+	size_t nflows = 0, k = 0;
+	int r;
+
+	spec.id = m->job_id;
+	spec.weight = m->weight == 0 ? 1.0 : m->weight;
+	snprintf(spec.name, sizeof(spec.name), "%s", m->name ? m->name : "");
+	if (m->n_coflows > s->cfg.max_coflows || m->n_edges > 16u * s->cfg.max_coflows)
+		return loom_err_set(err, ENOSPC,
+				    "job %llu: %zu coflows, %zu edges: over the limits",
+				    (unsigned long long)m->job_id, m->n_coflows, m->n_edges);
+	for (size_t i = 0; i < m->n_coflows; i++)
+		nflows += m->coflows[i]->n_flows;
+	if (nflows > s->cfg.max_flows)
+		return loom_err_set(err, ENOSPC, "job %llu: %zu flows: over max_flows",
+				    (unsigned long long)m->job_id, nflows);
+	spec.ncoflows = (uint32_t)m->n_coflows;
+	spec.nedges = (uint32_t)m->n_edges;
+	spec.coflows = calloc(m->n_coflows + 1, sizeof(*spec.coflows));
+	spec.edges = calloc(m->n_edges + 1, sizeof(*spec.edges));
+	flows = calloc(nflows + 1, sizeof(*flows));
+	if (!spec.coflows || !spec.edges || !flows) {
+		r = loom_err_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < m->n_coflows; i++) {
+		const Loom__CoflowSpec *c = m->coflows[i];
+		struct cp_coflow_spec *cs = &spec.coflows[i];
+
+		cs->id = c->id;
+		cs->release_offset_ns = c->release_offset_ns;
+		cs->expected_flows = c->expected_flows;
+		cs->nflows = (uint32_t)c->n_flows;
+		cs->flows = &flows[k];
+		for (size_t f = 0; f < c->n_flows; f++, k++) {
+			char what[96];
+
+			snprintf(what, sizeof(what), "job %llu coflow %llu flow %zu",
+				 (unsigned long long)m->job_id, (unsigned long long)c->id, f);
+			r = flow_from_pb(c->flows[f], &flows[k], what, err);
+			if (r < 0)
+				goto out;
+		}
+	}
+	for (size_t e = 0; e < m->n_edges; e++) {
+		spec.edges[e].parent = m->edges[e]->parent;
+		spec.edges[e].child = m->edges[e]->child;
+		spec.edges[e].delay_ns = m->edges[e]->delay_ns;
+	}
+	r = cp_registry_add_job(s->reg, &spec, now_ns, err);
+	if (r == 0 && journal) {
+		size_t len = loom__register_job__get_packed_size(m);
+		uint8_t *buf = malloc(len + 1);
+
+		if (!buf) {
+			r = loom_err_set(err, ENOMEM, "out of memory");
+			cp_registry_unregister(s->reg, m->job_id, &(struct loom_err){{0}});
+			goto out;
+		}
+		loom__register_job__pack(m, buf);
+		r = journal_append(s, CP_J_REGISTER, m->job_id, m->job_id, now_ns, buf, len, err);
+		free(buf);
+	}
+out:
+	free(spec.coflows);
+	free(spec.edges);
+	free(flows);
+	return r;
+}
+
+int cp_rpc_announce(struct cp_server *s, const Loom__AnnounceFlow *a, uint64_t now_ns, bool journal,
+		    struct loom_err *err)
+{
+	struct cp_flow_spec f;
+	struct cp_rcoflow *c;
+	char what[64];
+	int r;
+
+	snprintf(what, sizeof(what), "flow of coflow %llu", (unsigned long long)a->coflow_id);
+	r = flow_from_pb(a->flow, &f, what, err);
+	if (r < 0)
+		return r;
+	r = cp_registry_add_flow(s->reg, a->coflow_id, &f, now_ns, err);
+	if (r < 0)
+		return r;
+	s->st.flows_announced++;
+	c = cp_registry_coflow(s->reg, a->coflow_id);
+	if (journal) {
+		uint8_t stack[256], *buf = stack;
+		size_t len = loom__announce_flow__get_packed_size(a);
+
+		if (len > sizeof(stack) && !(buf = malloc(len)))
+			return loom_err_set(err, ENOMEM, "out of memory");
+		loom__announce_flow__pack(a, buf);
+		r = journal_append(s, CP_J_FLOW, c->job->id, a->coflow_id, now_ns, buf, len, err);
+		if (buf != stack)
+			free(buf);
+	}
+	return r;
+}
+
+int cp_rpc_coflow_done(struct cp_server *s, uint64_t coflow_id, uint64_t now_ns, bool journal,
+		       struct loom_err *err)
+{
+	int r = cp_registry_coflow_done(s->reg, coflow_id, now_ns, err);
+
+	if (r == 0 && journal)
+		r = journal_append(s, CP_J_COFLOW_DONE,
+				   cp_registry_coflow(s->reg, coflow_id)->job->id, coflow_id,
+				   now_ns, NULL, 0, err);
+	return r;
+}
+
+int cp_rpc_job_done(struct cp_server *s, uint64_t job_id, uint64_t now_ns, bool journal,
+		    struct loom_err *err)
+{
+	int r = cp_registry_job_done(s->reg, job_id, now_ns, err);
+
+	if (r == 0 && journal)
+		r = journal_append(s, CP_J_JOB_DONE, job_id, job_id, now_ns, NULL, 0, err);
+	return r;
+}
+
+int cp_rpc_unregister(struct cp_server *s, uint64_t job_id, bool journal, struct loom_err *err)
+{
+	int r = cp_registry_unregister(s->reg, job_id, err);
+
+	if (r == 0 && journal && s->journal) {
+		r = cp_journal_forget(s->journal, job_id, err);
+		if (r < 0) {
+			log_err("%s; stopping", loom_err_str(err));
+			s->exit_code = 1;
+			cp_server_stop(s);
+		}
+		cp_server_need_commit(s);
+	}
+	return r;
+}
+
+void cp_rpc_framework(struct cp_conn *c, const Loom__Envelope *env)
+{
+	struct cp_server *s = c->srv;
+	struct loom_err err = {{0}};
+	uint64_t now = cp_server_now_ns(s);
+	uint32_t accepted = 0;
+	int r;
+
+	switch (env->body_case) {
+	case LOOM__ENVELOPE__BODY_REGISTER_JOB:
+		r = cp_rpc_register_job(s, env->register_job, now, true, &err);
+		break;
+	case LOOM__ENVELOPE__BODY_ANNOUNCE_FLOWS:
+		r = 0;
+		for (size_t i = 0; i < env->announce_flows->n_flows && r == 0; i++) {
+			r = cp_rpc_announce(s, env->announce_flows->flows[i], now, true, &err);
+			if (r == 0)
+				accepted++;
+		}
+		if (r < 0 && env->announce_flows->n_flows > 1) {
+			struct loom_err e2;
+
+			loom_err_set(&e2, -r, "flow %u of %zu: %s", accepted,
+				     env->announce_flows->n_flows, loom_err_str(&err));
+			err = e2;
+		}
+		break;
+	case LOOM__ENVELOPE__BODY_COFLOW_DONE:
+		r = cp_rpc_coflow_done(s, env->coflow_done->coflow_id, now, true, &err);
+		break;
+	case LOOM__ENVELOPE__BODY_JOB_DONE:
+		r = cp_rpc_job_done(s, env->job_done->job_id, now, true, &err);
+		break;
+	case LOOM__ENVELOPE__BODY_UNREGISTER:
+		r = cp_rpc_unregister(s, env->unregister->job_id, true, &err);
+		break;
+	case LOOM__ENVELOPE__BODY_TABLE_ACK:
+	case LOOM__ENVELOPE__BODY_FLOW_STATS:
+	case LOOM__ENVELOPE__BODY_RESYNC:
+		r = loom_err_set(&err, EPERM,
+				 "%s is an agent message; this connection said hello "
+				 "as a framework",
+				 wire_type_name(env->body_case));
+		break;
+	default:
+		r = loom_err_set(&err, EBADMSG, "loomd does not take %s messages",
+				 wire_type_name(env->body_case));
+		break;
+	}
+	if (r < 0)
+		log_debug("%s (%s): %s", c->peer, c->name, loom_err_str(&err));
+	cp_rpc_reply(c, env->seq, r, &err, accepted);
+	if (r == 0 || accepted)
+		cp_server_schedule_pass(s);
+}
+
+/* ---- replay ------------------------------------------------------------------------------------ */
+
+struct replay {
+	struct cp_server *s;
+	uint64_t skipped;
+	struct loom_err first;
+};
+
+static int replay_one(void *ctx, enum cp_journal_kind kind, uint64_t job_id, uint64_t id,
+		      uint64_t time_ns, const void *body, size_t len)
+{
+	struct replay *rp = ctx;
+	struct cp_server *s = rp->s;
+	struct loom_err err = {{0}};
+	int r = -EBADMSG;
+
+	switch (kind) {
+	case CP_J_REGISTER: {
+		Loom__RegisterJob *m = loom__register_job__unpack(NULL, len, body);
+
+		if (m) {
+			r = cp_rpc_register_job(s, m, time_ns, false, &err);
+			loom__register_job__free_unpacked(m, NULL);
+		}
+		break;
+	}
+	case CP_J_FLOW: {
+		Loom__AnnounceFlow *a = loom__announce_flow__unpack(NULL, len, body);
+
+		if (a) {
+			r = cp_rpc_announce(s, a, time_ns, false, &err);
+			loom__announce_flow__free_unpacked(a, NULL);
+		}
+		break;
+	}
+	case CP_J_COFLOW_DONE:
+		r = cp_rpc_coflow_done(s, id, time_ns, false, &err);
+		break;
+	case CP_J_JOB_DONE:
+		r = cp_rpc_job_done(s, id, time_ns, false, &err);
+		break;
+	case CP_J_FLOW_DONE: {
+		Loom__FiveTuple *t = loom__five_tuple__unpack(NULL, len, body);
+		struct wire_tuple wt;
+
+		if (t) {
+			r = wire_tuple_from_pb(t, &wt);
+			if (r == 0)
+				r = cp_registry_flow_stat(s->reg, &wt, 0, true, time_ns);
+			loom__five_tuple__free_unpacked(t, NULL);
+		}
+		break;
+	}
+	}
+	if (r < 0) {
+		/* A record that no longer applies is skipped, never fatal: say so once. */
+		if (!rp->skipped++)
+			loom_err_set(&rp->first, -r, "job %llu record kind %d: %s",
+				     (unsigned long long)job_id, (int)kind,
+				     err.msg[0] ? err.msg : strerror(-r));
+	}
+	return 0;
+}
+
+int cp_rpc_replay(struct cp_server *s, struct loom_err *err)
+{
+	struct replay rp = {.s = s};
+	uint64_t n = 0;
+	int r = cp_journal_replay(s->journal, replay_one, &rp, &n, err);
+
+	if (r < 0)
+		return r;
+	if (rp.skipped)
+		log_warn("journal %s: %llu of %llu records did not apply (first: %s)",
+			 s->cfg.journal, (unsigned long long)rp.skipped, (unsigned long long)n,
+			 loom_err_str(&rp.first));
+	return 0;
+}

@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * One scheduling pass (loomd.h): the same policy code as the simulator, on
+ * the registry's view. The order becomes classes per source host: walking
+ * the order, the i-th coflow with unfinished flows from host h gets class
+ * min(i, K-1) there, so every host uses its K classes for its own most
+ * urgent coflows. A policy that gives its own classes keeps them (capped at
+ * K-1) on every host.
+ */
+#include "controlplane/loomd/loomd.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+
+struct cp_sched {
+	struct cp_registry *reg;
+	const struct topo *topo;
+	char spec[POLICY_SPEC_MAX];
+	char weights[PATH_MAX];
+	uint32_t classes;
+	uint64_t seed;
+	struct gnn_model *gnn; /* loaded once when the policy needs it */
+	struct policy *p;      /* made for the current view */
+	const struct cp_model *p_model;
+	struct policy_decision d;
+	bool have_d;
+	uint32_t *stamp;
+	uint32_t stamp_gen;
+	uint32_t *flow_class; /* per view flow */
+	uint32_t *rank;       /* per view coflow */
+	uint32_t *host_next;  /* per host: next class to hand out */
+	uint32_t *host_seen;  /* per host: last position that counted */
+	uint32_t cap_flows, cap_coflows;
+	uint64_t decisions;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Checks spec and loads what it needs into *ret_gnn (kept when already there). */
+static int prepare_spec(struct cp_sched *s, const char *spec, struct gnn_model **ret_gnn,
+			struct loom_err *err)
+{
+	const struct policy_class *cls;
+	double opt[POLICY_MAX_OPTS];
+	int r = policy_spec_parse(spec, &cls, opt, err);
+
+	*ret_gnn = NULL;
+	if (r < 0)
+		return r;
+	if (policy_spec_uses_gnn(spec) && !s->gnn) {
+		*ret_gnn = policy_gnn_model_load(s->weights[0] ? s->weights : NULL, NULL, err);
+		if (!*ret_gnn)
+			return -errno;
+	}
+	return 0;
+}
+
+struct cp_sched *cp_sched_new(struct cp_registry *r, const struct topo *t, const char *spec,
+			      const char *weights, uint32_t classes, uint64_t seed,
+			      struct loom_err *err)
+{
+	struct cp_sched *s = calloc(1, sizeof(*s));
+	struct gnn_model *g;
+
+	if (!s) {
+		loom_err_set(err, ENOMEM, "out of memory");
+		return NULL;
+	}
+	s->reg = r;
+	s->topo = t;
+	s->classes = classes ? classes : 1;
+	s->seed = seed;
+	snprintf(s->weights, sizeof(s->weights), "%s", weights ? weights : "");
+	s->host_next = calloc(t->nhosts, sizeof(*s->host_next));
+	s->host_seen = calloc(t->nhosts, sizeof(*s->host_seen));
+	if (!s->host_next || !s->host_seen) {
+		loom_err_set(err, ENOMEM, "out of memory");
+		cp_sched_free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (prepare_spec(s, spec, &g, err) < 0) {
+		int e = errno ? errno : EINVAL;
+
+		cp_sched_free(s);
+		errno = e;
+		return NULL;
+	}
+	if (g)
+		s->gnn = g;
+	snprintf(s->spec, sizeof(s->spec), "%s", spec);
+	return s;
+}
+
+static void drop_policy(struct cp_sched *s)
+{
+	s->p = policy_free(s->p);
+	s->p_model = NULL;
+	if (s->have_d)
+		policy_decision_done(&s->d);
+	s->have_d = false;
+}
+
+struct cp_sched *cp_sched_free(struct cp_sched *s)
+{
+	if (!s)
+		return NULL;
+	drop_policy(s);
+	policy_gnn_model_free(s->gnn);
+	free(s->stamp);
+	free(s->flow_class);
+	free(s->rank);
+	free(s->host_next);
+	free(s->host_seen);
+	free(s);
+	return NULL;
+}
+
+int cp_sched_set_policy(struct cp_sched *s, const char *spec, struct loom_err *err)
+{
+	struct gnn_model *g;
+	int r;
+
+	if (strlen(spec) >= sizeof(s->spec))
+		return loom_err_set(err, EINVAL, "policy spec is longer than %zu characters",
+				    sizeof(s->spec) - 1);
+	r = prepare_spec(s, spec, &g, err);
+	if (r < 0)
+		return r;
+	if (g)
+		s->gnn = g;
+	snprintf(s->spec, sizeof(s->spec), "%s", spec);
+	drop_policy(s);
+	return 0;
+}
+
+const char *cp_sched_policy(const struct cp_sched *s)
+{
+	return s->spec;
+}
+
+uint32_t cp_sched_classes(const struct cp_sched *s)
+{
+	return s->classes;
+}
+
+uint64_t cp_sched_decisions(const struct cp_sched *s)
+{
+	return s->decisions;
+}
+
+const struct policy_decision *cp_sched_decision(const struct cp_sched *s)
+{
+	return s->have_d ? &s->d : NULL;
+}
+
+const struct cp_model *cp_sched_view(const struct cp_sched *s)
+{
+	return s->p_model;
+}
+
+uint32_t cp_sched_flow_class(const struct cp_sched *s, uint32_t f)
+{
+	return f < s->cap_flows ? s->flow_class[f] : s->classes - 1;
+}
+
+uint32_t cp_sched_rank(const struct cp_sched *s, uint32_t c)
+{
+	return c < s->cap_coflows ? s->rank[c] : CP_NONE;
+}
+
+/* Makes the policy and the per-view arrays for model m. */
+static int remake(struct cp_sched *s, const struct cp_model *m, struct loom_err *err)
+{
+	struct policy_params params = {
+		.classes = s->classes,
+		.seed = s->seed,
+		.weights = s->weights[0] ? s->weights : NULL,
+		.gnn_model = s->gnn,
+	};
+	uint32_t nf = m->nflows + 1, nc = m->ncoflows + 1;
+	int r;
+
+	drop_policy(s);
+	s->p = policy_new(s->spec, &params, m, err);
+	if (!s->p)
+		return -errno;
+	r = policy_decision_init(&s->d, m);
+	if (r < 0) {
+		s->p = policy_free(s->p);
+		return loom_err_set(err, -r, "out of memory");
+	}
+	s->have_d = true;
+	if (nf > s->cap_flows) {
+		uint32_t *v = realloc(s->flow_class, nf * sizeof(*v));
+
+		if (!v)
+			return loom_err_set(err, ENOMEM, "out of memory");
+		s->flow_class = v;
+		s->cap_flows = nf;
+	}
+	if (nc > s->cap_coflows) {
+		uint32_t *a = realloc(s->rank, nc * sizeof(*a)), *b;
+
+		if (a)
+			s->rank = a;
+		b = realloc(s->stamp, nc * sizeof(*b));
+		if (b)
+			s->stamp = b;
+		if (!a || !b)
+			return loom_err_set(err, ENOMEM, "out of memory");
+		s->cap_coflows = nc;
+	}
+	memset(s->stamp, 0, s->cap_coflows * sizeof(*s->stamp));
+	s->stamp_gen = 0;
+	s->p_model = m;
+	return 0;
+}
+
+static void compute_classes(struct cp_sched *s, const struct cp_model *m)
+{
+	const struct policy_decision *d = &s->d;
+	uint32_t k = s->classes;
+
+	for (uint32_t f = 0; f < m->nflows; f++)
+		s->flow_class[f] = k - 1;
+	for (uint32_t c = 0; c < m->ncoflows; c++)
+		s->rank[c] = CP_NONE;
+	memset(s->host_next, 0, s->topo->nhosts * sizeof(*s->host_next));
+	for (uint32_t h = 0; h < s->topo->nhosts; h++)
+		s->host_seen[h] = CP_NONE;
+	for (uint32_t i = 0; i < d->norder; i++) {
+		uint32_t c = d->order[i];
+		const struct cp_coflow *cf = &m->coflows[c];
+		const uint32_t *slot = &m->flow_slot[cf->first_flow];
+
+		s->rank[c] = i;
+		for (uint32_t q = 0; q < cf->flows_left; q++) {
+			uint32_t f = slot[q], h = m->flows[f].src, cls;
+
+			if (d->has_classes) {
+				cls = d->class_of[i] < k ? d->class_of[i] : k - 1;
+			} else {
+				if (s->host_seen[h] != i) {
+					/* this coflow's first flow on h: one more coflow there */
+					s->host_seen[h] = i;
+					s->host_next[h]++;
+				}
+				cls = s->host_next[h] - 1 < k - 1 ? s->host_next[h] - 1 : k - 1;
+			}
+			s->flow_class[f] = cls;
+		}
+	}
+}
+
+int cp_sched_pass(struct cp_sched *s, uint64_t now_ns, struct cp_sched_result *ret,
+		  struct loom_err *err)
+{
+	struct cp_sched_result res = {.next_ns = CP_TIME_NEVER};
+	const struct cp_event *evs;
+	bool rebuilt = false;
+	struct cp_model *m;
+	uint32_t nev;
+	uint64_t t0;
+	int r;
+
+	cp_registry_jobs(s->reg, &nev);
+	if (nev == 0) {
+		/* nothing registered: no view, no policy; agents' tables empty out */
+		drop_policy(s);
+		cp_registry_release_due(s->reg, now_ns, NULL);
+		*ret = res;
+		return 0;
+	}
+	m = cp_registry_view(s->reg, &rebuilt, err);
+	if (!m)
+		return -errno;
+	if (rebuilt || !s->p || s->p_model != m) {
+		r = remake(s, m, err);
+		if (r < 0)
+			return r;
+	}
+	res.released = cp_registry_release_due(s->reg, now_ns, &res.next_ns);
+	evs = cp_registry_events(s->reg, &nev);
+	for (uint32_t i = 0; i < nev; i++)
+		policy_on_event(s->p, m, &evs[i]);
+	cp_registry_events_clear(s->reg);
+	if (m->nactive == 0) {
+		policy_decision_clear(&s->d);
+		compute_classes(s, m);
+		*ret = res;
+		return 0;
+	}
+	t0 = mono_ns();
+	policy_decision_clear(&s->d);
+	r = policy_decide(s->p, m, now_ns, &s->d);
+	res.decide_ns = mono_ns() - t0;
+	s->decisions++;
+	if (r < 0)
+		return loom_err_set(err, -r, "policy '%s' failed", s->spec);
+	if (++s->stamp_gen == 0) {
+		memset(s->stamp, 0, s->cap_coflows * sizeof(*s->stamp));
+		s->stamp_gen = 1;
+	}
+	r = policy_decision_validate(&s->d, m, s->stamp, s->stamp_gen, err);
+	if (r < 0)
+		return r;
+	compute_classes(s, m);
+	res.decided = true;
+	res.watches = s->d.nwatch > 0;
+	if (s->d.wakeup_ns != CP_TIME_NEVER && s->d.wakeup_ns > now_ns &&
+	    s->d.wakeup_ns < res.next_ns)
+		res.next_ns = s->d.wakeup_ns;
+	*ret = res;
+	return 0;
+}

@@ -1,0 +1,810 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * loomd's event loop (libevent): listeners, connections and framing, the
+ * Hello handshake, group commit of the journal, scheduling passes, timers
+ * and signals. Only this thread touches the registry.
+ *
+ * Group commit: a handler that changes the registry journals the change and
+ * queues its reply on the connection's pending buffer; the commit event, run
+ * after the handlers of this loop iteration, commits once and then releases
+ * every pending reply. A reply is never seen before its change is durable.
+ */
+#include "controlplane/loomd/loomd.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/admin.h"
+#include "common/log.h"
+
+/* A peer that lets this much output pile up is dropped. */
+#define CP_MAX_OUTPUT_BYTES (64u << 20)
+
+uint64_t cp_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t cp_server_now_ns(const struct cp_server *s)
+{
+	return s->cfg.virtual_clock ? s->vclock.now_ns : loom_clock_wall_ns();
+}
+
+/* ---- connections ------------------------------------------------------------------------------ */
+
+static void conn_free(struct cp_conn *c)
+{
+	struct cp_server *s = c->srv;
+
+	if (c->role == CP_ROLE_AGENT)
+		cp_agent_gone(c);
+	else if (c->role == CP_ROLE_FRAMEWORK)
+		s->nframeworks--;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	if (c->dirty) {
+		struct cp_conn **pp = &s->dirty_conns;
+
+		while (*pp && *pp != c)
+			pp = &(*pp)->next_dirty;
+		if (*pp)
+			*pp = c->next_dirty;
+	}
+	s->nconns--;
+	if (c->bev)
+		bufferevent_free(c->bev);
+	if (c->pending)
+		evbuffer_free(c->pending);
+	free(c);
+}
+
+/* Closes once the output has drained (freed by the read or write callback, never here). */
+static void conn_close(struct cp_conn *c)
+{
+	c->closing = true;
+	if (c->bev)
+		bufferevent_disable(c->bev, EV_READ);
+}
+
+/* Frees connections dropped for not reading (they may never drain). */
+static void sweep_overflowed(struct cp_server *s)
+{
+	struct cp_conn *c = s->conns;
+
+	while (c) {
+		struct cp_conn *next = c->next;
+
+		if (c->overflow)
+			conn_free(c);
+		c = next;
+	}
+}
+
+static void commit_cb(evutil_socket_t fd, short what, void *arg);
+
+void cp_server_need_commit(struct cp_server *s)
+{
+	if (s->commit_ev)
+		event_active(s->commit_ev, EV_WRITE, 0);
+}
+
+static int encode_into(struct evbuffer *out, const Loom__Envelope *env, uint32_t max_frame)
+{
+	size_t n = loom__envelope__get_packed_size(env);
+	struct evbuffer_iovec v;
+	uint8_t *p;
+
+	if (n == 0 || n > max_frame)
+		return -EMSGSIZE;
+	if (evbuffer_reserve_space(out, n + WIRE_HDR_BYTES, &v, 1) < 1)
+		return -ENOMEM;
+	p = v.iov_base;
+	p[0] = (uint8_t)(n >> 24);
+	p[1] = (uint8_t)(n >> 16);
+	p[2] = (uint8_t)(n >> 8);
+	p[3] = (uint8_t)n;
+	loom__envelope__pack(env, p + WIRE_HDR_BYTES);
+	v.iov_len = n + WIRE_HDR_BYTES;
+	return evbuffer_commit_space(out, &v, 1) == 0 ? 0 : -ENOMEM;
+}
+
+static void conn_overflow_check(struct cp_conn *c)
+{
+	if (c->bev && evbuffer_get_length(bufferevent_get_output(c->bev)) > CP_MAX_OUTPUT_BYTES) {
+		log_warn("%s (%s): not reading its replies (%u MiB queued); disconnected", c->peer,
+			 c->name[0] ? c->name : "?", CP_MAX_OUTPUT_BYTES >> 20);
+		c->overflow = true; /* freed by the next tick or pass */
+		conn_close(c);
+	}
+}
+
+void cp_conn_send_now(struct cp_conn *c, const Loom__Envelope *env)
+{
+	int r;
+
+	if (!c->bev)
+		return;
+	r = encode_into(bufferevent_get_output(c->bev), env, c->srv->cfg.max_frame);
+	if (r < 0)
+		log_warn("%s: cannot send %s: %s", c->peer, wire_type_name(env->body_case),
+			 strerror(-r));
+	conn_overflow_check(c);
+}
+
+void cp_conn_send(struct cp_conn *c, const Loom__Envelope *env)
+{
+	struct cp_server *s = c->srv;
+
+	if (!cp_journal_pending(s->journal) && !c->dirty) {
+		cp_conn_send_now(c, env);
+		return;
+	}
+	if (!c->pending)
+		c->pending = evbuffer_new();
+	if (!c->pending || encode_into(c->pending, env, s->cfg.max_frame) < 0) {
+		log_warn("%s: cannot queue a reply; disconnecting", c->peer);
+		c->closing = true;
+		return;
+	}
+	if (!c->dirty) {
+		c->dirty = true;
+		c->next_dirty = s->dirty_conns;
+		s->dirty_conns = c;
+	}
+	cp_server_need_commit(s);
+}
+
+static void commit_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct cp_server *s = arg;
+	struct loom_err err;
+	uint64_t t0 = cp_mono_ns();
+
+	(void)fd;
+	(void)what;
+	if (cp_journal_pending(s->journal)) {
+		if (cp_journal_commit(s->journal, &err) < 0) {
+			/* The registry is ahead of the journal: stop, so a restart replays truth. */
+			log_err("%s; stopping (a restart replays the journal)", loom_err_str(&err));
+			s->exit_code = 1;
+			cp_server_stop(s);
+			return;
+		}
+		s->st.commits++;
+		cp_hist_observe(&s->st.commit_hist, (double)(cp_mono_ns() - t0) * 1e-9);
+	}
+	while (s->dirty_conns) {
+		struct cp_conn *c = s->dirty_conns;
+
+		s->dirty_conns = c->next_dirty;
+		c->dirty = false;
+		if (c->pending && c->bev) {
+			bufferevent_write_buffer(c->bev, c->pending);
+			conn_overflow_check(c);
+		}
+	}
+}
+
+static void send_hello_reply(struct cp_conn *c, uint64_t seq, int r, const char *msg)
+{
+	Loom__Envelope env = LOOM__ENVELOPE__INIT;
+	Loom__HelloReply hr = LOOM__HELLO_REPLY__INIT;
+	Loom__Error e = LOOM__ERROR__INIT;
+
+	env.seq = seq;
+	env.body_case = LOOM__ENVELOPE__BODY_HELLO_REPLY;
+	env.hello_reply = &hr;
+	e.code = wire_errno_to_error(r);
+	e.message = (char *)(msg ? msg : "");
+	hr.error = &e;
+	hr.version = c->version;
+	hr.classes = cp_sched_classes(c->srv->sched);
+	hr.controller_id = c->srv->controller_id;
+	cp_conn_send_now(c, &env);
+}
+
+static void handle_hello(struct cp_conn *c, const Loom__Envelope *env)
+{
+	const Loom__Hello *h = env->hello;
+	struct loom_err err = {{0}};
+	uint32_t lo = h->version_min, hi = h->version_max;
+	int r;
+
+	if (c->role != CP_ROLE_NONE) {
+		loom_err_set(&err, EINVAL, "a second hello on one connection");
+		cp_rpc_reply(c, env->seq, -EINVAL, &err, 0);
+		return;
+	}
+	if (hi < lo || hi < WIRE_VERSION_MIN || lo > WIRE_VERSION_MAX) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg),
+			 "no protocol version in common: the client speaks %u..%u, loomd %u..%u",
+			 lo, hi, WIRE_VERSION_MIN, WIRE_VERSION_MAX);
+		log_info("%s: %s", c->peer, msg);
+		send_hello_reply(c, env->seq, -EPROTONOSUPPORT, msg);
+		conn_close(c);
+		return;
+	}
+	c->version = hi < WIRE_VERSION_MAX ? hi : WIRE_VERSION_MAX;
+	snprintf(c->name, sizeof(c->name), "%s", h->name ? h->name : "");
+	switch (h->role) {
+	case LOOM__ROLE__FRAMEWORK:
+		c->role = CP_ROLE_FRAMEWORK;
+		c->srv->nframeworks++;
+		send_hello_reply(c, env->seq, 0, NULL);
+		log_debug("%s: framework '%s' connected", c->peer, c->name);
+		return;
+	case LOOM__ROLE__AGENT:
+		r = cp_agent_hello(c, h, &err);
+		if (r < 0) {
+			log_info("%s: agent refused: %s", c->peer, loom_err_str(&err));
+			send_hello_reply(c, env->seq, r, loom_err_str(&err));
+			conn_close(c);
+			return;
+		}
+		send_hello_reply(c, env->seq, 0, NULL);
+		cp_server_schedule_pass(c->srv);
+		return;
+	default:
+		send_hello_reply(c, env->seq, -EINVAL, "hello: role must be FRAMEWORK or AGENT");
+		conn_close(c);
+		return;
+	}
+}
+
+static void dispatch(struct cp_conn *c, const Loom__Envelope *env)
+{
+	struct loom_err err = {{0}};
+
+	c->srv->st.requests++;
+	if (env->body_case == LOOM__ENVELOPE__BODY_HELLO) {
+		handle_hello(c, env);
+		return;
+	}
+	if (env->body_case == LOOM__ENVELOPE__BODY__NOT_SET) {
+		loom_err_set(&err, EBADMSG, "message type %s is not one loomd knows (protocol %u)",
+			     "unset or unknown", c->version ? c->version : WIRE_VERSION_MAX);
+		cp_rpc_reply(c, env->seq, -EBADMSG, &err, 0);
+		return;
+	}
+	if (env->body_case == LOOM__ENVELOPE__BODY_HEARTBEAT) {
+		Loom__Envelope out = LOOM__ENVELOPE__INIT;
+		Loom__Heartbeat hb = LOOM__HEARTBEAT__INIT;
+
+		hb.time_ns = cp_server_now_ns(c->srv);
+		out.seq = env->seq;
+		out.body_case = LOOM__ENVELOPE__BODY_HEARTBEAT;
+		out.heartbeat = &hb;
+		cp_conn_send_now(c, &out);
+		return;
+	}
+	switch (c->role) {
+	case CP_ROLE_NONE:
+		loom_err_set(&err, ENOTCONN, "%s before hello", wire_type_name(env->body_case));
+		cp_rpc_reply(c, env->seq, -ENOTCONN, &err, 0);
+		return;
+	case CP_ROLE_FRAMEWORK:
+		cp_rpc_framework(c, env);
+		return;
+	case CP_ROLE_AGENT:
+		cp_rpc_agent(c, env);
+		return;
+	}
+}
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	struct cp_conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	uint32_t max = c->srv->cfg.max_frame;
+
+	while (!c->closing) {
+		uint8_t hdr[WIRE_HDR_BYTES];
+		Loom__Envelope *env;
+		uint32_t n;
+		uint8_t *body;
+
+		if (evbuffer_get_length(in) < WIRE_HDR_BYTES)
+			break;
+		evbuffer_copyout(in, hdr, sizeof(hdr));
+		if (wire_hdr_parse(hdr, max, &n) < 0) {
+			uint32_t len = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 |
+				       (uint32_t)hdr[2] << 8 | hdr[3];
+
+			log_warn("%s (%s): frame length %u is %s (max_frame %u); connection closed",
+				 c->peer, c->name[0] ? c->name : "no hello", len,
+				 len ? "too large" : "zero", max);
+			c->srv->st.frames_bad++;
+			conn_free(c);
+			return;
+		}
+		if (evbuffer_get_length(in) < WIRE_HDR_BYTES + (size_t)n)
+			break;
+		body = evbuffer_pullup(in, WIRE_HDR_BYTES + (ssize_t)n);
+		env = body ? wire_decode(body + WIRE_HDR_BYTES, n) : NULL;
+		evbuffer_drain(in, WIRE_HDR_BYTES + (size_t)n);
+		if (!env) {
+			log_warn("%s (%s): a %u-byte frame that is not a loom.Envelope; connection "
+				 "closed",
+				 c->peer, c->name[0] ? c->name : "no hello", n);
+			c->srv->st.frames_bad++;
+			conn_free(c);
+			return;
+		}
+		dispatch(c, env);
+		wire_free(env);
+	}
+	if (c->closing && (!c->bev || !evbuffer_get_length(bufferevent_get_output(c->bev))))
+		conn_free(c);
+}
+
+static void write_cb(struct bufferevent *bev, void *arg)
+{
+	struct cp_conn *c = arg;
+
+	if (c->closing && !evbuffer_get_length(bufferevent_get_output(bev)))
+		conn_free(c);
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct cp_conn *c = arg;
+
+	(void)bev;
+	if (what & BEV_EVENT_TIMEOUT)
+		log_info("%s (%s): silent for longer than agent_timeout; disconnected", c->peer,
+			 c->name);
+	else if (what & BEV_EVENT_ERROR)
+		log_debug("%s: %s", c->peer, strerror(EVUTIL_SOCKET_ERROR()));
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+		conn_free(c);
+}
+
+static void peer_name(const struct sockaddr *sa, char *buf, size_t size)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		snprintf(buf, size, "%s:%u", host, ntohs(in->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in = (const struct sockaddr_in6 *)sa;
+
+		inet_ntop(AF_INET6, &in->sin6_addr, host, sizeof(host));
+		snprintf(buf, size, "[%s]:%u", host, ntohs(in->sin6_port));
+	} else {
+		snprintf(buf, size, "unix");
+	}
+}
+
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
+		      void *arg)
+{
+	struct cp_server *s = arg;
+	struct cp_conn *c;
+
+	(void)l;
+	(void)len;
+	if (s->stopping || s->nconns >= s->cfg.max_connections) {
+		if (!s->stopping)
+			log_warn("refusing a connection: %u connections open (max_connections)",
+				 s->nconns);
+		evutil_closesocket(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		evutil_closesocket(fd);
+		return;
+	}
+	c->srv = s;
+	c->host = CP_NONE;
+	c->connected_ns = cp_mono_ns();
+	peer_name(sa, c->peer, sizeof(c->peer));
+	if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) {
+		int one = 1;
+
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
+	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!c->bev) {
+		evutil_closesocket(fd);
+		free(c);
+		return;
+	}
+	bufferevent_setcb(c->bev, read_cb, write_cb, event_cb, c);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	s->nconns++;
+	s->st.conns_total++;
+}
+
+static void listener_error_cb(struct evconnlistener *l, void *arg)
+{
+	(void)l;
+	(void)arg;
+	log_warn("accept: %s", strerror(EVUTIL_SOCKET_ERROR()));
+}
+
+static int listen_unix(struct cp_server *s, const char *path, struct loom_err *err)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return loom_err_set(err, ENAMETOOLONG, "listen_unix %s: path too long", path);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	/* A socket file nobody answers on is stale; a live one belongs to another loomd. */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+			close(fd);
+			return loom_err_set(err, EADDRINUSE,
+					    "listen_unix %s: another process is listening there "
+					    "(another loomd?)",
+					    path);
+		}
+		close(fd);
+	}
+	unlink(path);
+	s->lis_unix = evconnlistener_new_bind(s->base, accept_cb, s,
+					      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 512,
+					      (struct sockaddr *)&sun, sizeof(sun));
+	if (!s->lis_unix)
+		return loom_err_set(err, errno ? errno : EIO, "listen_unix %s: %s", path,
+				    strerror(errno ? errno : EIO));
+	chmod(path, 0666);
+	evconnlistener_set_error_cb(s->lis_unix, listener_error_cb);
+	return 0;
+}
+
+/* Splits "HOST:PORT" or "[V6]:PORT" into getaddrinfo's arguments. */
+int cp_split_hostport(const char *s, char *host, size_t hsize, char *port, size_t psize);
+
+int cp_split_hostport(const char *s, char *host, size_t hsize, char *port, size_t psize)
+{
+	const char *colon;
+
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+
+		if (!end || end[1] != ':' || (size_t)(end - s - 1) >= hsize)
+			return -EINVAL;
+		snprintf(host, hsize, "%.*s", (int)(end - s - 1), s + 1);
+		colon = end + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || (size_t)(colon - s) >= hsize)
+			return -EINVAL;
+		snprintf(host, hsize, "%.*s", (int)(colon - s), s);
+	}
+	if (!colon[1] || strlen(colon + 1) >= psize)
+		return -EINVAL;
+	snprintf(port, psize, "%s", colon + 1);
+	return 0;
+}
+
+static int listen_tcp(struct cp_server *s, const char *addr, struct loom_err *err)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
+			*res = NULL;
+	char host[CP_ADDR_MAX], port[16];
+	int r;
+
+	if (cp_split_hostport(addr, host, sizeof(host), port, sizeof(port)) < 0)
+		return loom_err_set(err, EINVAL, "listen_tcp '%s': expected HOST:PORT", addr);
+	r = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
+	if (r != 0)
+		return loom_err_set(err, EINVAL, "listen_tcp '%s': %s", addr, gai_strerror(r));
+	s->lis_tcp = evconnlistener_new_bind(s->base, accept_cb, s,
+					     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
+						     LEV_OPT_REUSEABLE,
+					     512, res->ai_addr, (int)res->ai_addrlen);
+	freeaddrinfo(res);
+	if (!s->lis_tcp)
+		return loom_err_set(err, errno ? errno : EIO, "listen_tcp %s: %s", addr,
+				    strerror(errno ? errno : EIO));
+	evconnlistener_set_error_cb(s->lis_tcp, listener_error_cb);
+	return 0;
+}
+
+/* ---- passes and timers ------------------------------------------------------------------------ */
+
+static void arm_wake(struct cp_server *s, uint64_t next_ns)
+{
+	uint64_t now = cp_server_now_ns(s);
+	struct timeval tv;
+	uint64_t d;
+
+	if (s->cfg.virtual_clock || next_ns == CP_TIME_NEVER) {
+		s->wake_at_ns = CP_TIME_NEVER;
+		return;
+	}
+	if (s->wake_at_ns != CP_TIME_NEVER && s->wake_at_ns <= next_ns &&
+	    evtimer_pending(s->wake_ev, NULL))
+		return;
+	d = next_ns > now ? next_ns - now : 0;
+	tv.tv_sec = (time_t)(d / 1000000000ULL);
+	tv.tv_usec = (suseconds_t)(d % 1000000000ULL / 1000 + 1);
+	s->wake_at_ns = next_ns;
+	evtimer_add(s->wake_ev, &tv);
+}
+
+int cp_server_pass(struct cp_server *s, struct loom_err *err)
+{
+	struct cp_sched_result res;
+	uint64_t t0 = cp_mono_ns();
+	int r;
+
+	s->pass_scheduled = false;
+	s->stats_changed = false;
+	r = cp_sched_pass(s->sched, cp_server_now_ns(s), &res, err);
+	if (r < 0)
+		return r;
+	s->st.passes++;
+	s->watches = res.watches;
+	if (res.decided)
+		cp_hist_observe(&s->st.decide_hist, (double)res.decide_ns * 1e-9);
+	cp_agents_push(s);
+	cp_hist_observe(&s->st.pass_hist, (double)(cp_mono_ns() - t0) * 1e-9);
+	arm_wake(s, res.next_ns);
+	return 0;
+}
+
+static void pass_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct cp_server *s = arg;
+	struct loom_err err = {{0}};
+
+	(void)fd;
+	(void)what;
+	if (cp_server_pass(s, &err) < 0) {
+		/* Keep what agents have (fail-static) and try again on the next tick. */
+		if (strcmp(err.msg, s->last_err.msg))
+			log_err("scheduling pass: %s", loom_err_str(&err));
+		s->last_err = err;
+		s->stats_changed = true;
+	} else {
+		s->last_err.msg[0] = 0;
+	}
+	sweep_overflowed(s);
+}
+
+void cp_server_schedule_pass(struct cp_server *s)
+{
+	if (s->pass_scheduled || !s->pass_ev)
+		return;
+	s->pass_scheduled = true;
+	event_active(s->pass_ev, EV_TIMEOUT, 0);
+}
+
+static void wake_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct cp_server *s = arg;
+
+	(void)fd;
+	(void)what;
+	s->wake_at_ns = CP_TIME_NEVER;
+	cp_server_schedule_pass(s);
+}
+
+static void publish_metrics(struct cp_server *s)
+{
+	struct cp_prom p;
+
+	if (!s->http)
+		return;
+	cp_prom_init(&p);
+	cp_metrics_render(s, &p);
+	cp_metrics_http_publish(s->http, cp_prom_text(&p), cp_prom_len(&p));
+	cp_prom_done(&p);
+	s->last_publish_mono_ns = cp_mono_ns();
+}
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct cp_server *s = arg;
+
+	(void)fd;
+	(void)what;
+	sweep_overflowed(s);
+	if (s->stats_changed)
+		cp_server_schedule_pass(s);
+	if (cp_mono_ns() - s->last_publish_mono_ns > 250 * 1000000ULL)
+		publish_metrics(s);
+}
+
+static void signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct cp_server *s = arg;
+
+	(void)what;
+	log_info("%s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	cp_server_stop(s);
+}
+
+void cp_server_stop(struct cp_server *s)
+{
+	s->stopping = true;
+	event_base_loopexit(s->base, NULL);
+}
+
+/* ---- start-up --------------------------------------------------------------------------------- */
+
+static int load_topology(struct cp_server *s, struct loom_err *err)
+{
+	if (s->cfg.topology[0]) {
+		s->topo = topo_load_json(s->cfg.topology, err);
+		return s->topo ? 0 : -errno;
+	}
+	s->topo = topo_new_bigswitch(s->cfg.hosts, s->cfg.link_bps);
+	if (!s->topo)
+		return loom_err_set(err, errno, "cannot make a fabric of %u hosts", s->cfg.hosts);
+	return 0;
+}
+
+int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom_err *err)
+{
+	struct cp_registry_limits lim;
+	struct timeval tick;
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	s->cfg = *cfg;
+	s->wake_at_ns = CP_TIME_NEVER;
+	s->start_mono_ns = cp_mono_ns();
+	s->controller_id = loom_clock_wall_ns() ^ ((uint64_t)getpid() << 40);
+	loom_vclock_init(&s->vclock, 0);
+	cp_hist_init(&s->st.decide_hist);
+	cp_hist_init(&s->st.push_hist);
+	cp_hist_init(&s->st.pass_hist);
+	cp_hist_init(&s->st.commit_hist);
+	signal(SIGPIPE, SIG_IGN);
+	r = load_topology(s, err);
+	if (r < 0)
+		return r;
+	lim = (struct cp_registry_limits){cfg->max_jobs, cfg->max_coflows, cfg->max_flows,
+					  cfg->unknown_flow_bytes};
+	s->reg = cp_registry_new(s->topo, &lim);
+	s->agent_of_host = calloc(s->topo->nhosts, sizeof(*s->agent_of_host));
+	if (!s->reg || !s->agent_of_host)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	s->sched = cp_sched_new(s->reg, s->topo, cfg->policy, cfg->weights, cfg->classes, cfg->seed,
+				err);
+	if (!s->sched)
+		return -errno;
+	if (cfg->journal[0]) {
+		uint64_t t0 = cp_mono_ns();
+
+		s->journal = cp_journal_open(cfg->journal, cfg->journal_sync, err);
+		if (!s->journal)
+			return -errno;
+		r = cp_rpc_replay(s, err);
+		if (r < 0)
+			return r;
+		uint32_t njobs;
+
+		cp_registry_jobs(s->reg, &njobs);
+		log_info("journal %s: %u jobs restored in %.1f ms", cfg->journal, njobs,
+			 (double)(cp_mono_ns() - t0) * 1e-6);
+	}
+	s->base = event_base_new();
+	if (!s->base)
+		return loom_err_set(err, ENOMEM, "cannot create the event loop");
+	s->pass_ev = event_new(s->base, -1, 0, pass_cb, s);
+	s->commit_ev = event_new(s->base, -1, 0, commit_cb, s);
+	s->wake_ev = evtimer_new(s->base, wake_cb, s);
+	s->tick_ev = event_new(s->base, -1, EV_PERSIST, tick_cb, s);
+	s->sigterm_ev = evsignal_new(s->base, SIGTERM, signal_cb, s);
+	s->sigint_ev = evsignal_new(s->base, SIGINT, signal_cb, s);
+	if (!s->pass_ev || !s->commit_ev || !s->wake_ev || !s->tick_ev || !s->sigterm_ev ||
+	    !s->sigint_ev)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	event_add(s->sigterm_ev, NULL);
+	event_add(s->sigint_ev, NULL);
+	if (!cfg->virtual_clock) {
+		tick.tv_sec = (time_t)(cfg->tick_ns / 1000000000ULL);
+		tick.tv_usec = (suseconds_t)(cfg->tick_ns % 1000000000ULL / 1000);
+		event_add(s->tick_ev, &tick);
+	}
+	if (cfg->listen_unix[0] && (r = listen_unix(s, cfg->listen_unix, err)) < 0)
+		return r;
+	if (cfg->listen_tcp[0] && (r = listen_tcp(s, cfg->listen_tcp, err)) < 0)
+		return r;
+	if (cfg->admin_socket[0]) {
+		s->admin = loom_admin_new(s->base, cfg->admin_socket, err);
+		if (!s->admin)
+			return -errno;
+		r = cp_admin_register_all(s);
+		if (r < 0)
+			return loom_err_set(err, -r, "cannot register the admin commands");
+	}
+	if (cfg->metrics[0]) {
+		char host[CP_ADDR_MAX], port[16];
+		unsigned long long p;
+
+		if (cp_split_hostport(cfg->metrics, host, sizeof(host), port, sizeof(port)) < 0 ||
+		    loom_parse_u64(port, &p) < 0 || p > 65535)
+			return loom_err_set(err, EINVAL, "metrics '%s': expected HOST:PORT",
+					    cfg->metrics);
+		s->http = cp_metrics_http_start(host, (uint16_t)p, err);
+		if (!s->http)
+			return -errno;
+		publish_metrics(s);
+	}
+	cp_server_schedule_pass(s);
+	return 0;
+}
+
+int cp_server_run(struct cp_server *s)
+{
+	event_base_dispatch(s->base);
+	return s->exit_code;
+}
+
+void cp_server_done(struct cp_server *s)
+{
+	struct loom_err err;
+
+	while (s->conns)
+		conn_free(s->conns);
+	if (s->journal && cp_journal_pending(s->journal) && cp_journal_commit(s->journal, &err) < 0)
+		log_err("%s", loom_err_str(&err));
+	s->journal = cp_journal_close(s->journal);
+	s->admin = loom_admin_free(s->admin);
+	s->http = cp_metrics_http_stop(s->http);
+	if (s->lis_unix) {
+		evconnlistener_free(s->lis_unix);
+		unlink(s->cfg.listen_unix);
+	}
+	if (s->lis_tcp)
+		evconnlistener_free(s->lis_tcp);
+	if (s->pass_ev)
+		event_free(s->pass_ev);
+	if (s->commit_ev)
+		event_free(s->commit_ev);
+	if (s->wake_ev)
+		event_free(s->wake_ev);
+	if (s->tick_ev)
+		event_free(s->tick_ev);
+	if (s->sigterm_ev)
+		event_free(s->sigterm_ev);
+	if (s->sigint_ev)
+		event_free(s->sigint_ev);
+	if (s->base)
+		event_base_free(s->base);
+	s->sched = cp_sched_free(s->sched);
+	s->reg = cp_registry_free(s->reg);
+	free(s->agent_of_host);
+	s->topo = topo_free(s->topo);
+}

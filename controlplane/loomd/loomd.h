@@ -466,6 +466,17 @@ void cp_conn_send_now(struct cp_conn *c, const Loom__Envelope *env);
 /* Makes sure pending journal writes are committed before replies go out. */
 void cp_server_need_commit(struct cp_server *s);
 
+/*
+ * Tests and fuzz targets: a connection without a socket (its replies are
+ * encoded and dropped), fed bytes as if read. cp_conn_feed returns 0, or
+ * -EPIPE when loomd dropped the connection (then c is freed).
+ * cp_server_flush commits the journal and releases held replies, as the loop
+ * would after a batch of input.
+ */
+struct cp_conn *cp_server_test_conn(struct cp_server *s);
+int cp_conn_feed(struct cp_conn *c, const void *buf, size_t len);
+void cp_server_flush(struct cp_server *s);
+
 /* rpc_framework.c: framework requests, live and from the journal. */
 int cp_rpc_register_job(struct cp_server *s, const Loom__RegisterJob *m, uint64_t now_ns,
 			bool journal, struct loom_err *err);

@@ -144,8 +144,16 @@ void cp_conn_send_now(struct cp_conn *c, const Loom__Envelope *env)
 {
 	int r;
 
-	if (!c->bev)
+	if (!c->bev) {
+		/* a test connection (cp_server_test_conn): encode, then drop */
+		struct evbuffer *sink = evbuffer_new();
+
+		if (sink) {
+			encode_into(sink, env, c->srv->cfg.max_frame);
+			evbuffer_free(sink);
+		}
 		return;
+	}
 	r = encode_into(bufferevent_get_output(c->bev), env, c->srv->cfg.max_frame);
 	if (r < 0)
 		log_warn("%s: cannot send %s: %s", c->peer, wire_type_name(env->body_case),
@@ -315,10 +323,12 @@ static void dispatch(struct cp_conn *c, const Loom__Envelope *env)
 	}
 }
 
-static void read_cb(struct bufferevent *bev, void *arg)
+/*
+ * Takes every whole frame off in and dispatches it. Returns 0, or -1 when the
+ * connection must be dropped at once (a framing error, logged here).
+ */
+static int process_input(struct cp_conn *c, struct evbuffer *in)
 {
-	struct cp_conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
 	uint32_t max = c->srv->cfg.max_frame;
 
 	while (!c->closing) {
@@ -338,8 +348,7 @@ static void read_cb(struct bufferevent *bev, void *arg)
 				 c->peer, c->name[0] ? c->name : "no hello", len,
 				 len ? "too large" : "zero", max);
 			c->srv->st.frames_bad++;
-			conn_free(c);
-			return;
+			return -1;
 		}
 		if (evbuffer_get_length(in) < WIRE_HDR_BYTES + (size_t)n)
 			break;
@@ -351,14 +360,64 @@ static void read_cb(struct bufferevent *bev, void *arg)
 				 "closed",
 				 c->peer, c->name[0] ? c->name : "no hello", n);
 			c->srv->st.frames_bad++;
-			conn_free(c);
-			return;
+			return -1;
 		}
 		dispatch(c, env);
 		wire_free(env);
 	}
+	return 0;
+}
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	struct cp_conn *c = arg;
+
+	if (process_input(c, bufferevent_get_input(bev)) < 0) {
+		conn_free(c);
+		return;
+	}
 	if (c->closing && (!c->bev || !evbuffer_get_length(bufferevent_get_output(c->bev))))
 		conn_free(c);
+}
+
+struct cp_conn *cp_server_test_conn(struct cp_server *s)
+{
+	struct cp_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->srv = s;
+	c->host = CP_NONE;
+	c->connected_ns = cp_mono_ns();
+	snprintf(c->peer, sizeof(c->peer), "test");
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	s->nconns++;
+	return c;
+}
+
+int cp_conn_feed(struct cp_conn *c, const void *buf, size_t len)
+{
+	struct evbuffer *in = evbuffer_new();
+	int r;
+
+	if (!in)
+		return -ENOMEM;
+	evbuffer_add(in, buf, len);
+	r = process_input(c, in);
+	evbuffer_free(in);
+	if (r < 0 || c->closing) {
+		conn_free(c);
+		return -EPIPE;
+	}
+	return 0;
+}
+
+void cp_server_flush(struct cp_server *s)
+{
+	commit_cb(-1, 0, s);
 }
 
 static void write_cb(struct bufferevent *bev, void *arg)

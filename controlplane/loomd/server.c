@@ -819,6 +819,7 @@ int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom
 		s->http = cp_metrics_http_start(host, (uint16_t)p, err);
 		if (!s->http)
 			return -errno;
+		log_info("metrics on http://%s:%u/metrics", host, cp_metrics_http_port(s->http));
 		publish_metrics(s);
 	}
 	cp_server_schedule_pass(s);

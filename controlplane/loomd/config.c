@@ -25,6 +25,7 @@ void cp_config_default(struct cp_config *c)
 	c->link_bps = TOPO_DEFAULT_BPS;
 	c->classes = 8;
 	c->tick_ns = 10 * LOOM_NS_PER_MS;
+	c->pass_gap_ns = LOOM_NS_PER_MS;
 	c->seed = 1;
 	c->max_frame = WIRE_MAX_FRAME_DEFAULT;
 	c->max_jobs = 10000;
@@ -72,6 +73,7 @@ static const struct key keys[] = {
 	{"link_bps", NUM(K_BPS, link_bps), 1000, UINT64_MAX},
 	{"classes", NUM(K_U32, classes), 1, 64},
 	{"tick", NUM(K_DUR, tick_ns), LOOM_NS_PER_MS / 10, 10 * LOOM_NS_PER_S},
+	{"pass_gap", NUM(K_DUR, pass_gap_ns), 0, LOOM_NS_PER_S},
 	{"seed", NUM(K_U64, seed), 0, UINT64_MAX},
 	{"max_frame", NUM(K_BYTES, max_frame), 1024, 1u << 30},
 	{"max_jobs", NUM(K_U32, max_jobs), 1, UINT32_MAX / 2},

@@ -51,6 +51,7 @@ struct cp_config {
 	uint64_t link_bps;
 	uint32_t classes;
 	uint64_t tick_ns;
+	uint64_t pass_gap_ns; /* least time between two passes (changes in between batch up) */
 	uint64_t seed;
 	uint32_t max_frame;
 	uint32_t max_jobs, max_coflows, max_flows;
@@ -438,6 +439,7 @@ struct cp_server {
 	bool pass_scheduled, stats_changed, watches;
 	uint32_t gen; /* agent table diff generation */
 	uint64_t last_publish_mono_ns;
+	uint64_t last_pass_mono_ns;
 	bool stopping;
 	int exit_code;
 	struct cp_server_stats st;

@@ -627,6 +627,9 @@ int cp_server_pass(struct cp_server *s, struct loom_err *err)
 
 	s->pass_scheduled = false;
 	s->stats_changed = false;
+	s->last_pass_mono_ns = cp_mono_ns();
+	if (s->pass_ev)
+		event_del(s->pass_ev);
 	r = cp_sched_pass(s->sched, cp_server_now_ns(s), &res, err);
 	if (r < 0)
 		return r;
@@ -661,10 +664,20 @@ static void pass_cb(evutil_socket_t fd, short what, void *arg)
 
 void cp_server_schedule_pass(struct cp_server *s)
 {
+	uint64_t since;
+
 	if (s->pass_scheduled || !s->pass_ev)
 		return;
 	s->pass_scheduled = true;
-	event_active(s->pass_ev, EV_TIMEOUT, 0);
+	since = cp_mono_ns() - s->last_pass_mono_ns;
+	if (s->cfg.virtual_clock || !s->cfg.pass_gap_ns || since >= s->cfg.pass_gap_ns) {
+		event_active(s->pass_ev, EV_TIMEOUT, 0);
+	} else {
+		/* passes come at most every pass_gap: under load, one pass takes many changes */
+		struct timeval tv = {0, (suseconds_t)((s->cfg.pass_gap_ns - since) / 1000 + 1)};
+
+		event_add(s->pass_ev, &tv);
+	}
 }
 
 static void wake_cb(evutil_socket_t fd, short what, void *arg)

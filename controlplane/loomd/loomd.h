@@ -440,6 +440,7 @@ struct cp_server {
 	uint32_t gen; /* agent table diff generation */
 	uint64_t last_publish_mono_ns;
 	uint64_t last_pass_mono_ns;
+	uint64_t last_expire_mono_ns;
 	bool stopping;
 	int exit_code;
 	struct cp_server_stats st;

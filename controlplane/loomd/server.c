@@ -703,12 +703,40 @@ static void publish_metrics(struct cp_server *s)
 	s->last_publish_mono_ns = cp_mono_ns();
 }
 
+/* Forgets jobs finished more than done_retention ago (and their journal records). */
+static void expire_done(struct cp_server *s)
+{
+	uint64_t now = cp_server_now_ns(s), ids[256];
+	struct loom_err err;
+	uint32_t n;
+
+	if (now < s->cfg.done_retention_ns)
+		return;
+	n = cp_registry_expire(s->reg, now - s->cfg.done_retention_ns, ids, 256);
+	for (uint32_t i = 0; i < n && s->journal; i++)
+		if (cp_journal_forget(s->journal, ids[i], &err) < 0) {
+			log_err("%s; stopping", loom_err_str(&err));
+			s->exit_code = 1;
+			cp_server_stop(s);
+			return;
+		}
+	if (n) {
+		log_debug("forgot %u finished jobs", n);
+		cp_server_need_commit(s);
+		cp_server_schedule_pass(s);
+	}
+}
+
 static void tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct cp_server *s = arg;
 
 	(void)fd;
 	(void)what;
+	if (cp_mono_ns() - s->last_expire_mono_ns > 1000000000ULL) {
+		s->last_expire_mono_ns = cp_mono_ns();
+		expire_done(s);
+	}
 	sweep_overflowed(s);
 	if (s->stats_changed)
 		cp_server_schedule_pass(s);

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/log.h"
 
@@ -37,14 +36,6 @@ struct cp_sched {
 	uint32_t cap_flows, cap_coflows;
 	uint64_t decisions;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* Checks spec and loads what it needs into *ret_gnn (kept when already there). */
 static int prepare_spec(struct cp_sched *s, const char *spec, struct gnn_model **ret_gnn,
@@ -301,10 +292,10 @@ int cp_sched_pass(struct cp_sched *s, uint64_t now_ns, struct cp_sched_result *r
 		*ret = res;
 		return 0;
 	}
-	t0 = mono_ns();
+	t0 = cp_mono_ns();
 	policy_decision_clear(&s->d);
 	r = policy_decide(s->p, m, now_ns, &s->d);
-	res.decide_ns = mono_ns() - t0;
+	res.decide_ns = cp_mono_ns() - t0;
 	s->decisions++;
 	if (r < 0)
 		return loom_err_set(err, -r, "policy '%s' failed", s->spec);

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,7 +128,11 @@ static int wait_fd(int fd, short events, int64_t deadline_ms)
 static int write_all_deadline(int fd, const uint8_t *p, size_t len, int64_t deadline_ms)
 {
 	while (len) {
-		ssize_t w = write(fd, p, len);
+		/* send() with MSG_NOSIGNAL: a closed peer is -EPIPE, never SIGPIPE */
+		ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == ENOTSOCK)
+			w = write(fd, p, len);
 
 		if (w > 0) {
 			p += w;

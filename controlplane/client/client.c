@@ -1,1 +1,1041 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * libloom: the framework side of loom.proto (see loom.h). This file is the
+ * RPC edge of the client: the caller's structs become protobuf-c messages
+ * here and nowhere else.
+ *
+ * One connection per client, taken by one call at a time for a whole
+ * request and its reply, so replies come back in the order requests went
+ * out and each carries the seq of its request. Every call has one deadline
+ * (now + timeout) that bounds waiting for other calls, reconnecting,
+ * sending and receiving. An I/O failure or a timeout closes the connection (its stream
+ * position is unknown); the next call opens a new one.
+ */
+#include "controlplane/client/loom.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/wire.h"
+
+struct loom_client {
+	/*
+	 * The connection is taken by one call at a time: `busy`, guarded by
+	 * `lock` (held only briefly) and waited for on `idle` (a monotonic
+	 * condition variable), so that the wait has the call's deadline.
+	 */
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	bool busy;
+	int fd;    /* -1 while not connected */
+	pid_t pid; /* the process that owns fd (see client_check_fork) */
+	uint64_t seq;
+	uint32_t version;
+	int timeout_ms;
+	char *name;
+	char *address; /* canonical: "unix:/path" or "tcp:HOST:PORT" */
+	bool is_unix;
+	struct sockaddr_un sun;
+	socklen_t sun_len;
+	char *host, *port; /* tcp only */
+};
+
+/* ---- the calling thread's last error ------------------------------------------------- */
+
+static _Thread_local char err_buf[512];
+static _Thread_local bool err_set;
+
+__attribute__((format(printf, 2, 3))) static int fail(int neg_errno, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err_buf, sizeof(err_buf), fmt, ap);
+	va_end(ap);
+	err_set = true;
+	return neg_errno;
+}
+
+const char *loom_client_strerror(void)
+{
+	return err_set ? err_buf : "no error";
+}
+
+/* strerror() of a positive or negative errno, thread-safe. */
+static const char *errstr(int e, char *buf, size_t size)
+{
+	return strerror_r(e < 0 ? -e : e, buf, size);
+}
+
+#define ERRSTR(e) errstr((e), (char[128]){0}, 128)
+
+/* ---- time --------------------------------------------------------------------------- */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Milliseconds left before deadline_ms; 0 when it has passed. */
+static int left_ms(int64_t deadline_ms)
+{
+	int64_t d = deadline_ms - now_ms();
+
+	if (d <= 0)
+		return 0;
+	return d > INT_MAX ? INT_MAX : (int)d;
+}
+
+/* ---- addresses ---------------------------------------------------------------------- */
+
+static bool parse_port(const char *s)
+{
+	unsigned long v;
+	char *end;
+
+	if (!*s || strspn(s, "0123456789") != strlen(s))
+		return false;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	return !errno && !*end && v >= 1 && v <= 65535;
+}
+
+/* Fills c's address from the caller's string; 0 or -errno with the message set. */
+static int client_parse_address(struct loom_client *c, const char *address)
+{
+	const char *path = NULL, *hp, *colon;
+	char *host = NULL;
+	size_t hlen;
+
+	if (!strncmp(address, "unix:", 5))
+		path = address + 5;
+	else if (address[0] == '/' || address[0] == '.')
+		path = address;
+	if (path) {
+		size_t n = strlen(path);
+
+		if (n == 0)
+			return fail(-EINVAL, "address \"%s\": empty socket path", address);
+		if (n >= sizeof(c->sun.sun_path))
+			return fail(-ENAMETOOLONG,
+				    "address \"%s\": socket path longer than %zu bytes", address,
+				    sizeof(c->sun.sun_path) - 1);
+		c->is_unix = true;
+		c->sun.sun_family = AF_UNIX;
+		memcpy(c->sun.sun_path, path, n + 1);
+		c->sun_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
+		if (asprintf(&c->address, "unix:%s", path) < 0) {
+			c->address = NULL;
+			return fail(-ENOMEM, "out of memory");
+		}
+		return 0;
+	}
+
+	hp = !strncmp(address, "tcp:", 4) ? address + 4 : address;
+	if (hp[0] == '[') {
+		const char *close = strchr(hp, ']');
+
+		if (!close || close[1] != ':')
+			return fail(-EINVAL, "address \"%s\": expected [IPV6]:PORT", address);
+		hlen = (size_t)(close - hp - 1);
+		host = strndup(hp + 1, hlen);
+		colon = close + 1;
+	} else {
+		colon = strrchr(hp, ':');
+		if (!colon)
+			return fail(-EINVAL,
+				    "address \"%s\": expected unix:/PATH, /PATH, tcp:HOST:PORT or "
+				    "HOST:PORT",
+				    address);
+		hlen = (size_t)(colon - hp);
+		host = strndup(hp, hlen);
+	}
+	if (!host)
+		return fail(-ENOMEM, "out of memory");
+	if (hlen == 0 || (hp[0] != '[' && memchr(host, ':', hlen))) {
+		free(host);
+		return fail(-EINVAL, "address \"%s\": %s", address,
+			    hlen == 0 ? "no host" : "an IPv6 host goes in brackets: [::1]:PORT");
+	}
+	if (!parse_port(colon + 1)) {
+		free(host);
+		return fail(-EINVAL, "address \"%s\": port \"%s\" is not 1..65535", address,
+			    colon + 1);
+	}
+	c->is_unix = false;
+	c->host = host;
+	c->port = strdup(colon + 1);
+	if (!c->port || asprintf(&c->address, strchr(host, ':') ? "tcp:[%s]:%s" : "tcp:%s:%s", host,
+				 c->port) < 0) {
+		c->address = NULL;
+		return fail(-ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* ---- connecting --------------------------------------------------------------------- */
+
+/*
+ * Connects a new non-blocking socket to sa before deadline. Returns 0 with
+ * *ret_fd, or -errno.
+ */
+static int sock_connect(const struct sockaddr *sa, socklen_t len, int64_t deadline, int *ret_fd)
+{
+	int fd, r, err = 0;
+	socklen_t elen = sizeof(err);
+
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		r = connect(fd, sa, len);
+		if (r == 0)
+			goto done;
+		if (errno == EINTR)
+			continue;
+		/* A Unix listener whose backlog is full: try again shortly. */
+		if (errno == EAGAIN && sa->sa_family == AF_UNIX) {
+			struct timespec ts = {.tv_nsec = 5 * 1000000};
+
+			if (!left_ms(deadline)) {
+				r = -ETIMEDOUT;
+				goto fail;
+			}
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		break;
+	}
+	if (errno != EINPROGRESS) {
+		r = -errno;
+		goto fail;
+	}
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		int ms = left_ms(deadline);
+
+		if (!ms) {
+			r = -ETIMEDOUT;
+			goto fail;
+		}
+		r = poll(&p, 1, ms);
+		if (r > 0)
+			break;
+		if (r < 0 && errno != EINTR) {
+			r = -errno;
+			goto fail;
+		}
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (err) {
+		r = -err;
+		goto fail;
+	}
+done:
+	*ret_fd = fd;
+	return 0;
+fail:
+	close(fd);
+	return r;
+}
+
+/* Opens a connection to c's address; 0 with *ret_fd or -errno with the message set. */
+static int client_dial(struct loom_client *c, int64_t deadline, int *ret_fd)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+	struct addrinfo *res = NULL, *ai;
+	int r, one = 1;
+
+	if (c->is_unix) {
+		r = sock_connect((const struct sockaddr *)&c->sun, c->sun_len, deadline, ret_fd);
+		if (r < 0)
+			return fail(r, "connect %s: %s", c->address, ERRSTR(r));
+		return 0;
+	}
+	r = getaddrinfo(c->host, c->port, &hints, &res);
+	if (r != 0) {
+		int e = r == EAI_SYSTEM ? -errno : r == EAI_MEMORY ? -ENOMEM : -EHOSTUNREACH;
+
+		return fail(e, "connect %s: resolving %s: %s", c->address, c->host,
+			    r == EAI_SYSTEM ? ERRSTR(e) : gai_strerror(r));
+	}
+	r = -EHOSTUNREACH;
+	for (ai = res; ai; ai = ai->ai_next) {
+		r = sock_connect(ai->ai_addr, ai->ai_addrlen, deadline, ret_fd);
+		if (r == 0 || r == -ETIMEDOUT)
+			break;
+	}
+	freeaddrinfo(res);
+	if (r < 0)
+		return fail(r, "connect %s: %s", c->address, ERRSTR(r));
+	/* Requests are small and answered one at a time: no Nagle delay. */
+	(void)setsockopt(*ret_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return 0;
+}
+
+/* Writes all of buf before deadline without raising SIGPIPE; 0 or -errno. */
+static int send_all(int fd, const uint8_t *p, size_t len, int64_t deadline)
+{
+	while (len) {
+		ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (w >= 0) {
+			p += w;
+			len -= (size_t)w;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			struct pollfd pf = {.fd = fd, .events = POLLOUT};
+			int ms = left_ms(deadline), r;
+
+			if (!ms)
+				return -ETIMEDOUT;
+			r = poll(&pf, 1, ms);
+			if (r < 0 && errno != EINTR)
+				return -errno;
+			continue;
+		}
+		return -errno;
+	}
+	return 0;
+}
+
+/* Encodes and sends env; 0 or -errno (-EMSGSIZE: over the frame limit). */
+static int env_send(int fd, const Loom__Envelope *env, int64_t deadline)
+{
+	uint8_t *buf;
+	size_t len;
+	int r = wire_encode(env, WIRE_MAX_FRAME_DEFAULT, &buf, &len);
+
+	if (r < 0)
+		return r;
+	r = send_all(fd, buf, len, deadline);
+	free(buf);
+	return r;
+}
+
+/* The errors after which the connection is gone and a new one may work. */
+static bool is_broken(int r)
+{
+	return r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN || r == -ECONNABORTED ||
+	       r == -ESHUTDOWN;
+}
+
+/*
+ * The Hello exchange on a new connection fd. Returns 0 (c->version set) or
+ * -errno with the message set.
+ */
+static int client_hello(struct loom_client *c, int fd, int64_t deadline)
+{
+	Loom__Envelope env = LOOM__ENVELOPE__INIT, *rep = NULL;
+	Loom__Hello hello = LOOM__HELLO__INIT;
+	const Loom__HelloReply *hr;
+	uint64_t seq = ++c->seq;
+	int r;
+
+	hello.version_min = WIRE_VERSION_MIN;
+	hello.version_max = WIRE_VERSION_MAX;
+	hello.role = LOOM__ROLE__FRAMEWORK;
+	hello.name = c->name;
+	env.seq = seq;
+	env.body_case = LOOM__ENVELOPE__BODY_HELLO;
+	env.hello = &hello;
+	r = env_send(fd, &env, deadline);
+	if (r < 0)
+		return fail(r, "hello to %s: %s%s", c->address,
+			    r == -ETIMEDOUT ? "timed out sending: " : "", ERRSTR(r));
+	r = wire_recv(fd, WIRE_MAX_FRAME_DEFAULT, left_ms(deadline), &rep);
+	if (r < 0) {
+		if (r == -EPIPE)
+			return fail(r, "hello to %s: the controller closed the connection",
+				    c->address);
+		if (r == -ETIMEDOUT)
+			return fail(r, "hello to %s: no answer within %d ms", c->address,
+				    c->timeout_ms);
+		if (r == -EMSGSIZE || r == -EBADMSG)
+			return fail(-EPROTO, "hello to %s: not a Loom controller (%s)", c->address,
+				    ERRSTR(r));
+		return fail(r, "hello to %s: %s", c->address, ERRSTR(r));
+	}
+	if (rep->body_case != LOOM__ENVELOPE__BODY_HELLO_REPLY || rep->seq != seq) {
+		r = fail(-EPROTO, "hello to %s: expected hello_reply seq %llu, got %s seq %llu",
+			 c->address, (unsigned long long)seq, wire_type_name(rep->body_case),
+			 (unsigned long long)rep->seq);
+		goto out;
+	}
+	hr = rep->hello_reply;
+	if (hr->error && hr->error->code != LOOM__ERROR_CODE__OK) {
+		r = wire_error_to_errno(hr->error->code);
+		if (hr->error->message && hr->error->message[0])
+			fail(r, "%s", hr->error->message);
+		else
+			fail(r, "hello to %s: refused by the controller (%s)", c->address,
+			     wire_error_name(hr->error->code));
+		goto out;
+	}
+	if (hr->version < WIRE_VERSION_MIN || hr->version > WIRE_VERSION_MAX) {
+		r = fail(-EPROTONOSUPPORT,
+			 "hello to %s: the controller chose protocol version %u, we speak %u..%u",
+			 c->address, hr->version, WIRE_VERSION_MIN, WIRE_VERSION_MAX);
+		goto out;
+	}
+	__atomic_store_n(&c->version, hr->version, __ATOMIC_RELAXED);
+	r = 0;
+out:
+	wire_free(rep);
+	return r;
+}
+
+/* Connects and says Hello; on success c->fd is the new connection. */
+static int client_open(struct loom_client *c, int64_t deadline)
+{
+	int fd, r;
+
+	r = client_dial(c, deadline, &fd);
+	if (r < 0)
+		return r;
+	r = client_hello(c, fd, deadline);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	c->fd = fd;
+	return 0;
+}
+
+static void client_close_fd(struct loom_client *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+}
+
+/* True when the peer has closed (or reset) c's idle connection. */
+static bool peer_gone(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
+	char b;
+
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	if (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL))
+		return true;
+	/* Readable while idle: a stray frame (skipped later) or EOF. */
+	return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/* Initialises the lock, the condition variable (monotonic clock) and the busy flag. */
+static void client_sync_init(struct loom_client *c)
+{
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->idle, &ca);
+	pthread_condattr_destroy(&ca);
+	c->busy = false;
+}
+
+/*
+ * After fork(), the child's copy of c must not talk on the parent's
+ * connection: the first call in the child drops its copy of the descriptor
+ * (the parent's connection is untouched) and starts afresh. No thread of the
+ * parent was inside a call when it forked (documented); the lock and the
+ * busy flag are re-initialised all the same, as the child has no thread
+ * that could own them.
+ */
+static void client_check_fork(struct loom_client *c)
+{
+	pid_t pid = getpid();
+	pid_t old = __atomic_load_n(&c->pid, __ATOMIC_ACQUIRE);
+
+	if (old == pid)
+		return;
+	if (!__atomic_compare_exchange_n(&c->pid, &old, pid, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;
+	client_sync_init(c);
+	client_close_fd(c);
+}
+
+/* Takes the connection for one call before deadline; 0 or -ETIMEDOUT. */
+static int client_acquire(struct loom_client *c, int64_t deadline, const char *op)
+{
+	int ms = left_ms(deadline), r = 0;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&c->lock);
+	while (c->busy && r == 0)
+		r = pthread_cond_timedwait(&c->idle, &c->lock, &ts);
+	if (!c->busy) {
+		c->busy = true;
+		r = 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (r == ETIMEDOUT)
+		return fail(-ETIMEDOUT,
+			    "%s: timed out after %d ms waiting for other calls on this client", op,
+			    c->timeout_ms);
+	if (r)
+		return fail(-r, "%s: waiting for the client: %s", op, ERRSTR(r));
+	return 0;
+}
+
+static void client_release(struct loom_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->busy = false;
+	pthread_cond_signal(&c->idle);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * Sends req (its seq is set here) and waits for its Reply. Returns 0 with
+ * *ret_accepted (may be NULL), or -errno with the message set. A broken
+ * connection, found before sending or while waiting, is replaced by a new
+ * one once and the request sent again.
+ */
+static int client_call(struct loom_client *c, Loom__Envelope *req, const char *op,
+		       uint32_t *ret_accepted)
+{
+	int64_t deadline = now_ms() + c->timeout_ms;
+	bool reconnected = false, resent = false;
+	Loom__Envelope *rep = NULL;
+	const Loom__Reply *reply;
+	char saved[sizeof(err_buf)];
+	int r;
+
+	client_check_fork(c);
+	r = client_acquire(c, deadline, op);
+	if (r < 0)
+		return r;
+	for (;;) {
+		if (c->fd >= 0 && !reconnected && peer_gone(c->fd))
+			client_close_fd(c);
+		if (c->fd < 0) {
+			/* At most one new connection per call (the loop runs twice at most). */
+			reconnected = true;
+			r = client_open(c, deadline);
+			if (r < 0) {
+				snprintf(saved, sizeof(saved), "%s", err_buf);
+				fail(r, "%s: %s", op, saved);
+				goto out;
+			}
+		}
+		req->seq = ++c->seq;
+		r = env_send(c->fd, req, deadline);
+		if (r == -EMSGSIZE) {
+			r = fail(r, "%s: request of %zu bytes is over the %u-byte frame limit", op,
+				 loom__envelope__get_packed_size(req), WIRE_MAX_FRAME_DEFAULT);
+			goto out;
+		}
+		if (r < 0) {
+			client_close_fd(c);
+			if (is_broken(r) && !reconnected)
+				continue;
+			if (r == -ETIMEDOUT)
+				fail(r, "%s: timed out sending to %s", op, c->address);
+			else
+				fail(r, "%s: sending to %s: %s", op, c->address, ERRSTR(r));
+			goto out;
+		}
+		for (;;) {
+			r = wire_recv(c->fd, WIRE_MAX_FRAME_DEFAULT, left_ms(deadline), &rep);
+			if (r < 0 || rep->seq >= req->seq)
+				break;
+			/* A late answer to a request of an earlier connection state: skip. */
+			wire_free(rep);
+			rep = NULL;
+		}
+		if (r < 0) {
+			client_close_fd(c);
+			if (is_broken(r) && !reconnected) {
+				resent = true;
+				continue;
+			}
+			if (r == -ETIMEDOUT)
+				r = fail(r, "%s: no reply from %s within %d ms", op, c->address,
+					 c->timeout_ms);
+			else if (r == -EPIPE)
+				r = fail(-ECONNRESET,
+					 "%s: %s closed the connection before replying", op,
+					 c->address);
+			else if (r == -EMSGSIZE || r == -EBADMSG)
+				r = fail(-EPROTO, "%s: bad frame from %s (%s)", op, c->address,
+					 ERRSTR(r));
+			else
+				r = fail(r, "%s: receiving from %s: %s", op, c->address, ERRSTR(r));
+			goto out;
+		}
+		break;
+	}
+	if (rep->seq != req->seq || rep->body_case != LOOM__ENVELOPE__BODY_REPLY) {
+		client_close_fd(c);
+		r = fail(-EPROTO, "%s: expected reply seq %llu from %s, got %s seq %llu", op,
+			 (unsigned long long)req->seq, c->address, wire_type_name(rep->body_case),
+			 (unsigned long long)rep->seq);
+		goto out;
+	}
+	reply = rep->reply;
+	if (reply->error && reply->error->code != LOOM__ERROR_CODE__OK) {
+		const char *msg = reply->error->message;
+
+		r = wire_error_to_errno(reply->error->code);
+		if (msg && msg[0])
+			fail(r, "%s%s", msg,
+			     resent ?
+				     " (after a reconnect; the first attempt may have been applied)" :
+				     "");
+		else
+			fail(r, "%s: refused by the controller: %s%s", op,
+			     wire_error_name(reply->error->code),
+			     resent ?
+				     " (after a reconnect; the first attempt may have been applied)" :
+				     "");
+		/* The controller is going away: do not keep its connection. */
+		if (reply->error->code == LOOM__ERROR_CODE__UNAVAILABLE)
+			client_close_fd(c);
+		if (ret_accepted)
+			*ret_accepted = reply->accepted;
+		goto out;
+	}
+	if (ret_accepted)
+		*ret_accepted = reply->accepted;
+	r = 0;
+out:
+	wire_free(rep);
+	client_release(c);
+	return r;
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------- */
+
+struct loom_client *loom_client_connect(const char *address, const struct loom_client_options *opts)
+{
+	struct loom_client *c;
+	int64_t deadline;
+	int r;
+
+	if (!address) {
+		address = getenv(LOOM_CLIENT_ENV_CONTROLLER);
+		if (!address || !address[0])
+			address = LOOM_CLIENT_DEFAULT_ADDRESS;
+	}
+	if (opts && opts->timeout_ms < 0) {
+		errno = -fail(-EINVAL, "timeout_ms %d is negative", opts->timeout_ms);
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		errno = -fail(-ENOMEM, "out of memory");
+		return NULL;
+	}
+	c->fd = -1;
+	c->pid = getpid();
+	c->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms :
+						   LOOM_CLIENT_TIMEOUT_MS_DEFAULT;
+	client_sync_init(c);
+	if (opts && opts->name)
+		c->name = strdup(opts->name);
+	else if (asprintf(&c->name, "libloom[%ld]", (long)getpid()) < 0)
+		c->name = NULL;
+	if (!c->name) {
+		r = fail(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	r = client_parse_address(c, address);
+	if (r < 0)
+		goto fail;
+	deadline = now_ms() + c->timeout_ms;
+	r = client_open(c, deadline);
+	if (r < 0)
+		goto fail;
+	return c;
+fail:
+	loom_client_free(c);
+	errno = -r;
+	return NULL;
+}
+
+struct loom_client *loom_client_free(struct loom_client *c)
+{
+	if (!c)
+		return NULL;
+	client_close_fd(c);
+	pthread_cond_destroy(&c->idle);
+	pthread_mutex_destroy(&c->lock);
+	free(c->name);
+	free(c->address);
+	free(c->host);
+	free(c->port);
+	free(c);
+	return NULL;
+}
+
+const char *loom_client_address(const struct loom_client *c)
+{
+	return c ? c->address : NULL;
+}
+
+uint32_t loom_client_version(const struct loom_client *c)
+{
+	return c ? __atomic_load_n(&c->version, __ATOMIC_RELAXED) : 0;
+}
+
+/* ---- requests ----------------------------------------------------------------------- */
+
+/* Checks a flow; 0 or -EINVAL with the message set (what names the flow). */
+static int flow_check(const struct loom_client_flow *f, bool need_tuple, const char *op,
+		      const char *what)
+{
+	uint8_t fam = f->tuple.family;
+
+	if (fam != 0 && fam != 4 && fam != 6)
+		return fail(-EINVAL, "%s: %s: tuple family %u is not 4 or 6", op, what, fam);
+	if (fam == 0 && need_tuple)
+		return fail(-EINVAL, "%s: %s: an announced flow needs its 5-tuple", op, what);
+	if (fam == 0 && f->by_address)
+		return fail(-EINVAL, "%s: %s: by_address needs a 5-tuple", op, what);
+	return 0;
+}
+
+/* Fills pb (and tpb, the tuple's storage) from f; addresses are borrowed from f. */
+static void flow_to_pb(const struct loom_client_flow *f, Loom__FlowSpec *pb, Loom__FiveTuple *tpb)
+{
+	loom__flow_spec__init(pb);
+	pb->src_host = f->src_host;
+	pb->dst_host = f->dst_host;
+	pb->bytes = f->bytes;
+	pb->by_address = f->by_address;
+	if (f->tuple.family) {
+		size_t alen = f->tuple.family == 4 ? 4 : 16;
+
+		loom__five_tuple__init(tpb);
+		tpb->src_addr.data = (uint8_t *)f->tuple.src;
+		tpb->src_addr.len = alen;
+		tpb->dst_addr.data = (uint8_t *)f->tuple.dst;
+		tpb->dst_addr.len = alen;
+		tpb->src_port = f->tuple.src_port;
+		tpb->dst_port = f->tuple.dst_port;
+		tpb->protocol = f->tuple.protocol;
+		pb->tuple = tpb;
+	}
+}
+
+int loom_client_job_register(struct loom_client *c, const struct loom_client_job *job)
+{
+	static const char op[] = "register_job";
+	Loom__Envelope env = LOOM__ENVELOPE__INIT;
+	Loom__RegisterJob rj = LOOM__REGISTER_JOB__INIT;
+	Loom__CoflowSpec *cfs = NULL, **cfp = NULL;
+	Loom__FlowSpec *fs = NULL, **fsp = NULL;
+	Loom__FiveTuple *ts = NULL;
+	Loom__Edge *es = NULL, **esp = NULL;
+	size_t n_flows = 0, k = 0;
+	int r;
+
+	if (!c || !job)
+		return fail(-EINVAL, "%s: %s is NULL", op, c ? "job" : "client");
+	if ((job->n_coflows && !job->coflows) || (job->n_edges && !job->edges))
+		return fail(-EINVAL, "%s: job %llu: %s array is NULL", op,
+			    (unsigned long long)job->id,
+			    job->n_coflows && !job->coflows ? "coflow" : "edge");
+	for (size_t i = 0; i < job->n_coflows; i++) {
+		const struct loom_client_coflow *cf = &job->coflows[i];
+
+		if (cf->n_flows && !cf->flows)
+			return fail(-EINVAL, "%s: coflow %llu: flow array is NULL", op,
+				    (unsigned long long)cf->id);
+		for (size_t j = 0; j < cf->n_flows; j++) {
+			char what[64];
+
+			snprintf(what, sizeof(what), "coflow %llu flow %zu",
+				 (unsigned long long)cf->id, j);
+			r = flow_check(&cf->flows[j], false, op, what);
+			if (r < 0)
+				return r;
+		}
+		if (cf->n_flows > SIZE_MAX / 4 - n_flows)
+			return fail(-EINVAL, "%s: too many flows", op);
+		n_flows += cf->n_flows;
+	}
+
+	cfs = calloc(job->n_coflows ? job->n_coflows : 1, sizeof(*cfs));
+	cfp = calloc(job->n_coflows ? job->n_coflows : 1, sizeof(*cfp));
+	fs = calloc(n_flows ? n_flows : 1, sizeof(*fs));
+	fsp = calloc(n_flows ? n_flows : 1, sizeof(*fsp));
+	ts = calloc(n_flows ? n_flows : 1, sizeof(*ts));
+	es = calloc(job->n_edges ? job->n_edges : 1, sizeof(*es));
+	esp = calloc(job->n_edges ? job->n_edges : 1, sizeof(*esp));
+	if (!cfs || !cfp || !fs || !fsp || !ts || !es || !esp) {
+		r = fail(-ENOMEM, "%s: out of memory", op);
+		goto out;
+	}
+	for (size_t i = 0; i < job->n_coflows; i++) {
+		const struct loom_client_coflow *cf = &job->coflows[i];
+
+		loom__coflow_spec__init(&cfs[i]);
+		cfs[i].id = cf->id;
+		cfs[i].release_offset_ns = cf->release_offset_ns;
+		cfs[i].expected_flows = cf->expected_flows;
+		cfs[i].n_flows = cf->n_flows;
+		cfs[i].flows = cf->n_flows ? &fsp[k] : NULL;
+		for (size_t j = 0; j < cf->n_flows; j++, k++) {
+			flow_to_pb(&cf->flows[j], &fs[k], &ts[k]);
+			fsp[k] = &fs[k];
+		}
+		cfp[i] = &cfs[i];
+	}
+	for (size_t i = 0; i < job->n_edges; i++) {
+		loom__edge__init(&es[i]);
+		es[i].parent = job->edges[i].parent;
+		es[i].child = job->edges[i].child;
+		es[i].delay_ns = job->edges[i].delay_ns;
+		esp[i] = &es[i];
+	}
+	rj.job_id = job->id;
+	rj.weight = job->weight;
+	rj.name = (char *)(job->name ? job->name : "");
+	rj.n_coflows = job->n_coflows;
+	rj.coflows = job->n_coflows ? cfp : NULL;
+	rj.n_edges = job->n_edges;
+	rj.edges = job->n_edges ? esp : NULL;
+	env.body_case = LOOM__ENVELOPE__BODY_REGISTER_JOB;
+	env.register_job = &rj;
+	r = client_call(c, &env, op, NULL);
+out:
+	free(cfs);
+	free(cfp);
+	free(fs);
+	free(fsp);
+	free(ts);
+	free(es);
+	free(esp);
+	return r;
+}
+
+int loom_client_flows_announce(struct loom_client *c, const struct loom_client_announce *flows,
+			       size_t n)
+{
+	static const char op[] = "announce_flows";
+	Loom__Envelope env = LOOM__ENVELOPE__INIT;
+	Loom__AnnounceFlows af = LOOM__ANNOUNCE_FLOWS__INIT;
+	Loom__AnnounceFlow *a = NULL, **ap = NULL;
+	Loom__FlowSpec *fs = NULL;
+	Loom__FiveTuple *ts = NULL;
+	uint32_t accepted = 0;
+	int r;
+
+	if (!c)
+		return fail(-EINVAL, "%s: client is NULL", op);
+	if (n == 0)
+		return 0;
+	if (!flows)
+		return fail(-EINVAL, "%s: flow array is NULL", op);
+	if (n > INT_MAX)
+		return fail(-EINVAL, "%s: %zu flows in one request", op, n);
+	for (size_t i = 0; i < n; i++) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "flow %zu (coflow %llu)", i,
+			 (unsigned long long)flows[i].coflow_id);
+		r = flow_check(&flows[i].flow, true, op, what);
+		if (r < 0)
+			return r;
+	}
+	a = calloc(n, sizeof(*a));
+	ap = calloc(n, sizeof(*ap));
+	fs = calloc(n, sizeof(*fs));
+	ts = calloc(n, sizeof(*ts));
+	if (!a || !ap || !fs || !ts) {
+		r = fail(-ENOMEM, "%s: out of memory", op);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		loom__announce_flow__init(&a[i]);
+		a[i].coflow_id = flows[i].coflow_id;
+		flow_to_pb(&flows[i].flow, &fs[i], &ts[i]);
+		a[i].flow = &fs[i];
+		ap[i] = &a[i];
+	}
+	af.n_flows = n;
+	af.flows = ap;
+	env.body_case = LOOM__ENVELOPE__BODY_ANNOUNCE_FLOWS;
+	env.announce_flows = &af;
+	r = client_call(c, &env, op, &accepted);
+out:
+	free(a);
+	free(ap);
+	free(fs);
+	free(ts);
+	if (r == 0)
+		return (int)n;
+	if (accepted > 0 && accepted < n) {
+		/* Like write(): report what was done; the error comes again on a retry. */
+		errno = -r;
+		return (int)accepted;
+	}
+	return r;
+}
+
+/* Copies a socket address into one side of t; false for other families. */
+static bool tuple_side(const struct sockaddr_storage *ss, uint8_t *family, uint8_t addr[16],
+		       uint16_t *port)
+{
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	memset(addr, 0, 16);
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+
+		memcpy(addr, &in->sin_addr, 4);
+		*port = ntohs(in->sin_port);
+		*family = 4;
+		return true;
+	}
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+
+		*port = ntohs(in6->sin6_port);
+		if (!memcmp(in6->sin6_addr.s6_addr, mapped, sizeof(mapped))) {
+			memcpy(addr, in6->sin6_addr.s6_addr + 12, 4);
+			*family = 4;
+		} else {
+			memcpy(addr, in6->sin6_addr.s6_addr, 16);
+			*family = 6;
+		}
+		return true;
+	}
+	return false;
+}
+
+int loom_client_socket_tuple(int fd, struct loom_client_tuple *ret_tuple)
+{
+	struct sockaddr_storage local, peer;
+	socklen_t llen = sizeof(local), plen = sizeof(peer), olen;
+	struct loom_client_tuple t;
+	uint8_t lfam = 0, pfam = 0;
+	int type = 0, proto = 0;
+
+	if (!ret_tuple)
+		return fail(-EINVAL, "socket %d: no tuple to fill", fd);
+	memset(&t, 0, sizeof(t));
+	olen = sizeof(type);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &olen) < 0)
+		return fail(-errno, "socket %d: %s", fd, ERRSTR(errno));
+	olen = sizeof(proto);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &olen) < 0 || proto == 0)
+		proto = type == SOCK_STREAM ? IPPROTO_TCP : type == SOCK_DGRAM ? IPPROTO_UDP : 0;
+	if (proto != IPPROTO_TCP && proto != IPPROTO_UDP)
+		return fail(-EPROTONOSUPPORT, "socket %d: not a TCP or UDP socket", fd);
+	if (getsockname(fd, (struct sockaddr *)&local, &llen) < 0)
+		return fail(-errno, "socket %d: getsockname: %s", fd, ERRSTR(errno));
+	if (local.ss_family != AF_INET && local.ss_family != AF_INET6)
+		return fail(-EAFNOSUPPORT, "socket %d: not an IPv4 or IPv6 socket", fd);
+	if (getpeername(fd, (struct sockaddr *)&peer, &plen) < 0)
+		return fail(-errno, "socket %d: getpeername: %s", fd, ERRSTR(errno));
+	if (!tuple_side(&local, &lfam, t.src, &t.src_port) ||
+	    !tuple_side(&peer, &pfam, t.dst, &t.dst_port) || lfam != pfam)
+		return fail(-EAFNOSUPPORT, "socket %d: local and peer address families differ", fd);
+	t.family = lfam;
+	t.protocol = (uint8_t)proto;
+	*ret_tuple = t;
+	return 0;
+}
+
+int loom_client_socket_announce(struct loom_client *c, int fd, uint64_t coflow_id,
+				const struct loom_client_hosts *hosts, uint64_t bytes)
+{
+	struct loom_client_announce a = {.coflow_id = coflow_id};
+	int r;
+
+	if (!c)
+		return fail(-EINVAL, "announce_flows: client is NULL");
+	r = loom_client_socket_tuple(fd, &a.flow.tuple);
+	if (r < 0)
+		return r;
+	a.flow.bytes = bytes;
+	if (hosts) {
+		a.flow.src_host = hosts->src_host;
+		a.flow.dst_host = hosts->dst_host;
+	} else {
+		a.flow.by_address = true;
+	}
+	r = loom_client_flows_announce(c, &a, 1);
+	return r < 0 ? r : 0;
+}
+
+/* One request whose body is a single id. */
+static int client_simple(struct loom_client *c, Loom__Envelope__BodyCase body, uint64_t id,
+			 const char *op)
+{
+	Loom__Envelope env = LOOM__ENVELOPE__INIT;
+	Loom__CoflowDone cd = LOOM__COFLOW_DONE__INIT;
+	Loom__JobDone jd = LOOM__JOB_DONE__INIT;
+	Loom__Unregister un = LOOM__UNREGISTER__INIT;
+
+	if (!c)
+		return fail(-EINVAL, "%s: client is NULL", op);
+	env.body_case = body;
+	switch (body) {
+	case LOOM__ENVELOPE__BODY_COFLOW_DONE:
+		cd.coflow_id = id;
+		env.coflow_done = &cd;
+		break;
+	case LOOM__ENVELOPE__BODY_JOB_DONE:
+		jd.job_id = id;
+		env.job_done = &jd;
+		break;
+	default:
+		un.job_id = id;
+		env.unregister = &un;
+		break;
+	}
+	return client_call(c, &env, op, NULL);
+}
+
+int loom_client_coflow_done(struct loom_client *c, uint64_t coflow_id)
+{
+	return client_simple(c, LOOM__ENVELOPE__BODY_COFLOW_DONE, coflow_id, "coflow_done");
+}
+
+int loom_client_job_done(struct loom_client *c, uint64_t job_id)
+{
+	return client_simple(c, LOOM__ENVELOPE__BODY_JOB_DONE, job_id, "job_done");
+}
+
+int loom_client_job_unregister(struct loom_client *c, uint64_t job_id)
+{
+	return client_simple(c, LOOM__ENVELOPE__BODY_UNREGISTER, job_id, "unregister");
+}

@@ -30,6 +30,15 @@ int loom_log_level_parse(const char *s, enum loom_log_level *ret_level)
 			return 0;
 		}
 	}
+	/* the long spellings too */
+	if (s && !strcmp(s, "error")) {
+		*ret_level = LOOM_LOG_ERR;
+		return 0;
+	}
+	if (s && !strcmp(s, "warning")) {
+		*ret_level = LOOM_LOG_WARN;
+		return 0;
+	}
 	return -EINVAL;
 }
 

@@ -3,6 +3,7 @@
 #include "controlplane/loomd/loomd.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,29 @@ static const struct key keys[] = {
 	{"virtual_clock", NUM(K_BOOL, virtual_clock), 0, 1},
 };
 
+/*
+ * A plain decimal number (digits, '.', exponent) at the start of v, finite
+ * and >= 0; *ret_end points after it. No hex, nan or inf. 0 or -EINVAL.
+ */
+static int parse_decimal(const char *v, double *ret, char **ret_end)
+{
+	size_t n = strspn(v, "0123456789.eE+-");
+	char buf[64], *end;
+	double x;
+
+	if (n == 0 || n >= sizeof(buf) || !isdigit((unsigned char)v[0]))
+		return -EINVAL;
+	memcpy(buf, v, n);
+	buf[n] = 0;
+	errno = 0;
+	x = strtod(buf, &end);
+	if (*end || errno || !isfinite(x) || x < 0)
+		return -EINVAL;
+	*ret = x;
+	*ret_end = (char *)v + n;
+	return 0;
+}
+
 /* "10ms", "2s", "500us", "1m", "100ns"; a bare number is seconds. */
 static int parse_duration(const char *v, uint64_t *ret)
 {
@@ -97,11 +121,11 @@ static int parse_duration(const char *v, uint64_t *ret)
 	char *end;
 	double x;
 
-	errno = 0;
-	x = strtod(v, &end);
-	if (end == v || errno || x < 0)
+	if (parse_decimal(v, &x, &end) < 0)
 		return -EINVAL;
 	if (!*end) {
+		if (x * 1e9 > 1.8e19)
+			return -ERANGE;
 		*ret = (uint64_t)(x * 1e9);
 		return 0;
 	}
@@ -121,9 +145,7 @@ static int parse_scaled(const char *v, double base, const char *unit, uint64_t *
 	char *end;
 	double x, mult = 1;
 
-	errno = 0;
-	x = strtod(v, &end);
-	if (end == v || errno || x < 0)
+	if (parse_decimal(v, &x, &end) < 0)
 		return -EINVAL;
 	switch (*end) {
 	case 'k':

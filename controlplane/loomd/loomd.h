@@ -68,8 +68,9 @@ struct cp_config {
 void cp_config_default(struct cp_config *c);
 
 /*
- * Sets one key from its text value. Returns 0, or -ENOENT (unknown key) /
- * -EINVAL (bad value) with err naming the key, the value and what is accepted.
+ * Sets one key from its text value. Returns 0, or -ENOENT (unknown key),
+ * -EINVAL (bad value) or -ERANGE (out of range) with err naming the key, the
+ * value and what is accepted.
  */
 int cp_config_set(struct cp_config *c, const char *key, const char *value, struct loom_err *err);
 
@@ -199,9 +200,13 @@ int cp_registry_unregister(struct cp_registry *r, uint64_t job_id, struct loom_e
 int cp_registry_flow_stat(struct cp_registry *r, const struct wire_tuple *t, uint64_t bytes,
 			  bool done, uint64_t now_ns);
 
-/* Host addresses: the host owning an address (agents' Hello). */
+/*
+ * Host addresses: the host owning an address (agents' Hello). set returns 0,
+ * -EINVAL (family or host) or -ENOMEM; clear forgets every address of host.
+ */
 int cp_registry_set_host_addr(struct cp_registry *r, uint32_t host, const uint8_t *addr,
 			      uint8_t family);
+void cp_registry_clear_host_addrs(struct cp_registry *r, uint32_t host);
 
 /* Lookups (NULL when absent). */
 struct cp_rjob *cp_registry_job(const struct cp_registry *r, uint64_t id);
@@ -396,7 +401,7 @@ struct cp_conn {
 	bool dirty;               /* on srv->dirty_conns */
 	struct cp_conn *next_dirty;
 	bool closing;  /* close once the output is flushed */
-	bool overflow; /* not reading: freed at the next tick or pass */
+	bool overflow; /* dropped (not reading, or replaced): freed at the next tick or pass */
 	/* agents */
 	uint32_t host;
 	uint64_t link_bps;

@@ -77,7 +77,8 @@ struct cp_registry {
 	struct cp_rjob **vjob;       /* view job -> registry job */
 	struct cp_rcoflow **vcoflow; /* view coflow -> registry coflow */
 	struct cp_rflow **vflow;     /* view flow -> registry flow */
-	uint32_t *ready;             /* replay work list */
+	uint32_t *ready;             /* READY view coflows: a heap by ready_key */
+	uint64_t *ready_key;         /* per view coflow: its release time once READY */
 	uint32_t nready;
 	struct cp_event *events; /* live events since the last clear */
 	uint32_t nevents, cap_events;
@@ -116,6 +117,8 @@ static void view_drop(struct cp_registry *r)
 	free(r->vcoflow);
 	free(r->vflow);
 	free(r->ready);
+	free(r->ready_key);
+	r->ready_key = NULL;
 	r->vjob = NULL;
 	r->vcoflow = NULL;
 	r->vflow = NULL;
@@ -208,6 +211,20 @@ int cp_registry_set_host_addr(struct cp_registry *r, uint32_t host, const uint8_
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+void cp_registry_clear_host_addrs(struct cp_registry *r, uint32_t host)
+{
+	for (uint32_t i = 0; i < r->by_addr.cap; i++) {
+		struct host_addr *a = r->by_addr.val[i];
+
+		if (r->by_addr.hash[i] < 2 || a->host != host)
+			continue;
+		r->by_addr.hash[i] = HM_TOMB;
+		r->by_addr.val[i] = NULL;
+		r->by_addr.live--;
+		free(a);
+	}
 }
 
 static int host_of(const struct cp_registry *r, uint8_t family, const uint8_t *addr,
@@ -724,12 +741,13 @@ int cp_registry_flow_stat(struct cp_registry *r, const struct wire_tuple *t, uin
 	fl->sent_bytes += bytes;
 	fl->coflow->sent_bytes += bytes;
 	fl->coflow->job->sent_bytes += bytes;
-	if (m && fl->view != CP_NONE && !m->flows[fl->view].done) {
+	if (m && fl->view != CP_NONE) {
 		struct cp_flow *vf = &m->flows[fl->view];
 		struct cp_coflow *vc = &m->coflows[vf->coflow];
 
-		/* sent bytes in the view follow the registry exactly */
-		vf->remaining_bytes = flow_remaining(r, fl);
+		/* sent bytes in the view follow the registry exactly, late reports too */
+		if (!vf->done)
+			vf->remaining_bytes = flow_remaining(r, fl);
 		vc->sent_bytes += (double)bytes;
 		m->jobs[vc->job].sent_bytes += (double)bytes;
 	}
@@ -770,6 +788,8 @@ void cp_registry_counts(const struct cp_registry *r, struct cp_registry_counts *
 
 /* ---- the view --------------------------------------------------------------------------------- */
 
+static void rel_push(struct cp_registry *r, uint32_t c);
+
 static void on_view_event(void *ctx, const struct cp_event *ev)
 {
 	struct cp_registry *r = ctx;
@@ -783,7 +803,7 @@ static void on_view_event(void *ctx, const struct cp_event *ev)
 		r->vjob[ev->id]->done_ns = ev->time_ns;
 		break;
 	case CP_EV_COFLOW_READY:
-		r->ready[r->nready++] = ev->id;
+		rel_push(r, ev->id);
 		break;
 	default:
 		break;
@@ -815,6 +835,63 @@ void cp_registry_events_clear(struct cp_registry *r)
 	r->nevents = 0;
 }
 
+/* ---- releases: a heap of READY coflows by release time --------------------------------------- */
+
+/* When READY view coflow c is released: its ready time, or its job's declared end if earlier. */
+static uint64_t release_key(const struct cp_registry *r, uint32_t c)
+{
+	const struct cp_coflow *cf = &r->view->coflows[c];
+	const struct cp_rjob *j = r->vcoflow[c]->job;
+
+	if (j->declared_done && j->declared_ns < cf->ready_ns)
+		return j->declared_ns;
+	return cf->ready_ns;
+}
+
+static bool rel_less(const struct cp_registry *r, uint32_t a, uint32_t b)
+{
+	uint64_t ka = r->ready_key[a], kb = r->ready_key[b];
+
+	return ka != kb ? ka < kb : a < b;
+}
+
+static void rel_push(struct cp_registry *r, uint32_t c)
+{
+	uint32_t i = r->nready++;
+
+	r->ready_key[c] = release_key(r, c);
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+
+		if (!rel_less(r, c, r->ready[parent]))
+			break;
+		r->ready[i] = r->ready[parent];
+		i = parent;
+	}
+	r->ready[i] = c;
+}
+
+static uint32_t rel_pop(struct cp_registry *r)
+{
+	uint32_t top = r->ready[0], last = r->ready[--r->nready], i = 0, n = r->nready;
+
+	for (;;) {
+		uint32_t ch = 2 * i + 1;
+
+		if (ch >= n)
+			break;
+		if (ch + 1 < n && rel_less(r, r->ready[ch + 1], r->ready[ch]))
+			ch++;
+		if (!rel_less(r, r->ready[ch], last))
+			break;
+		r->ready[i] = r->ready[ch];
+		i = ch;
+	}
+	if (n)
+		r->ready[i] = last;
+	return top;
+}
+
 static int cmp_done_ns(const void *a, const void *b)
 {
 	const struct cp_rflow *x = *(struct cp_rflow *const *)a, *y = *(struct cp_rflow *const *)b;
@@ -823,15 +900,17 @@ static int cmp_done_ns(const void *a, const void *b)
 }
 
 /*
- * After view coflow c's release: the facts its flows and its framework gave
- * before (flows done in time order, then a declared end).
+ * Just after view coflow c's release: the facts of it dated up to upto_ns
+ * (its flows done, in time order, then its declared end), each at its own
+ * time or the release time if later. Later facts are the caller's.
  */
-static void apply_coflow_facts(struct cp_registry *r, uint32_t c)
+static void apply_coflow_facts(struct cp_registry *r, uint32_t c, uint64_t upto_ns)
 {
 	struct cp_model *m = r->view;
 	struct cp_rcoflow *rc = r->vcoflow[c];
 	struct cp_rflow *stack_buf[64];
 	struct cp_rflow **done = stack_buf;
+	uint64_t rel = m->coflows[c].release_ns;
 	uint32_t n = 0;
 
 	if (rc->flows_done > 64) {
@@ -842,79 +921,117 @@ static void apply_coflow_facts(struct cp_registry *r, uint32_t c)
 		}
 	}
 	for (uint32_t f = 0; f < rc->nflows && n < rc->flows_done; f++)
-		if (rc->flows[f]->done)
+		if (rc->flows[f]->done && rc->flows[f]->done_ns <= upto_ns)
 			done[n++] = rc->flows[f];
 	qsort(done, n, sizeof(*done), cmp_done_ns);
 	for (uint32_t i = 0; i < n && m->coflows[c].state == CP_COFLOW_ACTIVE; i++)
 		if (!m->flows[done[i]->view].done)
 			cp_model_flow_done(m, done[i]->view,
-					   done[i]->done_ns > m->coflows[c].release_ns ?
-						   done[i]->done_ns :
-						   m->coflows[c].release_ns);
+					   done[i]->done_ns > rel ? done[i]->done_ns : rel);
 	if (done != stack_buf)
 		free(done);
-	if (rc->declared_done && m->coflows[c].state == CP_COFLOW_ACTIVE)
-		cp_model_coflow_finish(m, c,
-				       rc->declared_ns > m->coflows[c].release_ns ?
-					       rc->declared_ns :
-					       m->coflows[c].release_ns);
-}
-
-/* Releases coflow c of the view at t and applies what is known of it. */
-static void release_at(struct cp_registry *r, uint32_t c, uint64_t t)
-{
-	cp_model_coflow_release(r->view, c, t);
-	apply_coflow_facts(r, c);
+	if (rc->declared_done && rc->declared_ns <= upto_ns &&
+	    m->coflows[c].state == CP_COFLOW_ACTIVE)
+		cp_model_coflow_finish(m, c, rc->declared_ns > rel ? rc->declared_ns : rel);
 }
 
 /*
- * Releases the READY coflows on the work list whose time has come (and those
- * whose job was declared done, at once), following the completions that
- * releases cause. Returns how many; the earliest ready time left in *next.
+ * Releases, in time order, the READY coflows due by now_ns (a coflow of a
+ * job declared done is due at the declaration), applying their facts up to
+ * upto_ns; releases cause completions that make more coflows READY, which
+ * are taken too. Returns how many; the next release time in *next.
  */
-static uint32_t drain_ready(struct cp_registry *r, uint64_t now_ns, uint64_t *next)
+static uint32_t drain_ready(struct cp_registry *r, uint64_t now_ns, uint64_t upto_ns,
+			    uint64_t *next)
 {
 	struct cp_model *m = r->view;
 	uint32_t released = 0;
-	bool progress = true;
 
-	*next = CP_TIME_NEVER;
-	while (progress) {
-		progress = false;
-		for (uint32_t i = 0; i < r->nready;) {
-			uint32_t c = r->ready[i];
-			struct cp_coflow *cf = &m->coflows[c];
-			struct cp_rcoflow *rc = r->vcoflow[c];
-			bool forced = rc->job->declared_done;
+	while (r->nready && r->ready_key[r->ready[0]] <= now_ns) {
+		uint32_t c = rel_pop(r);
+		uint64_t t = r->ready_key[c];
 
-			if (cf->state != CP_COFLOW_READY) {
-				r->ready[i] = r->ready[--r->nready];
-				continue;
-			}
-			if (cf->ready_ns <= now_ns || forced) {
-				uint64_t t = cf->ready_ns <= now_ns ? cf->ready_ns :
-								      rc->job->declared_ns;
-
-				r->ready[i] = r->ready[--r->nready];
-				release_at(r, c, t);
-				released++;
-				progress = true;
-				continue;
-			}
-			i++;
-		}
+		if (m->coflows[c].state != CP_COFLOW_READY)
+			continue;
+		cp_model_coflow_release(m, c, t);
+		apply_coflow_facts(r, c, upto_ns < t ? t : upto_ns);
+		released++;
 	}
-	for (uint32_t i = 0; i < r->nready; i++)
-		if (m->coflows[r->ready[i]].ready_ns < *next)
-			*next = m->coflows[r->ready[i]].ready_ns;
+	if (next)
+		*next = r->nready ? r->ready_key[r->ready[0]] : CP_TIME_NEVER;
 	return released;
+}
+
+/* One dated fact, for the replay after a rebuild. */
+struct fact {
+	uint64_t t_ns;
+	struct cp_rflow *flow;     /* a flow done, or */
+	struct cp_rcoflow *coflow; /* a coflow declared done */
+};
+
+static int cmp_fact(const void *a, const void *b)
+{
+	const struct fact *x = a, *y = b;
+
+	if (x->t_ns != y->t_ns)
+		return x->t_ns < y->t_ns ? -1 : 1;
+	/* flows before declarations at the same time, then a stable order */
+	if (!x->flow != !y->flow)
+		return x->flow ? -1 : 1;
+	return x->flow ? (x->flow->view > y->flow->view) - (x->flow->view < y->flow->view) :
+			 (x->coflow->view > y->coflow->view) - (x->coflow->view < y->coflow->view);
+}
+
+/*
+ * Replays every fact through the fresh view in time order, interleaved with
+ * the releases they cause, so that completion times (and the job's) are
+ * those of the facts however they were reported.
+ */
+static int replay_facts(struct cp_registry *r)
+{
+	struct cp_model *m = r->view;
+	struct fact *facts;
+	size_t n = 0, cap = 1;
+	uint64_t next;
+
+	for (uint32_t c = 0; c < m->ncoflows; c++)
+		cap += r->vcoflow[c]->flows_done + 1;
+	facts = malloc(cap * sizeof(*facts));
+	if (!facts)
+		return -ENOMEM;
+	for (uint32_t c = 0; c < m->ncoflows; c++) {
+		struct cp_rcoflow *rc = r->vcoflow[c];
+
+		for (uint32_t f = 0; f < rc->nflows; f++)
+			if (rc->flows[f]->done)
+				facts[n++] =
+					(struct fact){rc->flows[f]->done_ns, rc->flows[f], NULL};
+		if (rc->declared_done)
+			facts[n++] = (struct fact){rc->declared_ns, NULL, rc};
+	}
+	qsort(facts, n, sizeof(*facts), cmp_fact);
+	for (size_t i = 0; i < n; i++) {
+		const struct fact *f = &facts[i];
+		uint32_t c = f->flow ? f->flow->coflow->view : f->coflow->view;
+
+		/* releases due before this fact come first; they apply what they can */
+		drain_ready(r, f->t_ns < r->now_ns ? f->t_ns : r->now_ns, f->t_ns, NULL);
+		if (m->coflows[c].state != CP_COFLOW_ACTIVE)
+			continue; /* not released yet: applied at its release; or done already */
+		if (f->flow && !m->flows[f->flow->view].done)
+			cp_model_flow_done(m, f->flow->view, f->t_ns);
+		else if (!f->flow)
+			cp_model_coflow_finish(m, c, f->t_ns);
+	}
+	free(facts);
+	drain_ready(r, r->now_ns, CP_TIME_NEVER, &next);
+	return 0;
 }
 
 static int view_rebuild(struct cp_registry *r, struct loom_err *err)
 {
 	struct cp_builder *b = cp_builder_new(r->topo->nhosts);
 	struct cp_model *m;
-	uint64_t next;
 	int rc = 0;
 
 	if (!b)
@@ -961,7 +1078,8 @@ static int view_rebuild(struct cp_registry *r, struct loom_err *err)
 	r->vcoflow = calloc(m->ncoflows + 1, sizeof(*r->vcoflow));
 	r->vflow = calloc(m->nflows + 1, sizeof(*r->vflow));
 	r->ready = calloc(m->ncoflows + 1, sizeof(*r->ready));
-	if (!r->vjob || !r->vcoflow || !r->vflow || !r->ready) {
+	r->ready_key = calloc(m->ncoflows + 1, sizeof(*r->ready_key));
+	if (!r->vjob || !r->vcoflow || !r->vflow || !r->ready || !r->ready_key) {
 		view_drop(r);
 		r->dirty = true;
 		return loom_err_set(err, ENOMEM, "out of memory");
@@ -994,8 +1112,13 @@ static int view_rebuild(struct cp_registry *r, struct loom_err *err)
 	r->nready = 0;
 	for (uint32_t j = 0; j < m->njobs; j++)
 		cp_model_job_arrive(m, j, m->jobs[j].arrival_ns);
-	drain_ready(r, r->now_ns, &next);
+	rc = replay_facts(r);
 	r->replaying = false;
+	if (rc < 0) {
+		view_drop(r);
+		r->dirty = true;
+		return loom_err_set(err, ENOMEM, "out of memory");
+	}
 	for (uint32_t f = 0; f < m->nflows; f++) {
 		const struct cp_rflow *fl = r->vflow[f];
 		struct cp_flow *vf = &m->flows[f];
@@ -1050,7 +1173,7 @@ uint32_t cp_registry_release_due(struct cp_registry *r, uint64_t now_ns, uint64_
 
 	see_time(r, now_ns);
 	if (r->view && !r->dirty)
-		n = drain_ready(r, now_ns, &next);
+		n = drain_ready(r, now_ns, CP_TIME_NEVER, &next);
 	if (ret_next_ns)
 		*ret_next_ns = next;
 	return n;

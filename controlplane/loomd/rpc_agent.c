@@ -72,10 +72,14 @@ int cp_agent_hello(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err
 	if (old) {
 		log_info("host %u: agent %s replaces %s", h->host_id, c->peer, old->peer);
 		cp_agent_gone(old);
-		old->role = CP_ROLE_NONE;
+		/* freed at the next pass or tick (we may be inside its callbacks' caller) */
 		old->closing = true;
-		bufferevent_disable(old->bev, EV_READ);
+		old->overflow = true;
+		if (old->bev)
+			bufferevent_disable(old->bev, EV_READ);
 	}
+	/* the host's addresses are the ones this hello gives */
+	cp_registry_clear_host_addrs(s->reg, h->host_id);
 	for (size_t i = 0; i < h->n_addresses; i++)
 		cp_registry_set_host_addr(s->reg, h->host_id, h->addresses[i].data,
 					  h->addresses[i].len == 4 ? 4 : 6);
@@ -89,7 +93,7 @@ int cp_agent_hello(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err
 	s->nagents++;
 	tv.tv_sec = (time_t)(s->cfg.agent_timeout_ns / 1000000000ULL);
 	tv.tv_usec = (suseconds_t)(s->cfg.agent_timeout_ns % 1000000000ULL / 1000);
-	if (s->cfg.agent_timeout_ns)
+	if (s->cfg.agent_timeout_ns && c->bev)
 		bufferevent_set_timeouts(c->bev, &tv, NULL);
 	if (h->link_bps && h->link_bps != s->topo->port_bps[topo_port_up(s->topo, c->host)])
 		log_info("host %u: agent reports %llu bit/s, the fabric models %llu", c->host,
@@ -140,12 +144,15 @@ static void handle_stats(struct cp_conn *c, const Loom__FlowStats *fs)
 		cp_registry_flow_stat(s->reg, &t, st->bytes_sent, st->done, now);
 		if (st->done && !was_done) {
 			struct loom_err err;
-			size_t len = loom__five_tuple__get_packed_size(st->tuple);
+			Loom__FiveTuple canon; /* ours, without whatever else the agent sent */
+			size_t len;
 			uint8_t buf[128];
 
+			wire_tuple_to_pb(&t, &canon);
+			len = loom__five_tuple__get_packed_size(&canon);
 			done_any = true;
 			if (s->journal && len <= sizeof(buf)) {
-				loom__five_tuple__pack(st->tuple, buf);
+				loom__five_tuple__pack(&canon, buf);
 				if (cp_journal_append(s->journal, CP_J_FLOW_DONE,
 						      fl->coflow->job->id, fl->coflow->id, now, buf,
 						      len, &err) < 0) {

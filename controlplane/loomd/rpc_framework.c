@@ -54,6 +54,37 @@ static int journal_append(struct cp_server *s, enum cp_journal_kind kind, uint64
 	return 0;
 }
 
+/*
+ * Packs m for the journal and checks that the bytes read back: protobuf-c
+ * keeps unknown fields it cannot always re-encode readably, and a record
+ * that does not replay would lose an acknowledged change. Returns the bytes
+ * (caller frees) in *ret_buf, or -EINVAL / -ENOMEM with err.
+ */
+static int pack_for_journal(const ProtobufCMessage *m, uint8_t **ret_buf, size_t *ret_len,
+			    struct loom_err *err)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = malloc(len + 1);
+	ProtobufCMessage *back;
+
+	if (!buf)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	protobuf_c_message_pack(m, buf);
+	back = protobuf_c_message_unpack(m->descriptor, NULL, len, buf);
+	if (!back) {
+		free(buf);
+		return loom_err_set(
+			err, EINVAL,
+			"%s carries unknown fields that cannot be stored (is the client "
+			"speaking another protocol?)",
+			m->descriptor->short_name);
+	}
+	protobuf_c_message_free_unpacked(back, NULL);
+	*ret_buf = buf;
+	*ret_len = len;
+	return 0;
+}
+
 static int flow_from_pb(const Loom__FlowSpec *pb, struct cp_flow_spec *ret, const char *what,
 			struct loom_err *err)
 {
@@ -80,7 +111,8 @@ int cp_rpc_register_job(struct cp_server *s, const Loom__RegisterJob *m, uint64_
 {
 	struct cp_job_spec spec = {0};
 	struct cp_flow_spec *flows = NULL;
-	size_t nflows = 0, k = 0;
+	size_t nflows = 0, k = 0, jlen = 0;
+	uint8_t *jbuf = NULL;
 	int r;
 
 	spec.id = m->job_id;
@@ -128,21 +160,16 @@ int cp_rpc_register_job(struct cp_server *s, const Loom__RegisterJob *m, uint64_
 		spec.edges[e].child = m->edges[e]->child;
 		spec.edges[e].delay_ns = m->edges[e]->delay_ns;
 	}
-	r = cp_registry_add_job(s->reg, &spec, now_ns, err);
-	if (r == 0 && journal) {
-		size_t len = loom__register_job__get_packed_size(m);
-		uint8_t *buf = malloc(len + 1);
-
-		if (!buf) {
-			r = loom_err_set(err, ENOMEM, "out of memory");
-			cp_registry_unregister(s->reg, m->job_id, &(struct loom_err){{0}});
+	if (journal && s->journal) {
+		r = pack_for_journal(&m->base, &jbuf, &jlen, err);
+		if (r < 0)
 			goto out;
-		}
-		loom__register_job__pack(m, buf);
-		r = journal_append(s, CP_J_REGISTER, m->job_id, m->job_id, now_ns, buf, len, err);
-		free(buf);
 	}
+	r = cp_registry_add_job(s->reg, &spec, now_ns, err);
+	if (r == 0 && jbuf)
+		r = journal_append(s, CP_J_REGISTER, m->job_id, m->job_id, now_ns, jbuf, jlen, err);
 out:
+	free(jbuf);
 	free(spec.coflows);
 	free(spec.edges);
 	free(flows);
@@ -154,6 +181,8 @@ int cp_rpc_announce(struct cp_server *s, const Loom__AnnounceFlow *a, uint64_t n
 {
 	struct cp_flow_spec f;
 	struct cp_rcoflow *c;
+	uint8_t *jbuf = NULL;
+	size_t jlen = 0;
 	char what[64];
 	int r;
 
@@ -161,22 +190,20 @@ int cp_rpc_announce(struct cp_server *s, const Loom__AnnounceFlow *a, uint64_t n
 	r = flow_from_pb(a->flow, &f, what, err);
 	if (r < 0)
 		return r;
-	r = cp_registry_add_flow(s->reg, a->coflow_id, &f, now_ns, err);
-	if (r < 0)
-		return r;
-	s->st.flows_announced++;
-	c = cp_registry_coflow(s->reg, a->coflow_id);
-	if (journal) {
-		uint8_t stack[256], *buf = stack;
-		size_t len = loom__announce_flow__get_packed_size(a);
-
-		if (len > sizeof(stack) && !(buf = malloc(len)))
-			return loom_err_set(err, ENOMEM, "out of memory");
-		loom__announce_flow__pack(a, buf);
-		r = journal_append(s, CP_J_FLOW, c->job->id, a->coflow_id, now_ns, buf, len, err);
-		if (buf != stack)
-			free(buf);
+	if (journal && s->journal) {
+		r = pack_for_journal(&a->base, &jbuf, &jlen, err);
+		if (r < 0)
+			return r;
 	}
+	r = cp_registry_add_flow(s->reg, a->coflow_id, &f, now_ns, err);
+	if (r == 0) {
+		s->st.flows_announced++;
+		c = cp_registry_coflow(s->reg, a->coflow_id);
+		if (jbuf)
+			r = journal_append(s, CP_J_FLOW, c->job->id, a->coflow_id, now_ns, jbuf,
+					   jlen, err);
+	}
+	free(jbuf);
 	return r;
 }
 

@@ -32,13 +32,11 @@ static void test_log_level_parse(void **state)
 		const char *s;
 		enum loom_log_level level;
 	} good[] = {
-		{"err", LOOM_LOG_ERR},
-		{"warn", LOOM_LOG_WARN},
-		{"info", LOOM_LOG_INFO},
-		{"debug", LOOM_LOG_DEBUG},
+		{"err", LOOM_LOG_ERR},     {"warn", LOOM_LOG_WARN}, {"info", LOOM_LOG_INFO},
+		{"debug", LOOM_LOG_DEBUG}, {"error", LOOM_LOG_ERR}, {"warning", LOOM_LOG_WARN},
 	};
-	static const char *const bad[] = {"",       "ERR",  "Info",    "trace",
-					  "debug ", " err", "warning", "3"};
+	static const char *const bad[] = {"",       "ERR",  "Info",  "trace",
+					  "debug ", " err", "warn ", "3"};
 	enum loom_log_level level;
 
 	(void)state;

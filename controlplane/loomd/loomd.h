@@ -413,6 +413,7 @@ struct cp_conn {
 	uint64_t push_version[CP_PUSH_RING];
 	uint64_t push_mono_ns[CP_PUSH_RING];
 	uint64_t unknown_bytes;
+	uint32_t stamped_flows, stamped_coflows; /* entries confirmed by this pass */
 };
 
 struct cp_server_stats {
@@ -445,6 +446,7 @@ struct cp_server {
 	uint32_t gen; /* agent table diff generation */
 	uint64_t last_publish_mono_ns;
 	uint64_t last_pass_mono_ns;
+	uint64_t last_pass_dur_ns;
 	uint64_t last_expire_mono_ns;
 	bool stopping;
 	int exit_code;

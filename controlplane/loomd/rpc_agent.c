@@ -272,6 +272,7 @@ static int want_coflow(struct cp_conn *c, struct delta *d, uint64_t id, uint32_t
 		cls = c->classes - 1;
 	if (e && e->stamp == gen)
 		return 0; /* already seen this pass (several flows) */
+	c->stamped_coflows++;
 	if (!e) {
 		e = calloc(1, sizeof(*e));
 		if (!e || hm_insert(&c->coflows, h, e) < 0) {
@@ -308,6 +309,8 @@ static int want_flow(struct cp_conn *c, struct delta *d, const struct wire_tuple
 		e->tuple = *t;
 		e->coflow_id = UINT64_MAX;
 	}
+	if (e->stamp != gen)
+		c->stamped_flows++;
 	e->stamp = gen;
 	if (e->coflow_id != id || c->need_full) {
 		e->coflow_id = id;
@@ -439,6 +442,8 @@ void cp_agents_push(struct cp_server *s)
 	if (++s->gen == 0)
 		s->gen = 1;
 	gen = s->gen;
+	for (struct cp_conn *a = s->conns; a; a = a->next)
+		a->stamped_flows = a->stamped_coflows = 0;
 	for (uint32_t i = 0; dec && i < dec->norder; i++) {
 		uint32_t c = dec->order[i];
 		const struct cp_coflow *cf = &m->coflows[c];
@@ -473,7 +478,9 @@ void cp_agents_push(struct cp_server *s)
 		if (a->role != CP_ROLE_AGENT || a->closing)
 			continue;
 		d = &deltas[a->host];
-		if (sweep(a, d, gen) < 0)
+		/* entries not confirmed by this pass go: only look when there are some */
+		if ((a->flows.live > a->stamped_flows || a->coflows.live > a->stamped_coflows) &&
+		    sweep(a, d, gen) < 0)
 			a->need_full = true;
 		if (a->need_full || d->nflows || d->ncoflows || d->nrm_flows || d->nrm_coflows) {
 			if (a->need_full) {

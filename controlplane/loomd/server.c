@@ -103,11 +103,25 @@ static void sweep_overflowed(struct cp_server *s)
 }
 
 static void commit_cb(evutil_socket_t fd, short what, void *arg);
+static bool pass_due(const struct cp_server *s);
 
 void cp_server_need_commit(struct cp_server *s)
 {
 	if (s->commit_ev)
 		event_active(s->commit_ev, EV_WRITE, 0);
+}
+
+/*
+ * Writes what the socket takes now instead of at the loop's next turn (the
+ * bufferevent sends the rest): replies and tables leave before a pass or a
+ * journal sync that follows in this turn.
+ */
+static void conn_write_now(struct cp_conn *c)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+
+	if (evbuffer_get_length(out))
+		evbuffer_write(out, bufferevent_getfd(c->bev));
 }
 
 static int encode_into(struct evbuffer *out, const Loom__Envelope *env, uint32_t max_frame)
@@ -158,6 +172,7 @@ void cp_conn_send_now(struct cp_conn *c, const Loom__Envelope *env)
 	if (r < 0)
 		log_warn("%s: cannot send %s: %s", c->peer, wire_type_name(env->body_case),
 			 strerror(-r));
+	conn_write_now(c);
 	conn_overflow_check(c);
 }
 
@@ -192,6 +207,13 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	/* a pass that is due goes first: agents get their tables before the sync */
+	if (s->pass_scheduled && pass_due(s)) {
+		struct loom_err perr = {{0}};
+
+		if (cp_server_pass(s, &perr) < 0)
+			log_err("scheduling pass: %s", loom_err_str(&perr));
+	}
 	if (cp_journal_pending(s->journal)) {
 		if (cp_journal_commit(s->journal, &err) < 0) {
 			/* The registry is ahead of the journal: stop, so a restart replays truth. */
@@ -210,6 +232,7 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
 		c->dirty = false;
 		if (c->pending && c->bev) {
 			bufferevent_write_buffer(c->bev, c->pending);
+			conn_write_now(c);
 			conn_overflow_check(c);
 		}
 	}
@@ -638,7 +661,8 @@ int cp_server_pass(struct cp_server *s, struct loom_err *err)
 	if (res.decided)
 		cp_hist_observe(&s->st.decide_hist, (double)res.decide_ns * 1e-9);
 	cp_agents_push(s);
-	cp_hist_observe(&s->st.pass_hist, (double)(cp_mono_ns() - t0) * 1e-9);
+	s->last_pass_dur_ns = cp_mono_ns() - t0;
+	cp_hist_observe(&s->st.pass_hist, (double)s->last_pass_dur_ns * 1e-9);
 	arm_wake(s, res.next_ns);
 	return 0;
 }
@@ -662,6 +686,23 @@ static void pass_cb(evutil_socket_t fd, short what, void *arg)
 	sweep_overflowed(s);
 }
 
+/*
+ * The least time between passes: pass_gap, and twice the last pass's
+ * duration, so that passes (whose cost grows with the registry) never take
+ * more than a third of the loop's time however fast changes come.
+ */
+static uint64_t pass_gap_ns(const struct cp_server *s)
+{
+	uint64_t adaptive = 2 * s->last_pass_dur_ns;
+
+	return adaptive > s->cfg.pass_gap_ns ? adaptive : s->cfg.pass_gap_ns;
+}
+
+static bool pass_due(const struct cp_server *s)
+{
+	return s->cfg.virtual_clock || cp_mono_ns() - s->last_pass_mono_ns >= pass_gap_ns(s);
+}
+
 void cp_server_schedule_pass(struct cp_server *s)
 {
 	uint64_t since;
@@ -670,11 +711,11 @@ void cp_server_schedule_pass(struct cp_server *s)
 		return;
 	s->pass_scheduled = true;
 	since = cp_mono_ns() - s->last_pass_mono_ns;
-	if (s->cfg.virtual_clock || !s->cfg.pass_gap_ns || since >= s->cfg.pass_gap_ns) {
+	if (pass_due(s)) {
 		event_active(s->pass_ev, EV_TIMEOUT, 0);
 	} else {
-		/* passes come at most every pass_gap: under load, one pass takes many changes */
-		struct timeval tv = {0, (suseconds_t)((s->cfg.pass_gap_ns - since) / 1000 + 1)};
+		/* under load, one pass takes all the changes of its gap */
+		struct timeval tv = {0, (suseconds_t)((pass_gap_ns(s) - since) / 1000 + 1)};
 
 		event_add(s->pass_ev, &tv);
 	}

@@ -189,6 +189,30 @@ static void test_unknown_type(void **state)
 	close(fd);
 }
 
+/*
+ * A field numbered 0 in a two-byte tag: protobuf-c reads it but re-encodes
+ * it unreadably, so loomd cannot journal the request: it refuses it rather
+ * than acknowledge a job a restart would lose.
+ */
+static void test_unstorable_request(void **state)
+{
+	static const uint8_t frame[] = {0,    0,    0,    16,   0x08, 0x02, 0x2a, 0x0c, 0x08, 0x05,
+					0x1a, 0x02, 0x08, 0x32, 0x85, 0x00, 0x01, 0x02, 0x03, 0x04};
+	int fd = framework();
+	Loom__Envelope *rep = NULL;
+
+	(void)state;
+	assert_int_equal(wire_write_all(fd, frame, sizeof(frame), 1000), 0);
+	assert_int_equal(wire_recv(fd, WIRE_MAX_FRAME_DEFAULT, 3000, &rep), 0);
+	assert_int_equal(rep->body_case, LOOM__ENVELOPE__BODY_REPLY);
+	assert_non_null(rep->reply->error);
+	assert_int_equal(rep->reply->error->code, LOOM__ERROR_CODE__BAD_REQUEST);
+	assert_non_null(strstr(rep->reply->error->message, "cannot be stored"));
+	wire_free(rep);
+	close(fd);
+	assert_int_equal(h_admin_int(&H, "stats", "jobs"), 0);
+}
+
 static void test_wrong_version(void **state)
 {
 	int fd = h_connect(H.sock);
@@ -394,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_oversize_and_zero_frames),
 		cmocka_unit_test(test_truncated_frame_then_close),
 		cmocka_unit_test(test_unknown_type),
+		cmocka_unit_test(test_unstorable_request),
 		cmocka_unit_test(test_wrong_version),
 		cmocka_unit_test(test_before_hello),
 		cmocka_unit_test(test_bad_jobs),

@@ -5,11 +5,14 @@
 # touched at all when nothing is missing. Run as root (or with sudo).
 set -euo pipefail
 
-# Required to build and test the core (simulator, policies, tools).
+# Required to build and test the core (simulator, policies, tools) and the
+# live control plane (loomd, libloom, loomctl).
 required=(
 	build-essential meson ninja-build pkg-config
 	libjansson-dev libcmocka-dev
 	gnuplot-nox clang-format
+	libprotobuf-c-dev protobuf-c-compiler
+	libevent-dev libsqlite3-dev libmicrohttpd-dev
 )
 # Optional features (meson options default to auto): installed when the
 # distribution has them so that CI exercises them too.
@@ -17,8 +20,6 @@ optional=(
 	libopenblas-dev
 	libdpdk-dev
 	libbpf-dev bpftool clang llvm
-	libprotobuf-c-dev protobuf-c-compiler
-	libevent-dev libsqlite3-dev libmicrohttpd-dev
 	iproute2 ethtool
 )
 

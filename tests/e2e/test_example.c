@@ -8,6 +8,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -84,6 +85,10 @@ static void test_preload_shim(void **state)
 	build_path(shim, sizeof(shim), "controlplane/client/libloom_preload.so");
 	if (access(shim, R_OK) != 0 || access("/bin/bash", X_OK) != 0)
 		skip();
+#if defined(__SANITIZE_ADDRESS__)
+	/* an ASan-built shim cannot be preloaded into a program without ASan */
+	skip();
+#endif
 	snprintf(env_ctl, sizeof(env_ctl), "unix:%s", H.sock);
 	c = loom_client_connect(env_ctl, NULL);
 	assert_non_null(c);
@@ -123,6 +128,16 @@ static void test_preload_shim(void **state)
 		setenv("LOOM_CONTROLLER", env_ctl, 1);
 		execl("/bin/bash", "bash", "-c", cmd, (char *)NULL);
 		_exit(127);
+	}
+	{
+		struct pollfd p = {.fd = lfd, .events = POLLIN};
+
+		/* bounded: a child that failed to start never connects */
+		if (poll(&p, 1, 10000) != 1) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			fail_msg("the preloaded program did not connect within 10 s");
+		}
 	}
 	afd = accept(lfd, NULL, NULL);
 	assert_true(afd >= 0);

@@ -59,7 +59,6 @@ struct cp_config {
 	uint64_t unknown_flow_bytes; /* modelled remaining bytes of a flow of unknown size */
 	uint64_t done_retention_ns;  /* finished jobs are forgotten after this */
 	uint64_t agent_timeout_ns;   /* an agent silent this long is disconnected */
-	uint64_t request_timeout_ns; /* a client stuck mid-frame this long is dropped */
 	char log_level[8];
 	bool virtual_clock; /* tests: time moves only with the admin clock-set command */
 };
@@ -207,6 +206,9 @@ int cp_registry_flow_stat(struct cp_registry *r, const struct wire_tuple *t, uin
 int cp_registry_set_host_addr(struct cp_registry *r, uint32_t host, const uint8_t *addr,
 			      uint8_t family);
 void cp_registry_clear_host_addrs(struct cp_registry *r, uint32_t host);
+/* The hosts owning t's source and destination addresses: 0, or -ENOENT. */
+int cp_registry_hosts_of(const struct cp_registry *r, const struct wire_tuple *t, uint32_t *ret_src,
+			 uint32_t *ret_dst);
 
 /* Lookups (NULL when absent). */
 struct cp_rjob *cp_registry_job(const struct cp_registry *r, uint64_t id);
@@ -414,6 +416,7 @@ struct cp_conn {
 	uint64_t push_mono_ns[CP_PUSH_RING];
 	uint64_t unknown_bytes;
 	uint32_t stamped_flows, stamped_coflows; /* entries confirmed by this pass */
+	bool table_failed;                       /* the last table could not be sent */
 };
 
 struct cp_server_stats {
@@ -487,10 +490,14 @@ struct cp_conn *cp_server_test_conn(struct cp_server *s);
 int cp_conn_feed(struct cp_conn *c, const void *buf, size_t len);
 void cp_server_flush(struct cp_server *s);
 
-/* rpc_framework.c: framework requests, live and from the journal. */
-int cp_rpc_register_job(struct cp_server *s, const Loom__RegisterJob *m, uint64_t now_ns,
-			bool journal, struct loom_err *err);
-int cp_rpc_announce(struct cp_server *s, const Loom__AnnounceFlow *a, uint64_t now_ns, bool journal,
+/*
+ * rpc_framework.c: framework requests, live and from the journal. Flows
+ * placed by address are resolved into m (hosts written back) before it is
+ * journaled.
+ */
+int cp_rpc_register_job(struct cp_server *s, Loom__RegisterJob *m, uint64_t now_ns, bool journal,
+			struct loom_err *err);
+int cp_rpc_announce(struct cp_server *s, Loom__AnnounceFlow *a, uint64_t now_ns, bool journal,
 		    struct loom_err *err);
 int cp_rpc_coflow_done(struct cp_server *s, uint64_t coflow_id, uint64_t now_ns, bool journal,
 		       struct loom_err *err);

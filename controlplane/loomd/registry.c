@@ -240,6 +240,18 @@ static int host_of(const struct cp_registry *r, uint8_t family, const uint8_t *a
 	return 0;
 }
 
+int cp_registry_hosts_of(const struct cp_registry *r, const struct wire_tuple *t, uint32_t *ret_src,
+			 uint32_t *ret_dst)
+{
+	uint32_t src, dst;
+
+	if (host_of(r, t->family, t->src, &src) < 0 || host_of(r, t->family, t->dst, &dst) < 0)
+		return -ENOENT;
+	*ret_src = src;
+	*ret_dst = dst;
+	return 0;
+}
+
 /* ---- the view's state of an object, whether or not the view has it yet ----------------------- */
 
 enum cp_coflow_state cp_registry_coflow_state(const struct cp_registry *r,
@@ -257,14 +269,6 @@ static bool coflow_done(const struct cp_registry *r, const struct cp_rcoflow *c)
 }
 
 /* ---- validation of a job ------------------------------------------------------------------- */
-
-static int find_spec_coflow(const struct cp_job_spec *s, uint64_t id)
-{
-	for (uint32_t i = 0; i < s->ncoflows; i++)
-		if (s->coflows[i].id == id)
-			return (int)i;
-	return -1;
-}
 
 static int check_flow_spec(const struct cp_registry *r, const struct cp_flow_spec *f,
 			   struct cp_flow_spec *ret, const char *what, struct loom_err *err)
@@ -303,55 +307,153 @@ static int check_flow_spec(const struct cp_registry *r, const struct cp_flow_spe
 	return 0;
 }
 
-/* Kahn's algorithm over the spec's coflows; -ELOOP with err naming one coflow on a cycle. */
-static int check_acyclic(const struct cp_job_spec *s, const int *parent_idx, const int *child_idx,
+/* ---- validation of a job: every check O(n log n) in its coflows, flows and edges ------------- */
+
+struct id_idx {
+	uint64_t id;
+	uint32_t idx;
+};
+
+static int cmp_id_idx(const void *a, const void *b)
+{
+	const struct id_idx *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Index of coflow id in the job (ids sorted), or -1. */
+static int find_sorted(const struct id_idx *ids, uint32_t n, uint64_t id)
+{
+	uint32_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (ids[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && ids[lo].id == id ? (int)ids[lo].idx : -1;
+}
+
+static int cmp_edge_pair(const void *a, const void *b)
+{
+	const uint32_t *x = a, *y = b;
+
+	if (x[0] != y[0])
+		return x[0] < y[0] ? -1 : 1;
+	return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+static int cmp_tuple(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct wire_tuple));
+}
+
+/*
+ * Kahn's algorithm over the job's coflows with the edges as sorted (parent,
+ * child) index pairs (a CSR by parent); -ELOOP naming a coflow on a cycle.
+ */
+static int check_acyclic(const struct cp_job_spec *s, const uint32_t (*pairs)[2],
 			 struct loom_err *err)
 {
 	uint32_t n = s->ncoflows, head = 0, tail = 0;
 	uint32_t *indeg = calloc(n, sizeof(*indeg)), *queue = calloc(n, sizeof(*queue));
+	uint32_t *first = calloc(n + 1, sizeof(*first));
 	int r = 0;
 
-	if (!indeg || !queue) {
+	if (!indeg || !queue || !first) {
 		r = loom_err_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	for (uint32_t e = 0; e < s->nedges; e++)
-		indeg[child_idx[e]]++;
+	for (uint32_t e = 0; e < s->nedges; e++) {
+		indeg[pairs[e][1]]++;
+		first[pairs[e][0] + 1]++;
+	}
+	for (uint32_t c = 0; c < n; c++)
+		first[c + 1] += first[c];
 	for (uint32_t c = 0; c < n; c++)
 		if (!indeg[c])
 			queue[tail++] = c;
 	while (head < tail) {
 		uint32_t c = queue[head++];
 
-		for (uint32_t e = 0; e < s->nedges; e++)
-			if ((uint32_t)parent_idx[e] == c && --indeg[child_idx[e]] == 0)
-				queue[tail++] = (uint32_t)child_idx[e];
+		for (uint32_t e = first[c]; e < first[c + 1]; e++)
+			if (--indeg[pairs[e][1]] == 0)
+				queue[tail++] = pairs[e][1];
 	}
-	if (tail < n) {
-		for (uint32_t c = 0; c < n; c++)
-			if (indeg[c]) {
-				r = loom_err_set(
-					err, ELOOP,
-					"job %llu: its coflows form a cycle (coflow %llu is on "
-					"or after one)",
-					(unsigned long long)s->id,
-					(unsigned long long)s->coflows[c].id);
-				break;
-			}
-	}
+	for (uint32_t c = 0; tail < n && c < n; c++)
+		if (indeg[c]) {
+			r = loom_err_set(err, ELOOP,
+					 "job %llu: its coflows form a cycle (coflow %llu is on or "
+					 "after one)",
+					 (unsigned long long)s->id,
+					 (unsigned long long)s->coflows[c].id);
+			break;
+		}
 out:
 	free(indeg);
 	free(queue);
+	free(first);
 	return r;
+}
+
+/* Edges: both ends in this job, no self-loop, no duplicate, no cycle. */
+static int check_edges(const struct cp_job_spec *s, const struct id_idx *ids, struct loom_err *err)
+{
+	uint32_t(*pairs)[2] = calloc(s->nedges + 1, sizeof(*pairs));
+	int rc = 0;
+
+	if (!pairs)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	for (uint32_t e = 0; e < s->nedges; e++) {
+		int p = find_sorted(ids, s->ncoflows, s->edges[e].parent);
+		int c = find_sorted(ids, s->ncoflows, s->edges[e].child);
+
+		if (p < 0 || c < 0) {
+			uint64_t bad = p < 0 ? s->edges[e].parent : s->edges[e].child;
+
+			rc = loom_err_set(err, ENOENT,
+					  "job %llu edge %u: coflow %llu is not one of this job's",
+					  (unsigned long long)s->id, e, (unsigned long long)bad);
+			goto out;
+		}
+		if (p == c) {
+			rc = loom_err_set(err, ELOOP,
+					  "job %llu edge %u: coflow %llu depends on itself",
+					  (unsigned long long)s->id, e,
+					  (unsigned long long)s->edges[e].parent);
+			goto out;
+		}
+		pairs[e][0] = (uint32_t)p;
+		pairs[e][1] = (uint32_t)c;
+	}
+	qsort(pairs, s->nedges, sizeof(*pairs), cmp_edge_pair);
+	for (uint32_t e = 1; e < s->nedges; e++)
+		if (pairs[e][0] == pairs[e - 1][0] && pairs[e][1] == pairs[e - 1][1]) {
+			rc = loom_err_set(err, EEXIST, "job %llu: edge %llu -> %llu appears twice",
+					  (unsigned long long)s->id,
+					  (unsigned long long)s->coflows[pairs[e][0]].id,
+					  (unsigned long long)s->coflows[pairs[e][1]].id);
+			goto out;
+		}
+	rc = check_acyclic(s, (const uint32_t(*)[2])pairs, err);
+out:
+	free(pairs);
+	return rc;
 }
 
 static int validate_job(const struct cp_registry *r, const struct cp_job_spec *s,
 			struct cp_flow_spec *resolved, struct loom_err *err)
 {
+	struct id_idx *ids = NULL;
+	struct wire_tuple *tuples = NULL;
 	uint64_t nflows = 0;
-	int *pidx = NULL, *cidx = NULL;
+	uint32_t k = 0, nt = 0;
 	int rc = 0;
-	uint32_t k = 0;
 
 	if (cp_registry_job(r, s->id))
 		return loom_err_set(err, EEXIST, "job %llu is already registered",
@@ -370,34 +472,38 @@ static int validate_job(const struct cp_registry *r, const struct cp_job_spec *s
 		return loom_err_set(err, ENOSPC,
 				    "job %llu: %u more coflows would exceed max_coflows (%u)",
 				    (unsigned long long)s->id, s->ncoflows, r->lim.max_coflows);
-	for (uint32_t i = 0; i < s->ncoflows; i++) {
-		const struct cp_coflow_spec *c = &s->coflows[i];
-
-		nflows += c->nflows;
-		if (cp_registry_coflow(r, c->id))
-			return loom_err_set(
-				err, EEXIST,
-				"job %llu: coflow id %llu is already registered (coflow "
-				"ids are unique across jobs)",
-				(unsigned long long)s->id, (unsigned long long)c->id);
-		if (find_spec_coflow(s, c->id) != (int)i)
-			return loom_err_set(err, EEXIST, "job %llu: coflow id %llu appears twice",
-					    (unsigned long long)s->id, (unsigned long long)c->id);
-		if (c->expected_flows && c->nflows > c->expected_flows)
-			return loom_err_set(err, EINVAL,
-					    "job %llu coflow %llu: %u flows listed, more than its "
-					    "expected_flows %u",
-					    (unsigned long long)s->id, (unsigned long long)c->id,
-					    c->nflows, c->expected_flows);
-	}
+	for (uint32_t i = 0; i < s->ncoflows; i++)
+		nflows += s->coflows[i].nflows;
 	if (r->nflows + nflows > r->lim.max_flows)
 		return loom_err_set(err, ENOSPC,
 				    "job %llu: %llu more flows would exceed max_flows (%u)",
 				    (unsigned long long)s->id, (unsigned long long)nflows,
 				    r->lim.max_flows);
+	ids = calloc(s->ncoflows, sizeof(*ids));
+	tuples = calloc(nflows + 1, sizeof(*tuples));
+	if (!ids || !tuples) {
+		rc = loom_err_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
 	for (uint32_t i = 0; i < s->ncoflows; i++) {
 		const struct cp_coflow_spec *c = &s->coflows[i];
 
+		ids[i] = (struct id_idx){c->id, i};
+		if (cp_registry_coflow(r, c->id)) {
+			rc = loom_err_set(err, EEXIST,
+					  "job %llu: coflow id %llu is already registered (coflow "
+					  "ids are unique across jobs)",
+					  (unsigned long long)s->id, (unsigned long long)c->id);
+			goto out;
+		}
+		if (c->expected_flows && c->nflows > c->expected_flows) {
+			rc = loom_err_set(err, EINVAL,
+					  "job %llu coflow %llu: %u flows listed, more than its "
+					  "expected_flows %u",
+					  (unsigned long long)s->id, (unsigned long long)c->id,
+					  c->nflows, c->expected_flows);
+			goto out;
+		}
 		for (uint32_t f = 0; f < c->nflows; f++, k++) {
 			char what[96];
 
@@ -405,53 +511,32 @@ static int validate_job(const struct cp_registry *r, const struct cp_job_spec *s
 				 (unsigned long long)s->id, (unsigned long long)c->id, f);
 			rc = check_flow_spec(r, &c->flows[f], &resolved[k], what, err);
 			if (rc < 0)
-				return rc;
-			/* the same tuple twice within this job */
-			for (uint32_t g = 0; c->flows[f].has_tuple && g < k; g++)
-				if (resolved[g].has_tuple &&
-				    wire_tuple_eq(&resolved[g].tuple, &c->flows[f].tuple))
-					return loom_err_set(err, EEXIST,
-							    "%s: its tuple appears twice", what);
-		}
-	}
-	pidx = calloc(s->nedges + 1, sizeof(*pidx));
-	cidx = calloc(s->nedges + 1, sizeof(*cidx));
-	if (!pidx || !cidx) {
-		rc = loom_err_set(err, ENOMEM, "out of memory");
-		goto out;
-	}
-	for (uint32_t e = 0; e < s->nedges; e++) {
-		pidx[e] = find_spec_coflow(s, s->edges[e].parent);
-		cidx[e] = find_spec_coflow(s, s->edges[e].child);
-		if (pidx[e] < 0 || cidx[e] < 0) {
-			uint64_t bad = pidx[e] < 0 ? s->edges[e].parent : s->edges[e].child;
-
-			rc = loom_err_set(err, ENOENT,
-					  "job %llu edge %u: coflow %llu is not one of this job's",
-					  (unsigned long long)s->id, e, (unsigned long long)bad);
-			goto out;
-		}
-		if (pidx[e] == cidx[e]) {
-			rc = loom_err_set(err, ELOOP,
-					  "job %llu edge %u: coflow %llu depends on itself",
-					  (unsigned long long)s->id, e,
-					  (unsigned long long)s->edges[e].parent);
-			goto out;
-		}
-		for (uint32_t g = 0; g < e; g++)
-			if (pidx[g] == pidx[e] && cidx[g] == cidx[e]) {
-				rc = loom_err_set(err, EEXIST,
-						  "job %llu: edge %llu -> %llu appears twice",
-						  (unsigned long long)s->id,
-						  (unsigned long long)s->edges[e].parent,
-						  (unsigned long long)s->edges[e].child);
 				goto out;
-			}
+			if (c->flows[f].has_tuple)
+				tuples[nt++] = c->flows[f].tuple;
+		}
 	}
-	rc = check_acyclic(s, pidx, cidx, err);
+	qsort(ids, s->ncoflows, sizeof(*ids), cmp_id_idx);
+	for (uint32_t i = 1; i < s->ncoflows; i++)
+		if (ids[i].id == ids[i - 1].id) {
+			rc = loom_err_set(err, EEXIST, "job %llu: coflow id %llu appears twice",
+					  (unsigned long long)s->id, (unsigned long long)ids[i].id);
+			goto out;
+		}
+	qsort(tuples, nt, sizeof(*tuples), cmp_tuple);
+	for (uint32_t i = 1; i < nt; i++)
+		if (wire_tuple_eq(&tuples[i], &tuples[i - 1])) {
+			char buf[128];
+
+			rc = loom_err_set(err, EEXIST, "job %llu: tuple %s appears twice",
+					  (unsigned long long)s->id,
+					  wire_tuple_str(&tuples[i], buf, sizeof(buf)));
+			goto out;
+		}
+	rc = check_edges(s, ids, err);
 out:
-	free(pidx);
-	free(cidx);
+	free(ids);
+	free(tuples);
 	return rc;
 }
 

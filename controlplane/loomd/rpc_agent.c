@@ -18,6 +18,12 @@
 
 #include "common/log.h"
 
+/* Addresses one agent may announce for its host. */
+#define CP_MAX_HOST_ADDRS 64
+
+/* Entries (flows + coflows + removals) per table frame at most (max_frame may cap it lower). */
+#define CP_TABLE_CHUNK 16384
+
 static bool aflow_eq(const void *val, const void *key)
 {
 	return wire_tuple_eq(&((const struct cp_agent_flow *)val)->tuple, key);
@@ -60,6 +66,9 @@ int cp_agent_hello(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err
 			 "its lowest",
 			 c->peer, h->host_id, h->classes, cp_sched_classes(s->sched),
 			 h->classes - 1);
+	if (h->n_addresses > CP_MAX_HOST_ADDRS)
+		return loom_err_set(err, EINVAL, "%zu addresses; a host may announce at most %u",
+				    h->n_addresses, CP_MAX_HOST_ADDRS);
 	for (size_t i = 0; i < h->n_addresses; i++) {
 		const ProtobufCBinaryData *a = &h->addresses[i];
 
@@ -210,9 +219,9 @@ void cp_rpc_agent(struct cp_conn *c, const Loom__Envelope *env)
 		cp_rpc_reply(c, env->seq, -EPERM, &err, 0);
 		return;
 	default:
-		loom_err_set(&err, EBADMSG, "loomd does not take %s messages from agents",
+		loom_err_set(&err, EINVAL, "%s is a message loomd sends, not one it takes",
 			     wire_type_name(env->body_case));
-		cp_rpc_reply(c, env->seq, -EBADMSG, &err, 0);
+		cp_rpc_reply(c, env->seq, -EINVAL, &err, 0);
 		return;
 	}
 }
@@ -355,65 +364,76 @@ static int sweep(struct cp_conn *c, struct delta *d, uint32_t gen)
 	return 0;
 }
 
-static void send_table(struct cp_conn *c, struct delta *d)
+/*
+ * Sends one table frame: entries [fo, fo+nf) of d's flows, [co, co+nc) of
+ * its coflows, [ro, ro+nr) of removed flows, [qo, qo+nq) of removed coflows.
+ * full marks the first frame of a full table. Returns 0, or -errno (nothing
+ * sent, version unchanged).
+ */
+static int send_frame(struct cp_conn *c, const struct delta *d, bool full, size_t fo, size_t nf,
+		      size_t co, size_t nc, size_t ro, size_t nr, size_t qo, size_t nq)
 {
 	struct cp_server *s = c->srv;
 	Loom__Envelope env = LOOM__ENVELOPE__INIT;
 	Loom__PriorityTable t = LOOM__PRIORITY_TABLE__INIT;
-	Loom__FlowEntry *fe = calloc(d->nflows + 1, sizeof(*fe));
-	Loom__FlowEntry **fep = calloc(d->nflows + 1, sizeof(*fep));
-	Loom__FiveTuple *ft = calloc(d->nflows + d->nrm_flows + 1, sizeof(*ft));
-	Loom__FiveTuple **rmp = calloc(d->nrm_flows + 1, sizeof(*rmp));
-	Loom__CoflowClass *cc = calloc(d->ncoflows + 1, sizeof(*cc));
-	Loom__CoflowClass **ccp = calloc(d->ncoflows + 1, sizeof(*ccp));
+	Loom__FlowEntry *fe = calloc(nf + 1, sizeof(*fe));
+	Loom__FlowEntry **fep = calloc(nf + 1, sizeof(*fep));
+	Loom__FiveTuple *ft = calloc(nf + nr + 1, sizeof(*ft));
+	Loom__FiveTuple **rmp = calloc(nr + 1, sizeof(*rmp));
+	Loom__CoflowClass *cc = calloc(nc + 1, sizeof(*cc));
+	Loom__CoflowClass **ccp = calloc(nc + 1, sizeof(*ccp));
 	uint32_t slot;
+	int r = -ENOMEM;
 
-	if (!fe || !fep || !ft || !rmp || !cc || !ccp) {
-		log_err("host %u: out of memory building its table", c->host);
+	if (!fe || !fep || !ft || !rmp || !cc || !ccp)
 		goto out;
-	}
-	for (size_t i = 0; i < d->nflows; i++) {
+	for (size_t i = 0; i < nf; i++) {
 		loom__flow_entry__init(&fe[i]);
-		wire_tuple_to_pb(&d->flows[i]->tuple, &ft[i]);
+		wire_tuple_to_pb(&d->flows[fo + i]->tuple, &ft[i]);
 		fe[i].tuple = &ft[i];
-		fe[i].coflow_id = d->flows[i]->coflow_id;
+		fe[i].coflow_id = d->flows[fo + i]->coflow_id;
 		fep[i] = &fe[i];
 	}
-	for (size_t i = 0; i < d->nrm_flows; i++) {
-		wire_tuple_to_pb(&d->rm_flows[i], &ft[d->nflows + i]);
-		rmp[i] = &ft[d->nflows + i];
+	for (size_t i = 0; i < nr; i++) {
+		wire_tuple_to_pb(&d->rm_flows[ro + i], &ft[nf + i]);
+		rmp[i] = &ft[nf + i];
 	}
-	for (size_t i = 0; i < d->ncoflows; i++) {
+	for (size_t i = 0; i < nc; i++) {
 		loom__coflow_class__init(&cc[i]);
-		cc[i].coflow_id = d->coflows[i]->coflow_id;
-		cc[i].class_ = d->coflows[i]->cls;
-		cc[i].rate_bps = d->coflows[i]->rate_bps;
+		cc[i].coflow_id = d->coflows[co + i]->coflow_id;
+		cc[i].class_ = d->coflows[co + i]->cls;
+		cc[i].rate_bps = d->coflows[co + i]->rate_bps;
 		ccp[i] = &cc[i];
 	}
-	t.full = c->need_full;
-	t.base_version = c->table_version;
-	t.version = ++c->table_version;
-	t.n_flows = d->nflows;
+	t.full = full;
+	t.base_version = full ? 0 : c->table_version;
+	t.version = c->table_version + 1;
+	t.n_flows = nf;
 	t.flows = fep;
-	t.n_classes = d->ncoflows;
+	t.n_classes = nc;
 	t.classes = ccp;
-	t.n_removed_flows = t.full ? 0 : d->nrm_flows;
+	t.n_removed_flows = nr;
 	t.removed_flows = rmp;
-	t.n_removed_coflows = t.full ? 0 : d->nrm_coflows;
-	t.removed_coflows = d->rm_coflows;
+	t.n_removed_coflows = nq;
+	t.removed_coflows = d->rm_coflows + qo;
 	t.default_class = cp_sched_classes(s->sched) - 1;
 	if (c->classes && t.default_class >= c->classes)
 		t.default_class = c->classes - 1;
 	t.sent_ns = cp_server_now_ns(s);
 	env.body_case = LOOM__ENVELOPE__BODY_TABLE;
 	env.table = &t;
+	if (loom__envelope__get_packed_size(&env) > s->cfg.max_frame) {
+		r = -EMSGSIZE;
+		goto out;
+	}
 	cp_conn_send_now(c, &env);
+	c->table_version = t.version;
 	slot = (uint32_t)(t.version % CP_PUSH_RING);
 	c->push_version[slot] = t.version;
 	c->push_mono_ns[slot] = cp_mono_ns();
-	c->need_full = false;
 	s->st.tables_sent++;
-	s->st.table_entries_sent += d->nflows + d->ncoflows + d->nrm_flows + d->nrm_coflows;
+	s->st.table_entries_sent += nf + nc + nr + nq;
+	r = 0;
 out:
 	free(fe);
 	free(fep);
@@ -421,6 +441,63 @@ out:
 	free(rmp);
 	free(cc);
 	free(ccp);
+	return r;
+}
+
+static size_t take(size_t *left, size_t avail)
+{
+	size_t n = avail < *left ? avail : *left;
+
+	*left -= n;
+	return n;
+}
+
+/*
+ * Sends d to c as one table, or as several frames of at most CP_TABLE_CHUNK
+ * entries each (a full table's first frame is full, the rest deltas on it),
+ * so that no table exceeds max_frame. On failure the agent is marked for a
+ * full table and the error logged once per agent.
+ */
+static void send_table(struct cp_conn *c, struct delta *d)
+{
+	size_t fo = 0, co = 0, ro = 0, qo = 0;
+	/* an entry takes at most ~70 bytes on the wire (an IPv6 flow); keep a margin */
+	size_t chunk = c->srv->cfg.max_frame / 128;
+	bool full = c->need_full, first = true;
+
+	if (chunk > CP_TABLE_CHUNK)
+		chunk = CP_TABLE_CHUNK;
+	if (chunk == 0)
+		chunk = 1;
+	if (full)
+		d->nrm_flows = d->nrm_coflows = 0;
+	while (first || fo < d->nflows || co < d->ncoflows || ro < d->nrm_flows ||
+	       qo < d->nrm_coflows) {
+		size_t left = chunk;
+		size_t nq = take(&left, d->nrm_coflows - qo), nr = take(&left, d->nrm_flows - ro);
+		size_t nc = take(&left, d->ncoflows - co), nf = take(&left, d->nflows - fo);
+		int r = send_frame(c, d, full && first, fo, nf, co, nc, ro, nr, qo, nq);
+
+		if (r == -EMSGSIZE && chunk > 1) {
+			chunk /= 2; /* larger entries than assumed: smaller frames */
+			continue;
+		}
+		if (r < 0) {
+			if (!c->table_failed)
+				log_err("host %u: cannot send its table: %s (raise max_frame?)",
+					c->host, strerror(-r));
+			c->table_failed = true;
+			c->need_full = true;
+			return;
+		}
+		fo += nf;
+		co += nc;
+		ro += nr;
+		qo += nq;
+		first = false;
+	}
+	c->table_failed = false;
+	c->need_full = false;
 }
 
 void cp_agents_push(struct cp_server *s)

@@ -85,16 +85,17 @@ static int pack_for_journal(const ProtobufCMessage *m, uint8_t **ret_buf, size_t
 	return 0;
 }
 
-static int flow_from_pb(const Loom__FlowSpec *pb, struct cp_flow_spec *ret, const char *what,
-			struct loom_err *err)
+/*
+ * Converts a flow from the wire. A flow placed by address gets its hosts
+ * here, written back into pb too, so that the journal keeps hosts rather
+ * than addresses (which only agents connected at the time could resolve).
+ */
+static int flow_from_pb(struct cp_server *s, Loom__FlowSpec *pb, struct cp_flow_spec *ret,
+			const char *what, struct loom_err *err)
 {
 	memset(ret, 0, sizeof(*ret));
 	if (!pb)
 		return loom_err_set(err, EINVAL, "%s: no flow", what);
-	ret->src = pb->src_host;
-	ret->dst = pb->dst_host;
-	ret->bytes = pb->bytes;
-	ret->by_address = pb->by_address;
 	if (pb->tuple) {
 		if (wire_tuple_from_pb(pb->tuple, &ret->tuple) < 0)
 			return loom_err_set(err, EINVAL,
@@ -103,11 +104,27 @@ static int flow_from_pb(const Loom__FlowSpec *pb, struct cp_flow_spec *ret, cons
 					    what);
 		ret->has_tuple = true;
 	}
+	if (pb->by_address) {
+		char buf[128];
+
+		if (!ret->has_tuple)
+			return loom_err_set(err, EINVAL, "%s: by_address needs a 5-tuple", what);
+		if (cp_registry_hosts_of(s->reg, &ret->tuple, &pb->src_host, &pb->dst_host) < 0)
+			return loom_err_set(
+				err, ENOENT,
+				"%s: no host owns the addresses of %s (no agent announced "
+				"them; give src_host/dst_host instead)",
+				what, wire_tuple_str(&ret->tuple, buf, sizeof(buf)));
+		pb->by_address = false;
+	}
+	ret->src = pb->src_host;
+	ret->dst = pb->dst_host;
+	ret->bytes = pb->bytes;
 	return 0;
 }
 
-int cp_rpc_register_job(struct cp_server *s, const Loom__RegisterJob *m, uint64_t now_ns,
-			bool journal, struct loom_err *err)
+int cp_rpc_register_job(struct cp_server *s, Loom__RegisterJob *m, uint64_t now_ns, bool journal,
+			struct loom_err *err)
 {
 	struct cp_job_spec spec = {0};
 	struct cp_flow_spec *flows = NULL;
@@ -150,7 +167,7 @@ int cp_rpc_register_job(struct cp_server *s, const Loom__RegisterJob *m, uint64_
 
 			snprintf(what, sizeof(what), "job %llu coflow %llu flow %zu",
 				 (unsigned long long)m->job_id, (unsigned long long)c->id, f);
-			r = flow_from_pb(c->flows[f], &flows[k], what, err);
+			r = flow_from_pb(s, c->flows[f], &flows[k], what, err);
 			if (r < 0)
 				goto out;
 		}
@@ -176,7 +193,7 @@ out:
 	return r;
 }
 
-int cp_rpc_announce(struct cp_server *s, const Loom__AnnounceFlow *a, uint64_t now_ns, bool journal,
+int cp_rpc_announce(struct cp_server *s, Loom__AnnounceFlow *a, uint64_t now_ns, bool journal,
 		    struct loom_err *err)
 {
 	struct cp_flow_spec f;
@@ -187,7 +204,7 @@ int cp_rpc_announce(struct cp_server *s, const Loom__AnnounceFlow *a, uint64_t n
 	int r;
 
 	snprintf(what, sizeof(what), "flow of coflow %llu", (unsigned long long)a->coflow_id);
-	r = flow_from_pb(a->flow, &f, what, err);
+	r = flow_from_pb(s, a->flow, &f, what, err);
 	if (r < 0)
 		return r;
 	if (journal && s->journal) {
@@ -290,7 +307,7 @@ void cp_rpc_framework(struct cp_conn *c, const Loom__Envelope *env)
 				 wire_type_name(env->body_case));
 		break;
 	default:
-		r = loom_err_set(&err, EBADMSG, "loomd does not take %s messages",
+		r = loom_err_set(&err, EINVAL, "%s is a message loomd sends, not one it takes",
 				 wire_type_name(env->body_case));
 		break;
 	}

@@ -254,6 +254,27 @@ static void compute_classes(struct cp_sched *s, const struct cp_model *m)
 	}
 }
 
+/*
+ * Tells a policy made for a rebuilt view what is under way: an arrival for
+ * every running job and a release for every active coflow (what it would
+ * have seen live; completions before it existed are not its to judge).
+ */
+static void introduce(struct cp_sched *s, const struct cp_model *m)
+{
+	for (uint32_t j = 0; j < m->njobs; j++)
+		if (m->jobs[j].state == CP_JOB_RUNNING) {
+			struct cp_event ev = {CP_EV_JOB_ARRIVAL, j, m->jobs[j].arrival_ns};
+
+			policy_on_event(s->p, m, &ev);
+		}
+	for (uint32_t a = 0; a < m->nactive; a++) {
+		uint32_t c = m->active[a];
+		struct cp_event ev = {CP_EV_COFLOW_RELEASE, c, m->coflows[c].release_ns};
+
+		policy_on_event(s->p, m, &ev);
+	}
+}
+
 int cp_sched_pass(struct cp_sched *s, uint64_t now_ns, struct cp_sched_result *ret,
 		  struct loom_err *err)
 {
@@ -270,16 +291,22 @@ int cp_sched_pass(struct cp_sched *s, uint64_t now_ns, struct cp_sched_result *r
 		/* nothing registered: no view, no policy; agents' tables empty out */
 		drop_policy(s);
 		cp_registry_release_due(s->reg, now_ns, NULL);
+		cp_registry_events_clear(s->reg);
 		*ret = res;
 		return 0;
 	}
 	m = cp_registry_view(s->reg, &rebuilt, err);
-	if (!m)
+	if (!m) {
+		drop_policy(s); /* its model may be gone */
 		return -errno;
+	}
 	if (rebuilt || !s->p || s->p_model != m) {
+		/* events of the old view name its indices: the new policy gets the present instead */
+		cp_registry_events_clear(s->reg);
 		r = remake(s, m, err);
 		if (r < 0)
 			return r;
+		introduce(s, m);
 	}
 	res.released = cp_registry_release_due(s->reg, now_ns, &res.next_ns);
 	evs = cp_registry_events(s->reg, &nev);

@@ -34,6 +34,8 @@
 
 /* A peer that lets this much output pile up is dropped. */
 #define CP_MAX_OUTPUT_BYTES (64u << 20)
+/* A connection has this long to say hello. */
+#define CP_HELLO_TIMEOUT_S 10
 
 uint64_t cp_mono_ns(void)
 {
@@ -285,6 +287,8 @@ static void handle_hello(struct cp_conn *c, const Loom__Envelope *env)
 	case LOOM__ROLE__FRAMEWORK:
 		c->role = CP_ROLE_FRAMEWORK;
 		c->srv->nframeworks++;
+		if (c->bev)
+			bufferevent_set_timeouts(c->bev, NULL, NULL);
 		send_hello_reply(c, env->seq, 0, NULL);
 		log_debug("%s: framework '%s' connected", c->peer, c->name);
 		return;
@@ -457,9 +461,15 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 
 	(void)bev;
 	if (what & BEV_EVENT_TIMEOUT)
-		log_info("%s (%s): silent for longer than agent_timeout; disconnected", c->peer,
-			 c->name);
-	else if (what & BEV_EVENT_ERROR)
+		log_info("%s (%s): silent for too long (%s); disconnected", c->peer,
+			 c->name[0] ? c->name : "no hello",
+			 c->role == CP_ROLE_AGENT ? "agent_timeout" : "no hello in 10 s");
+	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && c->bev &&
+	    evbuffer_get_length(bufferevent_get_output(c->bev))) {
+		/* half-closed: the peer still reads what it is owed, then write_cb frees */
+		conn_close(c);
+		return;
+	} else if (what & BEV_EVENT_ERROR)
 		log_debug("%s: %s", c->peer, strerror(EVUTIL_SOCKET_ERROR()));
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
 		conn_free(c);
@@ -521,6 +531,12 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	}
 	bufferevent_setcb(c->bev, read_cb, write_cb, event_cb, c);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	{
+		/* a connection must say hello in time; frameworks may then idle */
+		struct timeval tv = {CP_HELLO_TIMEOUT_S, 0};
+
+		bufferevent_set_timeouts(c->bev, &tv, NULL);
+	}
 	c->next = s->conns;
 	if (s->conns)
 		s->conns->prev = c;
@@ -715,7 +731,8 @@ void cp_server_schedule_pass(struct cp_server *s)
 		event_active(s->pass_ev, EV_TIMEOUT, 0);
 	} else {
 		/* under load, one pass takes all the changes of its gap */
-		struct timeval tv = {0, (suseconds_t)((pass_gap_ns(s) - since) / 1000 + 1)};
+		uint64_t wait_us = (pass_gap_ns(s) - since) / 1000 + 1;
+		struct timeval tv = {(time_t)(wait_us / 1000000), (suseconds_t)(wait_us % 1000000)};
 
 		event_add(s->pass_ev, &tv);
 	}

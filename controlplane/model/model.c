@@ -583,6 +583,12 @@ void cp_model_reset(struct cp_model *m)
 	m->flows_done = 0;
 }
 
+/* a + b, or CP_TIME_NEVER - 1 when it would wrap (times far in the future stay far) */
+static inline uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > CP_TIME_NEVER - 1 - b ? CP_TIME_NEVER - 1 : a + b;
+}
+
 static void emit(struct cp_model *m, enum cp_event_type type, uint32_t id, uint64_t t_ns)
 {
 	struct cp_event ev = {type, id, t_ns};
@@ -594,7 +600,7 @@ static void emit(struct cp_model *m, enum cp_event_type type, uint32_t id, uint6
 static void coflow_make_ready(struct cp_model *m, uint32_t c)
 {
 	struct cp_coflow *cf = &m->coflows[c];
-	uint64_t earliest = m->jobs[cf->job].arrival_ns + cf->release_offset_ns;
+	uint64_t earliest = sat_add(m->jobs[cf->job].arrival_ns, cf->release_offset_ns);
 
 	if (cf->ready_ns < earliest)
 		cf->ready_ns = earliest;
@@ -641,8 +647,8 @@ static void coflow_complete(struct cp_model *m, uint32_t c, uint64_t now_ns)
 		const struct cp_edge *e = &m->edges[m->child_edge[cf->first_child + i]];
 		struct cp_coflow *ch = &m->coflows[e->child];
 
-		if (ch->ready_ns < now_ns + e->delay_ns)
-			ch->ready_ns = now_ns + e->delay_ns;
+		if (ch->ready_ns < sat_add(now_ns, e->delay_ns))
+			ch->ready_ns = sat_add(now_ns, e->delay_ns);
 		if (--ch->parents_left == 0)
 			coflow_make_ready(m, e->child);
 	}

@@ -233,11 +233,140 @@ static void test_ack_means_durable(void **state)
 	h_loomd_cleanup(&h);
 }
 
+/* Hello as host's agent announcing one IPv4 address; returns the fd. */
+static int agent_with_addr(struct h_loomd *h, uint32_t host, const uint8_t addr[4])
+{
+	Loom__Envelope env = LOOM__ENVELOPE__INIT, *rep;
+	Loom__Hello hello = LOOM__HELLO__INIT;
+	ProtobufCBinaryData a = {4, (uint8_t *)addr};
+	int fd = h_connect(h->sock);
+
+	assert_true(fd >= 0);
+	hello.version_min = hello.version_max = 1;
+	hello.role = LOOM__ROLE__AGENT;
+	hello.host_id = host;
+	hello.n_addresses = 1;
+	hello.addresses = &a;
+	env.seq = 1;
+	env.body_case = LOOM__ENVELOPE__BODY_HELLO;
+	env.hello = &hello;
+	rep = h_call(fd, &env);
+	assert_non_null(rep);
+	assert_int_equal(rep->hello_reply->error ? rep->hello_reply->error->code : 0, 0);
+	wire_free(rep);
+	return fd;
+}
+
+/*
+ * A flow placed by address is journaled with the hosts it resolved to: it
+ * comes back after a restart although no agent is there to resolve it.
+ */
+static void test_by_address_survives_restart(void **state)
+{
+	static const uint8_t a2[4] = {10, 9, 9, 2}, a3[4] = {10, 9, 9, 3};
+	Loom__Envelope env = LOOM__ENVELOPE__INIT;
+	Loom__AnnounceFlows af = LOOM__ANNOUNCE_FLOWS__INIT;
+	Loom__AnnounceFlow an = LOOM__ANNOUNCE_FLOW__INIT, *ap = &an;
+	Loom__FlowSpec f = LOOM__FLOW_SPEC__INIT;
+	Loom__FiveTuple pt;
+	struct wire_tuple t;
+	struct h_loomd h;
+	json_t *cfs;
+	int fd, g2, g3;
+
+	(void)state;
+	assert_int_equal(h_loomd_prepare(&h), 0);
+	assert_int_equal(h_loomd_start(&h, (const char *const[]){"hosts=4", NULL}), 0);
+	g2 = agent_with_addr(&h, 2, a2);
+	g3 = agent_with_addr(&h, 3, a3);
+	fd = h_connect(h.sock);
+	assert_int_equal(h_hello(fd, LOOM__ROLE__FRAMEWORK, 0, 1, 1), 0);
+	assert_int_equal(register_job(fd, 1), 0);
+	memset(&t, 0, sizeof(t));
+	t.family = 4;
+	t.protocol = 6;
+	memcpy(t.src, a2, 4);
+	memcpy(t.dst, a3, 4);
+	t.src_port = 40000;
+	t.dst_port = 80;
+	wire_tuple_to_pb(&t, &pt);
+	f.by_address = true;
+	f.tuple = &pt;
+	an.coflow_id = 11; /* job 1's open coflow */
+	an.flow = &f;
+	af.n_flows = 1;
+	af.flows = &ap;
+	env.seq = 77;
+	env.body_case = LOOM__ENVELOPE__BODY_ANNOUNCE_FLOWS;
+	env.announce_flows = &af;
+	assert_int_equal(request(fd, &env), 0);
+	h_loomd_stop(&h, SIGKILL);
+	close(fd);
+	close(g2);
+	close(g3);
+	assert_int_equal(h_loomd_start(&h, (const char *const[]){"hosts=4", NULL}), 0);
+	cfs = h_admin(&h, "dump", 0, NULL);
+	assert_non_null(cfs);
+	{
+		json_t *job = json_array_get(json_object_get(cfs, "jobs"), 0);
+		json_t *cf = json_array_get(json_object_get(job, "coflow_list"), 1);
+		json_t *fl = json_array_get(json_object_get(cf, "flow_list"), 0);
+
+		assert_int_equal(json_integer_value(json_object_get(cf, "id")), 11);
+		assert_non_null(fl);
+		assert_int_equal(json_integer_value(json_object_get(fl, "src")), 2);
+		assert_int_equal(json_integer_value(json_object_get(fl, "dst")), 3);
+	}
+	json_decref(cfs);
+	h_loomd_stop(&h, SIGTERM);
+	h_loomd_cleanup(&h);
+}
+
+/*
+ * A table larger than max_frame goes to the agent as several frames (a full
+ * table, then deltas on it), and the agent ends up with all of it.
+ */
+static void test_large_table_in_chunks(void **state)
+{
+	struct h_loomd h;
+	struct h_agent *ag = calloc(1, sizeof(*ag));
+	int fd;
+
+	(void)state;
+	assert_non_null(ag);
+	assert_int_equal(h_loomd_prepare(&h), 0);
+	assert_int_equal(
+		h_loomd_start(&h, (const char *const[]){"hosts=4", "max_frame=1024", NULL}), 0);
+	fd = h_connect(h.sock);
+	assert_int_equal(h_hello(fd, LOOM__ROLE__FRAMEWORK, 0, 1, 1), 0);
+	assert_int_equal(register_job(fd, 2), 0);
+	for (uint32_t i = 0; i < 300; i++)
+		assert_int_equal(announce(fd, 21, 100 + i), 0); /* host 0 -> 3, coflow 21 */
+	/* coflow 21 runs once its parent 20 is done */
+	assert_int_equal(simple(fd, LOOM__ENVELOPE__BODY_COFLOW_DONE, 20), 0);
+	assert_int_equal(h_agent_connect(ag, h.sock, 0), 0);
+	for (int k = 0; k < 200 && ag->nflows < 300; k++) {
+		h_sleep_ms(10);
+		assert_int_equal(h_agent_sync(ag), 0);
+	}
+	assert_int_equal(ag->nflows, 300);
+	assert_int_equal(h_agent_coflow_class(ag, 21), 0);
+	assert_true(ag->tables > 1);
+	assert_int_equal(ag->gaps, 0);
+	close(ag->fd);
+	close(fd);
+	free(ag);
+	h_loomd_stop(&h, SIGTERM);
+	h_loomd_cleanup(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sigkill_restart),
 		cmocka_unit_test(test_ack_means_durable),
+		cmocka_unit_test(test_by_address_survives_restart),
+		cmocka_unit_test(test_large_table_in_chunks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -391,7 +391,7 @@ static void test_add_job_refusals(void **state)
 	jb_coflow(&j, 21, 0, 0);
 	jb_flow(&j, 0, 0, 1, 10, &t3);
 	jb_flow(&j, 1, 0, 1, 10, &t3);
-	expect_refused(r, &j, -EEXIST, "its tuple appears twice");
+	expect_refused(r, &j, -EEXIST, "appears twice");
 	j.f[1][0].tuple = t1;
 	expect_refused(r, &j, -EEXIST, "is already announced");
 	j.f[1][0].tuple = t4;

@@ -400,6 +400,85 @@ static void test_bad_ids_and_finished(void **state)
 	still_serving();
 }
 
+/* Runs loomd with argv (NULL-ended, after the program), returns its exit status and stderr. */
+static int run_loomd(const char *const *args, char *err, size_t size)
+{
+	const char *loomd = getenv("LOOMD");
+	char *argv[16];
+	int pfd[2], n = 0, status;
+	size_t got = 0;
+	pid_t pid;
+
+	argv[n++] = (char *)(loomd ? loomd : "controlplane/loomd/loomd");
+	for (int i = 0; args[i] && n < 15; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(pfd[1], 2);
+		close(pfd[0]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	for (ssize_t r; got < size - 1 && (r = read(pfd[0], err + got, size - 1 - got)) > 0;)
+		got += (size_t)r;
+	err[got] = 0;
+	close(pfd[0]);
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_bad_startup(void **state)
+{
+	char err[4096], sock[400], conf[400];
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(run_loomd((const char *const[]){"--bogus", NULL}, err, sizeof(err)), 2);
+	assert_int_equal(run_loomd((const char *const[]){"-f", "-o", "classes=99", NULL}, err,
+				   sizeof(err)),
+			 2);
+	assert_non_null(strstr(err, "classes"));
+	assert_int_equal(run_loomd((const char *const[]){"-f", "-o", "nosuchkey=1", NULL}, err,
+				   sizeof(err)),
+			 2);
+	assert_non_null(strstr(err, "unknown key 'nosuchkey'"));
+	assert_int_equal(run_loomd((const char *const[]){"-f", "-o", "policy=nosuch", NULL}, err,
+				   sizeof(err)),
+			 2);
+	assert_non_null(strstr(err, "unknown policy"));
+	/* a config file with a bad line: path and line number */
+	snprintf(conf, sizeof(conf), "%s/bad.conf", H.dir);
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f, "# ok\nhosts = 4\ntick = soon\n");
+	fclose(f);
+	assert_int_equal(run_loomd((const char *const[]){"-f", "-c", conf, NULL}, err, sizeof(err)),
+			 2);
+	assert_non_null(strstr(err, "bad.conf:3:"));
+	/* the socket of the running loomd is not stolen */
+	snprintf(sock, sizeof(sock), "listen_unix=%s", H.sock);
+	assert_int_equal(run_loomd((const char *const[]){"-f", "-c", "/dev/null", "-o", sock, "-o",
+							 "listen_tcp=", "-o", "admin_socket=", "-o",
+							 "metrics=", "-o", "journal=", NULL},
+				   err, sizeof(err)),
+			 1);
+	assert_non_null(strstr(err, "another process is listening"));
+	/* a journal that cannot be opened */
+	assert_int_equal(run_loomd((const char *const[]){"-f", "-c", "/dev/null", "-o",
+							 "listen_unix=", "-o",
+							 "listen_tcp=127.0.0.1:0", "-o",
+							 "admin_socket=", "-o", "metrics=", "-o",
+							 "journal=/proc/loom.db", NULL},
+				   err, sizeof(err)),
+			 1);
+	assert_non_null(strstr(err, "/proc/loom.db"));
+	still_serving();
+}
+
 static void test_clean_exit(void **state)
 {
 	int status;
@@ -423,6 +502,7 @@ int main(void)
 		cmocka_unit_test(test_before_hello),
 		cmocka_unit_test(test_bad_jobs),
 		cmocka_unit_test(test_bad_ids_and_finished),
+		cmocka_unit_test(test_bad_startup),
 		cmocka_unit_test(test_clean_exit),
 	};
 

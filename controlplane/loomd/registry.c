@@ -21,6 +21,9 @@
 
 #include "controlplane/loomd/hmap.h"
 
+/* Flow slots an open coflow gets in a rebuilt view at least (see view_add_flow). */
+#define CP_MIN_FLOW_SLOTS 16
+
 static bool job_eq(const void *val, const void *key)
 {
 	return ((const struct cp_rjob *)val)->id == *(const uint64_t *)key;
@@ -699,6 +702,32 @@ static void view_flow_done(struct cp_registry *r, struct cp_rflow *fl)
 		cp_model_flow_done(m, fl->view, fl->done_ns);
 }
 
+/*
+ * Puts a new flow of coflow c into the current view, in a slot the rebuild
+ * reserved, when the view is up to date and has room. Returns whether it did
+ * (otherwise the next view is rebuilt).
+ */
+static double flow_remaining(const struct cp_registry *r, const struct cp_rflow *fl);
+
+static bool view_add_flow(struct cp_registry *r, struct cp_rcoflow *c, struct cp_rflow *fl)
+{
+	struct cp_model *m = r->view;
+	uint64_t bytes = fl->bytes ? fl->bytes : r->lim.unknown_flow_bytes;
+	uint32_t f;
+
+	if (!m || r->dirty || c->view == CP_NONE)
+		return false;
+	if (cp_model_add_flow(m, c->view, fl->src, fl->dst, bytes, &f) < 0)
+		return false;
+	fl->view = f;
+	r->vflow[f] = fl;
+	m->flows[f].remaining_bytes = flow_remaining(r, fl);
+	/* a coflow announced up to its expected flows is closed from now on */
+	if (!c->open && c->nflows >= c->expected_flows)
+		m->coflows[c->view].open = false;
+	return true;
+}
+
 int cp_registry_add_flow(struct cp_registry *r, uint64_t coflow_id, const struct cp_flow_spec *f,
 			 uint64_t now_ns, struct loom_err *err)
 {
@@ -738,7 +767,8 @@ int cp_registry_add_flow(struct cp_registry *r, uint64_t coflow_id, const struct
 	}
 	see_time(r, now_ns);
 	r->nflows++;
-	r->dirty = true;
+	if (!view_add_flow(r, c, fl))
+		r->dirty = true;
 	return 0;
 }
 
@@ -1129,8 +1159,17 @@ static int view_rebuild(struct cp_registry *r, struct loom_err *err)
 			const struct cp_rcoflow *rc_ = &jb->coflows[c];
 
 			rc = cp_builder_add_coflow(b, rc_->id, jb->id, rc_->release_offset_ns, err);
-			if (rc == 0 && (rc_->open || rc_->nflows < rc_->expected_flows))
+			if (rc == 0 && (rc_->open || rc_->nflows < rc_->expected_flows)) {
+				/* room to announce flows without a rebuild: double what it has */
+				uint32_t cap = rc_->open ? 2 * rc_->nflows : rc_->expected_flows;
+
 				rc = cp_builder_set_coflow_open(b, rc_->id, true, err);
+				if (rc == 0)
+					rc = cp_builder_set_coflow_capacity(
+						b, rc_->id,
+						cap < CP_MIN_FLOW_SLOTS ? CP_MIN_FLOW_SLOTS : cap,
+						err);
+			}
 			for (uint32_t f = 0; f < rc_->nflows && rc == 0; f++) {
 				const struct cp_rflow *fl = rc_->flows[f];
 				uint64_t bytes = fl->bytes ?
@@ -1208,6 +1247,8 @@ static int view_rebuild(struct cp_registry *r, struct loom_err *err)
 		const struct cp_rflow *fl = r->vflow[f];
 		struct cp_flow *vf = &m->flows[f];
 
+		if (!fl)
+			continue; /* a reserved slot */
 		m->coflows[vf->coflow].sent_bytes += (double)fl->sent_bytes;
 		m->jobs[m->coflows[vf->coflow].job].sent_bytes += (double)fl->sent_bytes;
 		if (!vf->done)

@@ -106,6 +106,7 @@ struct b_coflow {
 	uint64_t ext_id, offset_ns;
 	uint32_t job; /* builder job index */
 	bool open;
+	uint32_t cap; /* flow slots to reserve (0: its flows) */
 };
 
 struct b_flow {
@@ -215,7 +216,19 @@ int cp_builder_add_coflow(struct cp_builder *b, uint64_t coflow_id, uint64_t job
 				    (unsigned long long)coflow_id);
 	if (r < 0)
 		return loom_err_set(err, -r, "out of memory");
-	b->coflows[b->ncoflows++] = (struct b_coflow){coflow_id, release_offset_ns, j, false};
+	b->coflows[b->ncoflows++] = (struct b_coflow){coflow_id, release_offset_ns, j, false, 0};
+	return 0;
+}
+
+int cp_builder_set_coflow_capacity(struct cp_builder *b, uint64_t coflow_id, uint32_t cap,
+				   struct loom_err *err)
+{
+	uint32_t c = idmap_get(&b->coflow_ids, coflow_id);
+
+	if (c == CP_NONE)
+		return loom_err_set(err, ENOENT, "unknown coflow id %llu",
+				    (unsigned long long)coflow_id);
+	b->coflows[c].cap = cap;
 	return 0;
 }
 
@@ -386,6 +399,19 @@ struct cp_model *cp_builder_finish(struct cp_builder *b, struct loom_err *err)
 	m->ncoflows = b->ncoflows;
 	m->nflows = b->nflows;
 	m->nedges = b->nedges;
+	{
+		/* reserved slots beyond each coflow's flows (cp_model_add_flow) */
+		uint32_t *count = calloc((size_t)b->ncoflows + 1, sizeof(*count));
+
+		if (!count)
+			goto oom;
+		for (uint32_t f = 0; f < b->nflows; f++)
+			count[b->flows[f].coflow]++;
+		for (uint32_t c = 0; c < b->ncoflows; c++)
+			if (b->coflows[c].cap > count[c])
+				m->nflows += b->coflows[c].cap - count[c];
+		free(count);
+	}
 	if (model_alloc(m) < 0)
 		goto oom;
 
@@ -431,10 +457,19 @@ struct cp_model *cp_builder_finish(struct cp_builder *b, struct loom_err *err)
 	memset(cursor, 0, (size_t)(m->ncoflows + 1) * sizeof(*cursor));
 	for (uint32_t f = 0; f < b->nflows; f++)
 		m->coflows[cf_new[b->flows[f].coflow]].nflows++;
+	for (uint32_t c = 0; c < b->ncoflows; c++)
+		m->coflows[cf_new[c]].flow_cap = b->coflows[c].cap;
 	for (uint32_t c = 0, off = 0; c < m->ncoflows; c++) {
-		m->coflows[c].first_flow = off;
+		struct cp_coflow *cf = &m->coflows[c];
+
+		if (cf->flow_cap < cf->nflows)
+			cf->flow_cap = cf->nflows;
+		cf->first_flow = off;
 		cursor[c] = off;
-		off += m->coflows[c].nflows;
+		/* reserved slots are flows of no coflow until cp_model_add_flow fills them */
+		for (uint32_t f = off + cf->nflows; f < off + cf->flow_cap; f++)
+			m->flows[f].coflow = CP_NONE;
+		off += cf->flow_cap;
 	}
 	for (uint32_t f = 0; f < b->nflows; f++) {
 		uint32_t c = cf_new[b->flows[f].coflow];
@@ -714,6 +749,47 @@ int cp_model_coflow_finish(struct cp_model *m, uint32_t c, uint64_t now_ns)
 	}
 	if (cf->state == CP_COFLOW_ACTIVE)
 		coflow_complete(m, c, now_ns);
+	return 0;
+}
+
+int cp_model_add_flow(struct cp_model *m, uint32_t c, uint32_t src, uint32_t dst, uint64_t bytes,
+		      uint32_t *ret_f)
+{
+	struct cp_coflow *cf = &m->coflows[c];
+	struct cp_flow *fl;
+	uint32_t f, p, moved;
+
+	if (cf->state == CP_COFLOW_DONE || !m->topo || src >= m->topo->nhosts ||
+	    dst >= m->topo->nhosts || bytes == 0)
+		return -EINVAL;
+	if (cf->nflows >= cf->flow_cap)
+		return -ENOSPC;
+	f = cf->first_flow + cf->nflows;
+	fl = &m->flows[f];
+	memset(fl, 0, sizeof(*fl));
+	fl->coflow = c;
+	fl->src = src;
+	fl->dst = dst;
+	fl->bytes = bytes;
+	fl->nports = (uint8_t)topo_flow_ports(m->topo, src, dst, fl->ports);
+	fl->remaining_bytes = (double)bytes;
+	fl->finish_ns = CP_TIME_NEVER;
+	cf->total_bytes += bytes;
+	if (bytes > cf->max_flow_bytes)
+		cf->max_flow_bytes = bytes;
+	m->jobs[cf->job].total_bytes += bytes;
+	/* the slots: unfinished flows first; the done one in the way moves to the end */
+	p = cf->first_flow + cf->flows_left;
+	moved = m->flow_slot[p];
+	if (p != f) {
+		m->flow_slot[f] = moved;
+		m->flows[moved].slot = f;
+	}
+	m->flow_slot[p] = f;
+	fl->slot = p;
+	cf->nflows++;
+	cf->flows_left++;
+	*ret_f = f;
 	return 0;
 }
 

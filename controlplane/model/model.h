@@ -11,7 +11,9 @@
  * order, by external id; cp_builder_finish() validates (duplicates, unknown
  * references, sizes, host range, cycles) and lays the model out flat:
  *   - the coflows of job j are coflows[j.first_coflow .. + j.ncoflows),
- *   - the flows of coflow c are flows[c.first_flow .. + c.nflows),
+ *   - the flows of coflow c are flows[c.first_flow .. + c.nflows), followed by
+ *     c.flow_cap - c.nflows reserved slots (coflow CP_NONE) when a builder
+ *     asked for them (loomd); m->nflows counts flows and slots,
  *   - the parent edges of c are edges[c.first_parent .. + c.nparents) (sorted
  *     by child), its child edges are edges[child_edge[c.first_child + i]].
  * Jobs are sorted by (arrival, external id); everything else keeps input order
@@ -80,6 +82,12 @@ struct cp_coflow {
 	 * its known flows are done, only through cp_model_coflow_finish().
 	 */
 	bool open;
+	/*
+	 * Flow slots reserved: flows[first_flow + nflows .. first_flow +
+	 * flow_cap) are free slots (their coflow is CP_NONE) that
+	 * cp_model_add_flow fills; flow_cap == nflows unless a builder asked.
+	 */
+	uint32_t flow_cap;
 	/* dynamic */
 	enum cp_coflow_state state;
 	uint32_t parents_left;
@@ -171,6 +179,14 @@ int cp_builder_add_edge(struct cp_builder *b, uint64_t parent_coflow_id, uint64_
 int cp_builder_set_coflow_open(struct cp_builder *b, uint64_t coflow_id, bool open,
 			       struct loom_err *err);
 
+/*
+ * Reserves cap flow slots for a coflow (if more than its flows), which
+ * cp_model_add_flow can fill later without a rebuild. m->nflows counts the
+ * slots. 0, or -ENOENT with err filled.
+ */
+int cp_builder_set_coflow_capacity(struct cp_builder *b, uint64_t coflow_id, uint32_t cap,
+				   struct loom_err *err);
+
 /* Returns the number of coflows added so far. */
 uint32_t cp_builder_ncoflows(const struct cp_builder *b);
 
@@ -224,6 +240,15 @@ int cp_model_flow_done(struct cp_model *m, uint32_t f, uint64_t now_ns);
  * -EINVAL when c is not ACTIVE.
  */
 int cp_model_coflow_finish(struct cp_model *m, uint32_t c, uint64_t now_ns);
+
+/*
+ * Adds a flow to coflow c (not done) in one of its reserved slots, in any
+ * state: unfinished, with all its bytes to go. Requires cp_model_bind().
+ * Returns 0 with the flow's index in *ret_f, -ENOSPC when no slot is left,
+ * or -EINVAL (c done, a host out of range, bytes 0). Emits nothing.
+ */
+int cp_model_add_flow(struct cp_model *m, uint32_t c, uint32_t src, uint32_t dst, uint64_t bytes,
+		      uint32_t *ret_f);
 
 /* True when every job has finished. */
 static inline bool cp_model_all_done(const struct cp_model *m)

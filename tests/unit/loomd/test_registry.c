@@ -1137,13 +1137,27 @@ static void test_rebuild_keeps_state(void **state)
 	assert_true(m->flows[cp_registry_flow(r, &t[3])->view].remaining_bytes ==
 		    (double)(1u << 20));
 
-	/* an announced flow: the view is rebuilt with everything as it was */
+	/* an announced flow goes into a slot the view reserved: no rebuild, same states */
 	nb = capture(m, r, before, 8);
 	f = (struct cp_flow_spec){.src = 6, .dst = 7, .bytes = 10, .has_tuple = true};
 	f.tuple = t[6];
 	assert_int_equal(cp_registry_add_flow(r, 30, &f, 180, &err), 0);
 	m = view(r, &rebuilt);
-	assert_true(rebuilt);
+	assert_false(rebuilt);
+	na = capture(m, r, after, 8);
+	assert_same_states(before, nb, after, na);
+	{
+		struct cp_rflow *fl = cp_registry_flow(r, &t[6]);
+
+		assert_int_not_equal(fl->view, CP_NONE);
+		assert_int_equal(m->flows[fl->view].coflow, cp_registry_coflow(r, 30)->view);
+		assert_false(m->flows[fl->view].done);
+		assert_true(m->flows[fl->view].remaining_bytes == 10.0);
+	}
+	/* a forced rebuild gives the same view */
+	nb = capture(m, r, before, 8);
+	assert_int_equal(cp_registry_unregister(r, 99, &err), -ENOENT);
+	m = view(r, &rebuilt);
 	na = capture(m, r, after, 8);
 	assert_same_states(before, nb, after, na);
 

@@ -319,6 +319,73 @@ static void test_closed_as_before(void **state)
 	cp_model_free(m);
 }
 
+/*
+ * Reserved slots: an open coflow built with capacity 4 (2 flows) takes 2
+ * more flows in any state, keeps "unfinished flows first" in its slots, and
+ * refuses a fifth; the slots beyond are flows of no coflow.
+ */
+static void test_add_flow_in_reserved_slots(void **state)
+{
+	struct cp_builder *b = cp_builder_new(4);
+	struct loom_err err = {{0}};
+	struct topo *t = topo_new_bigswitch(4, 1000000000ULL);
+	struct cp_model *m;
+	uint32_t f, g;
+
+	(void)state;
+	assert_non_null(t);
+	assert_int_equal(cp_builder_add_job(b, 1, 0, 1.0, &err), 0);
+	assert_int_equal(cp_builder_add_coflow(b, 10, 1, 0, &err), 0);
+	assert_int_equal(cp_builder_add_coflow(b, 20, 1, 0, &err), 0);
+	assert_int_equal(cp_builder_add_flow(b, 10, 0, 1, 100, &err), 0);
+	assert_int_equal(cp_builder_add_flow(b, 10, 2, 3, 100, &err), 0);
+	assert_int_equal(cp_builder_add_flow(b, 20, 1, 2, 100, &err), 0);
+	assert_int_equal(cp_builder_set_coflow_open(b, 10, true, &err), 0);
+	assert_int_equal(cp_builder_set_coflow_capacity(b, 10, 4, &err), 0);
+	assert_int_equal(cp_builder_set_coflow_capacity(b, 99, 4, &err), -ENOENT);
+	m = cp_builder_finish(b, &err);
+	assert_non_null(m);
+	assert_int_equal(cp_model_bind(m, t), 0);
+	cp_model_reset(m);
+	/* 3 flows and 2 reserved slots; coflow 20 starts after the slots */
+	assert_int_equal(m->nflows, 5);
+	assert_int_equal(m->coflows[0].flow_cap, 4);
+	assert_int_equal(m->coflows[1].first_flow, 4);
+	assert_int_equal(m->flows[2].coflow, CP_NONE);
+	assert_int_equal(m->flows[3].coflow, CP_NONE);
+	/* while waiting */
+	assert_int_equal(cp_model_add_flow(m, 0, 3, 0, 50, &f), 0);
+	assert_int_equal(f, 2);
+	assert_int_equal(m->coflows[0].nflows, 3);
+	assert_int_equal(m->coflows[0].flows_left, 3);
+	assert_int_equal(m->coflows[0].total_bytes, 250);
+	assert_int_equal(m->flows[f].nports, 2);
+	/* active, after a flow is done: the new flow goes before the done one */
+	assert_int_equal(cp_model_job_arrive(m, 0, 0), 0);
+	assert_int_equal(cp_model_coflow_release(m, 0, 0), 0);
+	assert_int_equal(cp_model_flow_done(m, 0, 10), 0);
+	assert_int_equal(m->coflows[0].flows_left, 2);
+	assert_int_equal(cp_model_add_flow(m, 0, 1, 3, 70, &g), 0);
+	assert_int_equal(g, 3);
+	assert_int_equal(m->coflows[0].flows_left, 3);
+	for (uint32_t k = 0; k < 3; k++)
+		assert_false(m->flows[m->flow_slot[k]].done);
+	assert_true(m->flows[m->flow_slot[3]].done);
+	for (uint32_t k = 0; k < 4; k++)
+		assert_int_equal(m->flows[m->flow_slot[k]].slot, k);
+	/* full; bad arguments */
+	assert_int_equal(cp_model_add_flow(m, 0, 1, 3, 70, &g), -ENOSPC);
+	assert_int_equal(cp_model_add_flow(m, 1, 1, 9, 70, &g), -EINVAL);
+	assert_int_equal(cp_model_add_flow(m, 1, 1, 2, 0, &g), -EINVAL);
+	/* finishing takes the added flows too */
+	assert_int_equal(cp_model_coflow_finish(m, 0, 20), 0);
+	assert_int_equal(m->coflows[0].state, CP_COFLOW_DONE);
+	assert_true(m->flows[2].done && m->flows[3].done);
+	assert_int_equal(cp_model_add_flow(m, 0, 1, 3, 70, &g), -EINVAL);
+	cp_model_free(m);
+	topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +395,7 @@ int main(void)
 		cmocka_unit_test(test_finish_with_flows_left),
 		cmocka_unit_test(test_finish_refused_when_not_active),
 		cmocka_unit_test(test_closed_as_before),
+		cmocka_unit_test(test_add_flow_in_reserved_slots),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
  * position is unknown); the next call opens a new one.
  */
 #include "controlplane/client/loom.h"
+#include "controlplane/client/sockaddr.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -909,23 +910,22 @@ out:
 	return r;
 }
 
-/* Copies a socket address into one side of t; false for other families. */
-static bool tuple_side(const struct sockaddr_storage *ss, uint8_t *family, uint8_t addr[16],
-		       uint16_t *port)
+bool loom_client_sockaddr_side(const struct sockaddr *sa, uint8_t *family, uint8_t addr[16],
+			       uint16_t *port)
 {
 	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
 	memset(addr, 0, 16);
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
 
 		memcpy(addr, &in->sin_addr, 4);
 		*port = ntohs(in->sin_port);
 		*family = 4;
 		return true;
 	}
-	if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
 
 		*port = ntohs(in6->sin6_port);
 		if (!memcmp(in6->sin6_addr.s6_addr, mapped, sizeof(mapped))) {
@@ -965,8 +965,9 @@ int loom_client_socket_tuple(int fd, struct loom_client_tuple *ret_tuple)
 		return fail(-EAFNOSUPPORT, "socket %d: not an IPv4 or IPv6 socket", fd);
 	if (getpeername(fd, (struct sockaddr *)&peer, &plen) < 0)
 		return fail(-errno, "socket %d: getpeername: %s", fd, ERRSTR(errno));
-	if (!tuple_side(&local, &lfam, t.src, &t.src_port) ||
-	    !tuple_side(&peer, &pfam, t.dst, &t.dst_port) || lfam != pfam)
+	if (!loom_client_sockaddr_side((struct sockaddr *)&local, &lfam, t.src, &t.src_port) ||
+	    !loom_client_sockaddr_side((struct sockaddr *)&peer, &pfam, t.dst, &t.dst_port) ||
+	    lfam != pfam)
 		return fail(-EAFNOSUPPORT, "socket %d: local and peer address families differ", fd);
 	t.family = lfam;
 	t.protocol = (uint8_t)proto;

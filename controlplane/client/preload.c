@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "controlplane/client/loom.h"
+#include "controlplane/client/sockaddr.h"
 
 #define SHIM_TIMEOUT_MS_DEFAULT 1000
 #define SHIM_RETRY_MS           5000
@@ -167,36 +168,6 @@ static struct loom_client *shim_get_client(void)
 	return c;
 }
 
-/* One side of a tuple from a socket address; false for other families. */
-static bool shim_side(const struct sockaddr *sa, uint8_t *family, uint8_t addr[16], uint16_t *port)
-{
-	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-	memset(addr, 0, 16);
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-
-		memcpy(addr, &in->sin_addr, 4);
-		*port = ntohs(in->sin_port);
-		*family = 4;
-		return true;
-	}
-	if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-
-		*port = ntohs(in6->sin6_port);
-		*family = 6;
-		if (!memcmp(in6->sin6_addr.s6_addr, mapped, sizeof(mapped))) {
-			memcpy(addr, in6->sin6_addr.s6_addr + 12, 4);
-			*family = 4;
-		} else {
-			memcpy(addr, in6->sin6_addr.s6_addr, 16);
-		}
-		return true;
-	}
-	return false;
-}
-
 /*
  * The tuple of a TCP socket whose connection is still being set up: the
  * local end from getsockname(), the peer from the address given to connect().
@@ -214,8 +185,8 @@ static int shim_tuple_pending(int fd, const struct sockaddr *peer, socklen_t ple
 		return -EINVAL;
 	if (getsockname(fd, (struct sockaddr *)&local, &llen) < 0)
 		return -errno;
-	if (!shim_side((struct sockaddr *)&local, &t.family, t.src, &t.src_port) ||
-	    !shim_side(peer, &pfam, t.dst, &t.dst_port) || pfam != t.family)
+	if (!loom_client_sockaddr_side((struct sockaddr *)&local, &t.family, t.src, &t.src_port) ||
+	    !loom_client_sockaddr_side(peer, &pfam, t.dst, &t.dst_port) || pfam != t.family)
 		return -EAFNOSUPPORT;
 	*ret = t;
 	return 0;

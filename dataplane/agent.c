@@ -1,0 +1,719 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * loom-agent's loop (agent.h): the session with loomd on libevent, the
+ * table, the enforcer, the admin socket. Connecting and the Hello exchange
+ * are blocking with a deadline (the agent has nothing else to do until
+ * then); the session afterwards is event driven.
+ */
+#include "dataplane/agent.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/admin.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+struct dp_agent {
+	struct dp_agent_config cfg;
+	struct event_base *base;
+	struct dp_table *table;
+	struct dp_enforcer enf;
+	bool enf_started;
+	struct loom_admin *admin;
+	struct bufferevent *bev; /* the session; NULL while disconnected */
+	struct event *reconnect_ev, *stats_ev, *hb_ev, *sigterm_ev, *sigint_ev;
+	uint64_t backoff_ns;
+	uint64_t seq;
+	uint64_t controller_id;
+	/* counters */
+	uint64_t connects, connect_failures, disconnects, tables, resyncs, bad_tables;
+	uint64_t stats_sent, flows_reported;
+	char last_error[LOOM_ERR_MSG_MAX];
+	int exit_code;
+};
+
+void dp_agent_config_default(struct dp_agent_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->controller, sizeof(c->controller), "unix:/run/loom/loomd.sock");
+	c->link_bps = 1000000000ULL;
+	c->classes = 8;
+	snprintf(c->enforcer, sizeof(c->enforcer), "null");
+	c->stats_interval_ns = 100 * LOOM_NS_PER_MS;
+	c->heartbeat_ns = LOOM_NS_PER_S;
+	c->backoff_min_ns = 100 * LOOM_NS_PER_MS;
+	c->backoff_max_ns = 5 * LOOM_NS_PER_S;
+	c->connect_timeout_ns = 2 * LOOM_NS_PER_S;
+}
+
+static struct timeval tv_of(uint64_t ns)
+{
+	struct timeval tv = {(time_t)(ns / 1000000000ULL),
+			     (suseconds_t)(ns % 1000000000ULL / 1000)};
+
+	return tv;
+}
+
+/* ---- connecting ------------------------------------------------------------------------------ */
+
+/* Connects fd to sa within timeout_ms (non-blocking connect + poll). 0 or -errno. */
+static int connect_deadline(int fd, const struct sockaddr *sa, socklen_t len, int timeout_ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	int flags = fcntl(fd, F_GETFL), soerr = 0, r;
+	socklen_t sl = sizeof(soerr);
+
+	fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+	r = connect(fd, sa, len);
+	if (r < 0 && errno != EINPROGRESS)
+		return -errno;
+	if (r < 0) {
+		r = poll(&p, 1, timeout_ms);
+		if (r == 0)
+			return -ETIMEDOUT;
+		if (r < 0)
+			return -errno;
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+			return -errno;
+		if (soerr)
+			return -soerr;
+	}
+	fcntl(fd, F_SETFL, flags);
+	return 0;
+}
+
+/* Opens a stream to the controller address; fd or -errno with a message in err. */
+static int dial(const char *addr, int timeout_ms, struct loom_err *err)
+{
+	const char *path = NULL;
+	char host[128], port[16];
+	int fd, r;
+
+	if (!strncmp(addr, "unix:", 5))
+		path = addr + 5;
+	else if (addr[0] == '/' || addr[0] == '.')
+		path = addr;
+	if (path) {
+		struct sockaddr_un sun = {.sun_family = AF_UNIX};
+
+		if (strlen(path) >= sizeof(sun.sun_path))
+			return loom_err_set(err, ENAMETOOLONG, "%s: path too long", addr);
+		memcpy(sun.sun_path, path, strlen(path) + 1);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return loom_err_set(err, errno, "socket: %s", strerror(errno));
+		r = connect_deadline(fd, (struct sockaddr *)&sun, sizeof(sun), timeout_ms);
+		if (r < 0) {
+			close(fd);
+			return loom_err_set(err, -r, "connect %s: %s", addr, strerror(-r));
+		}
+		return fd;
+	}
+	{
+		const char *hp = !strncmp(addr, "tcp:", 4) ? addr + 4 : addr, *colon;
+		struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV},
+				*res = NULL;
+
+		if (hp[0] == '[') {
+			const char *end = strchr(hp, ']');
+
+			if (!end || end[1] != ':' || (size_t)(end - hp - 1) >= sizeof(host))
+				return loom_err_set(err, EINVAL, "%s: expected [V6]:PORT", addr);
+			snprintf(host, sizeof(host), "%.*s", (int)(end - hp - 1), hp + 1);
+			colon = end + 1;
+		} else {
+			colon = strrchr(hp, ':');
+			if (!colon || (size_t)(colon - hp) >= sizeof(host))
+				return loom_err_set(
+					err, EINVAL,
+					"%s: expected unix:/path, /path, tcp:HOST:PORT or "
+					"HOST:PORT",
+					addr);
+			snprintf(host, sizeof(host), "%.*s", (int)(colon - hp), hp);
+		}
+		snprintf(port, sizeof(port), "%s", colon + 1);
+		r = getaddrinfo(host, port, &hints, &res);
+		if (r != 0)
+			return loom_err_set(err, EINVAL, "%s: %s", addr, gai_strerror(r));
+		fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			freeaddrinfo(res);
+			return loom_err_set(err, errno, "socket: %s", strerror(errno));
+		}
+		r = connect_deadline(fd, res->ai_addr, res->ai_addrlen, timeout_ms);
+		freeaddrinfo(res);
+		if (r < 0) {
+			close(fd);
+			return loom_err_set(err, -r, "connect %s: %s", addr, strerror(-r));
+		}
+		return fd;
+	}
+}
+
+/* Hello as this host's agent; 0 or -errno with err (loomd's message when it refused). */
+static int hello(struct dp_agent *a, int fd, int timeout_ms, struct loom_err *err)
+{
+	Loom__Envelope env = LOOM__ENVELOPE__INIT, *rep = NULL;
+	Loom__Hello h = LOOM__HELLO__INIT;
+	ProtobufCBinaryData addrs[DP_MAX_ADDRS];
+	char name[64];
+	int r;
+
+	snprintf(name, sizeof(name), "loom-agent[%d]", (int)getpid());
+	for (uint32_t i = 0; i < a->cfg.naddrs; i++) {
+		addrs[i].data = a->cfg.addrs[i];
+		addrs[i].len = a->cfg.addr_family[i] == 4 ? 4 : 16;
+	}
+	h.version_min = WIRE_VERSION_MIN;
+	h.version_max = WIRE_VERSION_MAX;
+	h.role = LOOM__ROLE__AGENT;
+	h.name = name;
+	h.host_id = a->cfg.host_id;
+	h.link_bps = a->cfg.link_bps;
+	h.classes = a->cfg.classes;
+	h.enforcer = !strcmp(a->cfg.enforcer, "dpdk") ? LOOM__ENFORCER__ENFORCER_DPDK :
+		     !strcmp(a->cfg.enforcer, "tc")   ? LOOM__ENFORCER__ENFORCER_TC :
+							LOOM__ENFORCER__ENFORCER_NULL;
+	h.n_addresses = a->cfg.naddrs;
+	h.addresses = addrs;
+	env.seq = ++a->seq;
+	env.body_case = LOOM__ENVELOPE__BODY_HELLO;
+	env.hello = &h;
+	r = wire_send(fd, &env, WIRE_MAX_FRAME_DEFAULT, timeout_ms);
+	if (r == 0)
+		r = wire_recv(fd, WIRE_MAX_FRAME_DEFAULT, timeout_ms, &rep);
+	if (r < 0)
+		return loom_err_set(err, -r, "hello to %s: %s", a->cfg.controller, strerror(-r));
+	if (rep->body_case != LOOM__ENVELOPE__BODY_HELLO_REPLY) {
+		wire_free(rep);
+		return loom_err_set(err, EPROTO, "hello to %s: the answer is not a hello reply",
+				    a->cfg.controller);
+	}
+	if (rep->hello_reply->error && rep->hello_reply->error->code) {
+		r = wire_error_to_errno(rep->hello_reply->error->code);
+		loom_err_set(err, -r, "loomd refused this agent: %s",
+			     rep->hello_reply->error->message);
+		wire_free(rep);
+		return r;
+	}
+	if (rep->hello_reply->controller_id != a->controller_id && a->controller_id)
+		log_info("loomd restarted (a new controller id); its full table replaces ours");
+	a->controller_id = rep->hello_reply->controller_id;
+	wire_free(rep);
+	return 0;
+}
+
+/* ---- the session ------------------------------------------------------------------------------ */
+
+static void send_env(struct dp_agent *a, Loom__Envelope *env)
+{
+	size_t n = loom__envelope__get_packed_size(env);
+	uint8_t hdr[WIRE_HDR_BYTES], *buf;
+
+	if (!a->bev || n == 0 || n > WIRE_MAX_FRAME_DEFAULT)
+		return;
+	buf = malloc(n);
+	if (!buf)
+		return;
+	loom__envelope__pack(env, buf);
+	hdr[0] = (uint8_t)(n >> 24);
+	hdr[1] = (uint8_t)(n >> 16);
+	hdr[2] = (uint8_t)(n >> 8);
+	hdr[3] = (uint8_t)n;
+	bufferevent_write(a->bev, hdr, sizeof(hdr));
+	bufferevent_write(a->bev, buf, n);
+	free(buf);
+}
+
+static void send_resync(struct dp_agent *a)
+{
+	Loom__Envelope env = LOOM__ENVELOPE__INIT;
+	Loom__Resync rs = LOOM__RESYNC__INIT;
+
+	env.seq = ++a->seq;
+	env.body_case = LOOM__ENVELOPE__BODY_RESYNC;
+	env.resync = &rs;
+	a->resyncs++;
+	send_env(a, &env);
+}
+
+static void handle_table(struct dp_agent *a, const Loom__PriorityTable *pb)
+{
+	struct dp_update u;
+	struct dp_snapshot *snap;
+	int r;
+
+	a->tables++;
+	r = dp_update_from_pb(pb, &u);
+	if (r == 0 && u.full && u.version <= dp_table_version(a->table)) {
+		/*
+		 * A full table from a restarted loomd counts versions from 1 again:
+		 * it replaces ours in a fresh table, swapped in only once it applied.
+		 */
+		struct dp_table *fresh = dp_table_new(a->cfg.classes);
+
+		r = fresh ? dp_table_apply(fresh, &u) : -ENOMEM;
+		if (r == 0) {
+			dp_table_free(a->table);
+			a->table = fresh;
+		} else {
+			dp_table_free(fresh);
+		}
+		dp_update_release(&u);
+	} else if (r == 0) {
+		r = dp_table_apply(a->table, &u);
+		dp_update_release(&u);
+	}
+	if (r == -ESTALE) {
+		log_info("table %llu does not follow ours (%llu): asking for a full one",
+			 (unsigned long long)pb->version,
+			 (unsigned long long)dp_table_version(a->table));
+		send_resync(a);
+		return;
+	}
+	if (r < 0) {
+		a->bad_tables++;
+		log_warn("table %llu refused (%s); asking for a full one",
+			 (unsigned long long)pb->version, strerror(-r));
+		send_resync(a);
+		return;
+	}
+	snap = dp_table_snapshot(a->table);
+	if (!snap || a->enf.cls->apply(&a->enf, snap) < 0) {
+		log_err("enforcer %s could not take table %llu", a->enf.cls->name,
+			(unsigned long long)pb->version);
+		return;
+	}
+	{
+		Loom__Envelope env = LOOM__ENVELOPE__INIT;
+		Loom__TableAck ack = LOOM__TABLE_ACK__INIT;
+
+		ack.version = pb->version;
+		env.seq = ++a->seq;
+		env.body_case = LOOM__ENVELOPE__BODY_TABLE_ACK;
+		env.table_ack = &ack;
+		send_env(a, &env);
+	}
+}
+
+static void schedule_reconnect(struct dp_agent *a);
+
+static void drop_session(struct dp_agent *a, const char *why)
+{
+	if (!a->bev)
+		return;
+	bufferevent_free(a->bev);
+	a->bev = NULL;
+	a->disconnects++;
+	log_warn("lost loomd (%s); keeping the last table (version %llu) and reconnecting", why,
+		 (unsigned long long)dp_table_version(a->table));
+	a->backoff_ns = a->cfg.backoff_min_ns;
+	schedule_reconnect(a);
+}
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	struct dp_agent *a = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	for (;;) {
+		uint8_t hdr[WIRE_HDR_BYTES], *body;
+		Loom__Envelope *env;
+		uint32_t n;
+
+		if (evbuffer_get_length(in) < WIRE_HDR_BYTES)
+			return;
+		evbuffer_copyout(in, hdr, sizeof(hdr));
+		if (wire_hdr_parse(hdr, WIRE_MAX_FRAME_DEFAULT, &n) < 0) {
+			drop_session(a, "a frame of a bad length");
+			return;
+		}
+		if (evbuffer_get_length(in) < WIRE_HDR_BYTES + (size_t)n)
+			return;
+		body = evbuffer_pullup(in, WIRE_HDR_BYTES + (ssize_t)n);
+		env = body ? wire_decode(body + WIRE_HDR_BYTES, n) : NULL;
+		evbuffer_drain(in, WIRE_HDR_BYTES + (size_t)n);
+		if (!env) {
+			drop_session(a, "a frame that is not an Envelope");
+			return;
+		}
+		if (env->body_case == LOOM__ENVELOPE__BODY_TABLE)
+			handle_table(a, env->table);
+		else if (env->body_case == LOOM__ENVELOPE__BODY_REPLY && env->reply->error &&
+			 env->reply->error->code)
+			log_warn("loomd: %s", env->reply->error->message);
+		wire_free(env);
+	}
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct dp_agent *a = arg;
+
+	(void)bev;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		drop_session(a, what & BEV_EVENT_EOF ? "closed" : strerror(EVUTIL_SOCKET_ERROR()));
+}
+
+static void reconnect_cb(evutil_socket_t fd0, short what, void *arg)
+{
+	struct dp_agent *a = arg;
+	struct loom_err err = {{0}};
+	int timeout_ms = (int)(a->cfg.connect_timeout_ns / 1000000ULL);
+	int fd;
+
+	(void)fd0;
+	(void)what;
+	fd = dial(a->cfg.controller, timeout_ms, &err);
+	if (fd >= 0 && hello(a, fd, timeout_ms, &err) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		a->connect_failures++;
+		if (strcmp(a->last_error, err.msg))
+			log_warn("%s; retrying (every %.1f s at most)", loom_err_str(&err),
+				 (double)a->cfg.backoff_max_ns * 1e-9);
+		snprintf(a->last_error, sizeof(a->last_error), "%s", err.msg);
+		schedule_reconnect(a);
+		a->backoff_ns = a->backoff_ns * 2 > a->cfg.backoff_max_ns ? a->cfg.backoff_max_ns :
+									    a->backoff_ns * 2;
+		return;
+	}
+	evutil_make_socket_nonblocking(fd);
+	a->bev = bufferevent_socket_new(a->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!a->bev) {
+		close(fd);
+		schedule_reconnect(a);
+		return;
+	}
+	bufferevent_setcb(a->bev, read_cb, NULL, event_cb, a);
+	bufferevent_enable(a->bev, EV_READ | EV_WRITE);
+	a->connects++;
+	a->last_error[0] = 0;
+	a->backoff_ns = a->cfg.backoff_min_ns;
+	log_info("connected to loomd at %s as host %u", a->cfg.controller, a->cfg.host_id);
+}
+
+static void schedule_reconnect(struct dp_agent *a)
+{
+	struct timeval tv = tv_of(a->backoff_ns);
+
+	evtimer_add(a->reconnect_ev, &tv);
+}
+
+struct stats_batch {
+	Loom__FlowStat *st;
+	Loom__FlowStat **stp;
+	Loom__FiveTuple *pt;
+	struct wire_tuple *t;
+	size_t n, cap;
+};
+
+static void on_counter(void *ctx, const struct wire_tuple *t, uint64_t bytes, bool done)
+{
+	struct stats_batch *b = ctx;
+
+	if (b->n == b->cap) {
+		size_t ncap = b->cap * 2;
+		Loom__FlowStat *st = realloc(b->st, ncap * sizeof(*st));
+		struct wire_tuple *tt;
+
+		if (!st)
+			return; /* out of memory: this interval's counts for the rest are lost */
+		b->st = st;
+		tt = realloc(b->t, ncap * sizeof(*tt));
+		if (!tt)
+			return;
+		b->t = tt;
+		b->cap = ncap;
+	}
+	b->t[b->n] = *t;
+	loom__flow_stat__init(&b->st[b->n]);
+	b->st[b->n].bytes_sent = bytes;
+	b->st[b->n].done = done;
+	b->n++;
+}
+
+static void stats_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dp_agent *a = arg;
+	size_t cap = dp_table_nflows(a->table) + 1024;
+	struct stats_batch b = {.cap = cap};
+
+	(void)fd;
+	(void)what;
+	b.st = calloc(cap, sizeof(*b.st));
+	b.stp = calloc(cap, sizeof(*b.stp));
+	b.pt = calloc(cap, sizeof(*b.pt));
+	b.t = calloc(cap, sizeof(*b.t));
+	if (b.st && b.stp && b.pt && b.t) {
+		/* counters are collected even while disconnected (and then dropped) */
+		a->enf.cls->collect(&a->enf, on_counter, &b);
+		Loom__FlowStat **stp = b.n ? realloc(b.stp, b.n * sizeof(*stp)) : b.stp;
+		Loom__FiveTuple *pt = b.n ? realloc(b.pt, b.n * sizeof(*pt)) : b.pt;
+
+		if (stp)
+			b.stp = stp;
+		if (pt)
+			b.pt = pt;
+		if (b.n && a->bev && stp && pt) {
+			Loom__Envelope env = LOOM__ENVELOPE__INIT;
+			Loom__FlowStats fs = LOOM__FLOW_STATS__INIT;
+
+			for (size_t i = 0; i < b.n; i++) {
+				wire_tuple_to_pb(&b.t[i], &b.pt[i]);
+				b.st[i].tuple = &b.pt[i];
+				b.stp[i] = &b.st[i];
+			}
+			fs.n_flows = b.n;
+			fs.flows = b.stp;
+			env.seq = ++a->seq;
+			env.body_case = LOOM__ENVELOPE__BODY_FLOW_STATS;
+			env.flow_stats = &fs;
+			send_env(a, &env);
+			a->stats_sent++;
+			a->flows_reported += b.n;
+		}
+	}
+	free(b.st);
+	free(b.stp);
+	free(b.pt);
+	free(b.t);
+}
+
+static void hb_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dp_agent *a = arg;
+	Loom__Envelope env = LOOM__ENVELOPE__INIT;
+	Loom__Heartbeat hb = LOOM__HEARTBEAT__INIT;
+
+	(void)fd;
+	(void)what;
+	hb.time_ns = loom_clock_wall_ns();
+	env.seq = ++a->seq;
+	env.body_case = LOOM__ENVELOPE__BODY_HEARTBEAT;
+	env.heartbeat = &hb;
+	send_env(a, &env);
+}
+
+static void signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	(void)what;
+	log_info("%s: stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+	dp_agent_stop(arg);
+}
+
+/* ---- admin commands ------------------------------------------------------------------------ */
+
+static void add_stat(void *ctx, const char *name, uint64_t v)
+{
+	json_object_set_new(ctx, name, json_integer((json_int_t)v));
+}
+
+static int cmd_stats(void *ctx, int argc, const char *const *argv, json_t **ret,
+		     struct loom_err *err)
+{
+	struct dp_agent *a = ctx;
+	json_t *enf = json_object();
+
+	(void)argc;
+	(void)argv;
+	(void)err;
+	a->enf.cls->stats(&a->enf, add_stat, enf);
+	*ret = json_pack("{s:s, s:b, s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+			 "s:s, s:o}",
+			 "controller", a->cfg.controller, "connected", a->bev != NULL, "host",
+			 (int)a->cfg.host_id, "enforcer", a->enf.cls->name, "table_version",
+			 (json_int_t)dp_table_version(a->table), "flows",
+			 (json_int_t)dp_table_nflows(a->table), "coflows",
+			 (json_int_t)dp_table_ncoflows(a->table), "connects",
+			 (json_int_t)a->connects, "connect_failures",
+			 (json_int_t)a->connect_failures, "disconnects", (json_int_t)a->disconnects,
+			 "tables", (json_int_t)a->tables, "resyncs", (json_int_t)a->resyncs,
+			 "bad_tables", (json_int_t)a->bad_tables, "stats_sent",
+			 (json_int_t)a->stats_sent, "last_error", a->last_error, "enforcer_stats",
+			 enf);
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int cmd_table(void *ctx, int argc, const char *const *argv, json_t **ret,
+		     struct loom_err *err)
+{
+	struct dp_agent *a = ctx;
+	struct dp_snapshot *s = dp_table_snapshot(a->table);
+	json_t *arr = json_array();
+
+	(void)argc;
+	(void)argv;
+	if (!s) {
+		json_decref(arr);
+		return loom_err_set(err, ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		char t[128];
+
+		json_array_append_new(arr,
+				      json_pack("{s:s, s:I, s:i, s:I}", "tuple",
+						wire_tuple_str(&s->flows[i].tuple, t, sizeof(t)),
+						"coflow", (json_int_t)s->flows[i].coflow_id,
+						"class", (int)s->flows[i].cls, "rate_bps",
+						(json_int_t)s->flows[i].rate_bps));
+	}
+	*ret = json_pack("{s:I, s:i, s:o}", "version", (json_int_t)s->version, "default_class",
+			 (int)s->default_class, "flows", arr);
+	dp_snapshot_free(s);
+	return 0;
+}
+
+static int cmd_log_level(void *ctx, int argc, const char *const *argv, json_t **ret,
+			 struct loom_err *err)
+{
+	enum loom_log_level lvl;
+
+	(void)ctx;
+	if (argc != 1 || loom_log_level_parse(argv[0], &lvl) < 0)
+		return loom_err_set(err, EINVAL, "usage: set-log-level error|warn|info|debug");
+	loom_log_set_level(lvl);
+	*ret = json_pack("{s:s}", "level", argv[0]);
+	return 0;
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------- */
+
+struct dp_agent *dp_agent_new(const struct dp_agent_config *cfg, struct loom_err *err)
+{
+	struct dp_agent *a = calloc(1, sizeof(*a));
+	struct timeval tv;
+	int r;
+
+	if (!a) {
+		loom_err_set(err, ENOMEM, "out of memory");
+		return NULL;
+	}
+	a->cfg = *cfg;
+	a->backoff_ns = cfg->backoff_min_ns;
+	signal(SIGPIPE, SIG_IGN);
+	a->enf.cls = dp_enforcer_find(cfg->enforcer);
+	if (!a->enf.cls) {
+		size_t n;
+		const struct dp_enforcer_class *const *all = dp_enforcer_list(&n);
+		char names[128] = "";
+
+		for (size_t i = 0; i < n; i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 i ? ", " : "", all[i]->name);
+		loom_err_set(err, ENOENT, "no enforcer '%s' in this build (available: %s)",
+			     cfg->enforcer, names);
+		errno = ENOENT;
+		goto fail;
+	}
+	a->table = dp_table_new(cfg->classes);
+	a->base = event_base_new();
+	if (!a->table || !a->base) {
+		loom_err_set(err, ENOMEM, "out of memory");
+		errno = ENOMEM;
+		goto fail;
+	}
+	r = a->enf.cls->init(&a->enf, cfg->enforcer_args, cfg->classes, err);
+	if (r < 0) {
+		errno = -r;
+		goto fail;
+	}
+	a->enf_started = true;
+	a->reconnect_ev = evtimer_new(a->base, reconnect_cb, a);
+	a->stats_ev = event_new(a->base, -1, EV_PERSIST, stats_cb, a);
+	a->hb_ev = event_new(a->base, -1, EV_PERSIST, hb_cb, a);
+	a->sigterm_ev = evsignal_new(a->base, SIGTERM, signal_cb, a);
+	a->sigint_ev = evsignal_new(a->base, SIGINT, signal_cb, a);
+	if (!a->reconnect_ev || !a->stats_ev || !a->hb_ev || !a->sigterm_ev || !a->sigint_ev) {
+		loom_err_set(err, ENOMEM, "out of memory");
+		errno = ENOMEM;
+		goto fail;
+	}
+	event_add(a->sigterm_ev, NULL);
+	event_add(a->sigint_ev, NULL);
+	tv = tv_of(cfg->stats_interval_ns);
+	event_add(a->stats_ev, &tv);
+	tv = tv_of(cfg->heartbeat_ns);
+	event_add(a->hb_ev, &tv);
+	if (cfg->admin_socket[0]) {
+		a->admin = loom_admin_new(a->base, cfg->admin_socket, err);
+		if (!a->admin)
+			goto fail;
+		if (loom_admin_register(a->admin, "stats", "",
+					"session, table and enforcer counters", cmd_stats, a) < 0 ||
+		    loom_admin_register(a->admin, "table", "", "the table being enforced",
+					cmd_table, a) < 0 ||
+		    loom_admin_register(a->admin, "set-log-level", "LEVEL",
+					"error, warn, info or debug", cmd_log_level, a) < 0) {
+			loom_err_set(err, ENOMEM, "cannot register the admin commands");
+			errno = ENOMEM;
+			goto fail;
+		}
+	}
+	a->backoff_ns = 0; /* the first attempt at once */
+	schedule_reconnect(a);
+	a->backoff_ns = cfg->backoff_min_ns;
+	return a;
+fail : {
+	int e = errno;
+
+	dp_agent_free(a);
+	errno = e;
+	return NULL;
+}
+}
+
+int dp_agent_run(struct dp_agent *a)
+{
+	event_base_dispatch(a->base);
+	return a->exit_code;
+}
+
+void dp_agent_stop(struct dp_agent *a)
+{
+	event_base_loopexit(a->base, NULL);
+}
+
+struct dp_agent *dp_agent_free(struct dp_agent *a)
+{
+	if (!a)
+		return NULL;
+	if (a->bev)
+		bufferevent_free(a->bev);
+	if (a->enf_started)
+		a->enf.cls->done(&a->enf);
+	a->admin = loom_admin_free(a->admin);
+	if (a->reconnect_ev)
+		event_free(a->reconnect_ev);
+	if (a->stats_ev)
+		event_free(a->stats_ev);
+	if (a->hb_ev)
+		event_free(a->hb_ev);
+	if (a->sigterm_ev)
+		event_free(a->sigterm_ev);
+	if (a->sigint_ev)
+		event_free(a->sigint_ev);
+	if (a->base)
+		event_base_free(a->base);
+	dp_table_free(a->table);
+	free(a);
+	return NULL;
+}

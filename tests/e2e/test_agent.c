@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * loom-agent (null enforcer) against loomd: it connects, receives the table
+ * of its host, keeps it when loomd dies (fail-static), reconnects with
+ * backoff when loomd is back and resynchronises from a full table; bad flags
+ * are refused with a message.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "harness.h"
+
+static struct h_loomd H;
+static char AGENT_ADMIN[320];
+static pid_t AGENT;
+
+static const char *agent_path(void)
+{
+	const char *p = getenv("LOOM_AGENT");
+
+	return p ? p : "dataplane/loom-agent";
+}
+
+static pid_t start_agent(const char *const *extra)
+{
+	char ctl[400], adm[400];
+	char *argv[32];
+	int n = 0;
+	pid_t pid;
+
+	snprintf(ctl, sizeof(ctl), "unix:%s", H.sock);
+	snprintf(adm, sizeof(adm), "%s", AGENT_ADMIN);
+	argv[n++] = (char *)agent_path();
+	argv[n++] = (char *)"--controller";
+	argv[n++] = ctl;
+	argv[n++] = (char *)"--admin-socket";
+	argv[n++] = adm;
+	argv[n++] = (char *)"--enforcer";
+	argv[n++] = (char *)"null";
+	for (int i = 0; extra && extra[i] && n < 30; i++)
+		argv[n++] = (char *)extra[i];
+	argv[n] = NULL;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char log[400];
+		int fd;
+
+		snprintf(log, sizeof(log), "%s/agent.log", H.dir);
+		fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static json_t *agent_admin(const char *cmd)
+{
+	json_t *res = NULL;
+	struct loom_err err;
+
+	for (int i = 0; i < 200; i++) {
+		if (loom_admin_call(AGENT_ADMIN, cmd, 0, NULL, 2000, &res, &err) == 0)
+			return res;
+		h_sleep_ms(20);
+	}
+	fail_msg("agent admin %s: %s", cmd, loom_err_str(&err));
+	return NULL;
+}
+
+/* Waits (bounded) until the agent's stats key equals want. */
+static void wait_stat(const char *key, long long want)
+{
+	long long v = -1;
+
+	for (int i = 0; i < 300; i++) {
+		json_t *s = agent_admin("stats");
+		json_t *x = json_object_get(s, key);
+
+		v = json_is_boolean(x) ? json_is_true(x) : json_integer_value(x);
+		json_decref(s);
+		if (v == want)
+			return;
+		h_sleep_ms(20);
+	}
+	fail_msg("agent stat %s is %lld, expected %lld", key, v, want);
+}
+
+static int register_job(uint64_t job)
+{
+	Loom__Envelope env = LOOM__ENVELOPE__INIT, *rep;
+	Loom__RegisterJob rj = LOOM__REGISTER_JOB__INIT;
+	Loom__CoflowSpec cs[2], *csp[2] = {&cs[0], &cs[1]};
+	Loom__FlowSpec fs[2], *fsp0 = &fs[0], *fsp1 = &fs[1];
+	Loom__FiveTuple pt[2];
+	struct wire_tuple t[2];
+	int fd = h_connect(H.sock), code;
+
+	assert_true(fd >= 0);
+	assert_int_equal(h_hello(fd, LOOM__ROLE__FRAMEWORK, 0, 1, 1), 0);
+	/* two independent coflows, one flow each, both from host 1 */
+	for (int i = 0; i < 2; i++) {
+		loom__coflow_spec__init(&cs[i]);
+		loom__flow_spec__init(&fs[i]);
+		h_tuple((uint32_t)(job * 10 + (uint64_t)i), &t[i]);
+		wire_tuple_to_pb(&t[i], &pt[i]);
+		fs[i].src_host = 1;
+		fs[i].dst_host = 2;
+		fs[i].bytes = (uint64_t)(i + 1) * 1000000;
+		fs[i].tuple = &pt[i];
+		cs[i].id = job * 10 + (uint64_t)i;
+		cs[i].n_flows = 1;
+	}
+	cs[0].flows = &fsp0;
+	cs[1].flows = &fsp1;
+	rj.job_id = job;
+	rj.n_coflows = 2;
+	rj.coflows = csp;
+	env.seq = 5;
+	env.body_case = LOOM__ENVELOPE__BODY_REGISTER_JOB;
+	env.register_job = &rj;
+	rep = h_call(fd, &env);
+	assert_non_null(rep);
+	code = rep->reply->error ? (int)rep->reply->error->code : 0;
+	wire_free(rep);
+	close(fd);
+	return code;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (access(agent_path(), X_OK) != 0)
+		return -1;
+	if (h_loomd_prepare(&H) < 0)
+		return -1;
+	snprintf(AGENT_ADMIN, sizeof(AGENT_ADMIN), "%s/agent.sock", H.dir);
+	return h_loomd_start(&H, (const char *const[]){"hosts=4", "policy=sebf", NULL});
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (AGENT > 0) {
+		kill(AGENT, SIGKILL);
+		waitpid(AGENT, NULL, 0);
+	}
+	h_loomd_cleanup(&H);
+	return 0;
+}
+
+static void test_table_fail_static_resync(void **state)
+{
+	json_t *t;
+	int status;
+
+	(void)state;
+	AGENT = start_agent((const char *const[]){"--host-id", "1", "--address", "10.0.0.1",
+						  "--stats-interval", "50", NULL});
+	wait_stat("connected", 1);
+	assert_int_equal(register_job(7), 0);
+	wait_stat("flows", 2);
+	t = agent_admin("table");
+	{
+		/* sebf: the smaller coflow (70) first */
+		json_t *f0 = json_array_get(json_object_get(t, "flows"), 0);
+		json_t *f1 = json_array_get(json_object_get(t, "flows"), 1);
+		int c70 = -1, c71 = -1;
+
+		for (json_t *f = f0; f; f = f == f0 ? f1 : NULL) {
+			if (json_integer_value(json_object_get(f, "coflow")) == 70)
+				c70 = (int)json_integer_value(json_object_get(f, "class"));
+			if (json_integer_value(json_object_get(f, "coflow")) == 71)
+				c71 = (int)json_integer_value(json_object_get(f, "class"));
+		}
+		assert_int_equal(c70, 0);
+		assert_int_equal(c71, 1);
+	}
+	json_decref(t);
+
+	/* loomd dies: the agent keeps its table */
+	h_loomd_stop(&H, SIGKILL);
+	wait_stat("connected", 0);
+	wait_stat("flows", 2);
+	wait_stat("disconnects", 1);
+
+	/* loomd is back (same journal): the agent reconnects and gets a full table */
+	assert_int_equal(h_loomd_start(&H, (const char *const[]){"hosts=4", "policy=sebf", NULL}),
+			 0);
+	wait_stat("connected", 1);
+	wait_stat("connects", 2);
+	wait_stat("flows", 2);
+	wait_stat("bad_tables", 0);
+
+	/* SIGTERM: a clean stop */
+	kill(AGENT, SIGTERM);
+	assert_int_equal(waitpid(AGENT, &status, 0), AGENT);
+	AGENT = 0;
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* Runs the agent with args; its exit status (bounded by a timeout kill). */
+static int run_agent(const char *const *args)
+{
+	char *argv[16];
+	int n = 0, status = -1;
+	pid_t pid;
+
+	argv[n++] = (char *)agent_path();
+	for (int i = 0; args[i] && n < 15; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		dup2(fd, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	for (int i = 0; i < 500; i++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+		h_sleep_ms(10);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+static void test_bad_flags(void **state)
+{
+	(void)state;
+	assert_int_equal(run_agent((const char *const[]){"--host-id", "x", NULL}), 2);
+	assert_int_equal(run_agent((const char *const[]){"--enforcer", "nosuch", NULL}), 2);
+	assert_int_equal(run_agent((const char *const[]){"--address", "300.1.1.1", NULL}), 2);
+	assert_int_equal(run_agent((const char *const[]){"--classes", "0", NULL}), 2);
+	assert_int_equal(run_agent((const char *const[]){"--bogus", NULL}), 2);
+	assert_int_equal(run_agent((const char *const[]){"-c", "/nonexistent.conf", NULL}), 2);
+	assert_int_equal(run_agent((const char *const[]){"--help", NULL}), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table_fail_static_resync),
+		cmocka_unit_test(test_bad_flags),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

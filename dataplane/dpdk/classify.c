@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* dataplane/dpdk/classify: packet parsing, classification, DSCP marking. */
+#include "dataplane/dpdk/classify.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_byteorder.h>
+#include <rte_errno.h>
+#include <rte_ether.h>
+#include <rte_hash.h>
+#include <rte_ip.h>
+#include <rte_jhash.h>
+#include <rte_malloc.h>
+
+_Static_assert(sizeof(struct dpf_key) == 38, "dpf_key must be packed");
+
+#define DPF_MAX_SLOTS (1u << 24)
+
+struct dpf_ctable {
+	struct rte_hash *hash;
+	uint64_t version;
+	uint32_t nflows;
+	uint8_t default_class;
+};
+
+/* The hash value: slot << 8 | class, stored in the data pointer. */
+static inline void *value_make(uint32_t slot, uint8_t cls)
+{
+	return (void *)(uintptr_t)(((uintptr_t)slot << 8) | cls);
+}
+
+static inline uint8_t value_class(const void *v)
+{
+	return (uint8_t)((uintptr_t)v & 0xff);
+}
+
+static inline uint32_t value_slot(const void *v)
+{
+	return (uint32_t)((uintptr_t)v >> 8);
+}
+
+const char *dpf_parse_reason_str(enum dpf_parse_reason r)
+{
+	switch (r) {
+	case DPF_PARSE_OK:
+		return "ok";
+	case DPF_PARSE_NOT_IP:
+		return "not-ip";
+	case DPF_PARSE_TRUNCATED:
+		return "truncated";
+	case DPF_PARSE_BAD_HEADER:
+		return "bad-header";
+	case DPF_PARSE_FRAGMENT:
+		return "fragment";
+	case DPF_PARSE_PROTO:
+		return "protocol";
+	default:
+		return "?";
+	}
+}
+
+static inline uint16_t rd16(const uint8_t *p)
+{
+	return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
+}
+
+int dpf_parse(const struct rte_mbuf *m, struct dpf_key *ret_key, uint32_t *ret_l3_off)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t len = rte_pktmbuf_data_len(m);
+	uint32_t off = RTE_ETHER_HDR_LEN, end, l4;
+	uint16_t type;
+	struct dpf_key k;
+
+	if (len < RTE_ETHER_HDR_LEN)
+		return -DPF_PARSE_TRUNCATED;
+	type = rd16(p + 12);
+	if (type == RTE_ETHER_TYPE_VLAN) {
+		if (len < RTE_ETHER_HDR_LEN + 4)
+			return -DPF_PARSE_TRUNCATED;
+		type = rd16(p + 16);
+		off += 4;
+	}
+
+	memset(&k, 0, sizeof(k));
+	if (type == RTE_ETHER_TYPE_IPV4) {
+		const uint8_t *ip = p + off;
+		uint32_t ihl, tot;
+		uint16_t frag;
+
+		if (len - off < 20)
+			return -DPF_PARSE_TRUNCATED;
+		if ((ip[0] >> 4) != 4)
+			return -DPF_PARSE_BAD_HEADER;
+		ihl = (uint32_t)(ip[0] & 0x0f) * 4;
+		tot = rd16(ip + 2);
+		if (ihl < 20 || tot < ihl)
+			return -DPF_PARSE_BAD_HEADER;
+		if (len - off < ihl)
+			return -DPF_PARSE_TRUNCATED;
+		frag = rd16(ip + 6);
+		if (frag & RTE_IPV4_HDR_OFFSET_MASK)
+			return -DPF_PARSE_FRAGMENT;
+		k.family = 4;
+		k.protocol = ip[9];
+		memcpy(k.src, ip + 12, 4);
+		memcpy(k.dst, ip + 16, 4);
+		l4 = off + ihl;
+		end = off + tot; /* the IP length bounds L4 (Ethernet padding) */
+	} else if (type == RTE_ETHER_TYPE_IPV6) {
+		const uint8_t *ip = p + off;
+
+		if (len - off < 40)
+			return -DPF_PARSE_TRUNCATED;
+		if ((ip[0] >> 4) != 6)
+			return -DPF_PARSE_BAD_HEADER;
+		k.family = 6;
+		k.protocol = ip[6];
+		memcpy(k.src, ip + 8, 16);
+		memcpy(k.dst, ip + 24, 16);
+		l4 = off + 40;
+		end = l4 + rd16(ip + 4);
+	} else {
+		return -DPF_PARSE_NOT_IP;
+	}
+
+	if (end > len)
+		end = len;
+	if (k.protocol == IPPROTO_TCP) {
+		if (l4 + 20 > end)
+			return -DPF_PARSE_TRUNCATED;
+	} else if (k.protocol == IPPROTO_UDP) {
+		if (l4 + 8 > end)
+			return -DPF_PARSE_TRUNCATED;
+	} else {
+		return -DPF_PARSE_PROTO;
+	}
+	k.src_port = rd16(p + l4);
+	k.dst_port = rd16(p + l4 + 2);
+
+	*ret_key = k;
+	*ret_l3_off = off;
+	return 0;
+}
+
+struct dpf_ctable *dpf_ctable_new(const struct dp_snapshot *snap, int socket_id)
+{
+	static atomic_uint seq;
+	struct rte_hash_parameters hp = {0};
+	struct dpf_ctable *t;
+	char name[RTE_HASH_NAMESIZE];
+	uint32_t entries;
+	int err;
+
+	if (!snap || (snap->n && !snap->flows) || snap->n > DPF_MAX_SLOTS ||
+	    snap->default_class >= DPF_MAX_CLASSES) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (size_t i = 0; i < snap->n; i++) {
+		const struct dp_snapshot_flow *f = &snap->flows[i];
+
+		if (f->cls >= DPF_MAX_CLASSES || (f->tuple.family != 4 && f->tuple.family != 6)) {
+			errno = EINVAL;
+			return NULL;
+		}
+	}
+
+	t = rte_zmalloc_socket("dpf_ctable", sizeof(*t), RTE_CACHE_LINE_SIZE, socket_id);
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	t->version = snap->version;
+	t->nflows = (uint32_t)snap->n;
+	t->default_class = (uint8_t)snap->default_class;
+
+	/* Room: 1.5x the flows plus slack, and the extendable bucket table so
+	 * that every insertion succeeds however the keys hash. */
+	entries = t->nflows + t->nflows / 2 + 64;
+	snprintf(name, sizeof(name), "dpf_ct_%u", atomic_fetch_add(&seq, 1));
+	hp.name = name;
+	hp.entries = entries;
+	hp.key_len = sizeof(struct dpf_key);
+	hp.hash_func = rte_jhash;
+	hp.hash_func_init_val = 0;
+	hp.socket_id = socket_id;
+	hp.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE;
+	t->hash = rte_hash_create(&hp);
+	if (!t->hash) {
+		err = rte_errno ? rte_errno : ENOMEM;
+		goto fail;
+	}
+
+	for (size_t i = 0; i < snap->n; i++) {
+		const struct dp_snapshot_flow *f = &snap->flows[i];
+		struct dpf_key k;
+		int r;
+
+		memset(&k, 0, sizeof(k));
+		k.family = f->tuple.family;
+		k.protocol = f->tuple.protocol;
+		k.src_port = f->tuple.src_port;
+		k.dst_port = f->tuple.dst_port;
+		memcpy(k.src, f->tuple.src, 16);
+		memcpy(k.dst, f->tuple.dst, 16);
+		r = rte_hash_add_key_data(t->hash, &k, value_make((uint32_t)i, (uint8_t)f->cls));
+		if (r < 0) {
+			err = -r;
+			goto fail;
+		}
+	}
+	return t;
+
+fail:
+	dpf_ctable_free(t);
+	errno = err;
+	return NULL;
+}
+
+struct dpf_ctable *dpf_ctable_free(struct dpf_ctable *t)
+{
+	if (!t)
+		return NULL;
+	rte_hash_free(t->hash);
+	rte_free(t);
+	return NULL;
+}
+
+uint64_t dpf_ctable_version(const struct dpf_ctable *t)
+{
+	return t->version;
+}
+
+uint32_t dpf_ctable_nflows(const struct dpf_ctable *t)
+{
+	return t->nflows;
+}
+
+uint8_t dpf_ctable_default_class(const struct dpf_ctable *t)
+{
+	return t->default_class;
+}
+
+int dpf_ctable_lookup(const struct dpf_ctable *t, const struct dpf_key *key, uint32_t *ret_slot)
+{
+	void *v;
+
+	if (rte_hash_lookup_data(t->hash, key, &v) < 0)
+		return -ENOENT;
+	if (ret_slot)
+		*ret_slot = value_slot(v);
+	return value_class(v);
+}
+
+void dpf_counters_init(struct dpf_counters *c, struct dpf_flow_counter *flows, uint32_t nflows)
+{
+	memset(c, 0, sizeof(*c));
+	c->flows = flows;
+	c->nflows = flows ? nflows : 0;
+	c->flows_version = UINT64_MAX;
+}
+
+static inline void count(struct dpf_counters *c, uint8_t cls, uint32_t bytes)
+{
+	c->class_packets[cls]++;
+	c->class_bytes[cls] += bytes;
+}
+
+uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, uint16_t n,
+			    uint8_t *ret_class, struct dpf_counters *c)
+{
+	struct dpf_key keys[RTE_HASH_LOOKUP_BULK_MAX];
+	const void *kp[RTE_HASH_LOOKUP_BULK_MAX];
+	void *vals[RTE_HASH_LOOKUP_BULK_MAX];
+	uint16_t idx[RTE_HASH_LOOKUP_BULK_MAX];
+	uint32_t known = 0;
+
+	if (c->flows_version != t->version) {
+		uint32_t nz = RTE_MIN(c->nflows, t->nflows);
+
+		if (nz)
+			memset(c->flows, 0, (size_t)nz * sizeof(c->flows[0]));
+		c->flows_version = t->version;
+	}
+
+	for (uint16_t base = 0; base < n; base += RTE_HASH_LOOKUP_BULK_MAX) {
+		uint16_t chunk = (uint16_t)RTE_MIN(n - base, RTE_HASH_LOOKUP_BULK_MAX);
+		uint64_t hits = 0;
+		unsigned int nk = 0;
+
+		for (uint16_t i = 0; i < chunk; i++) {
+			struct rte_mbuf *m = pkts[base + i];
+			uint32_t l3;
+			int r = dpf_parse(m, &keys[nk], &l3);
+
+			ret_class[base + i] = t->default_class;
+			if (r < 0) {
+				c->unparseable[-r]++;
+				count(c, t->default_class, rte_pktmbuf_pkt_len(m));
+				continue;
+			}
+			m->l2_len = l3;
+			kp[nk] = &keys[nk];
+			idx[nk] = (uint16_t)(base + i);
+			nk++;
+		}
+		if (nk && rte_hash_lookup_bulk_data(t->hash, kp, nk, &hits, vals) < 0)
+			hits = 0;
+		for (unsigned int j = 0; j < nk; j++) {
+			struct rte_mbuf *m = pkts[idx[j]];
+			uint32_t bytes = rte_pktmbuf_pkt_len(m);
+
+			if (hits & (1ULL << j)) {
+				uint8_t cls = value_class(vals[j]);
+				uint32_t slot = value_slot(vals[j]);
+
+				ret_class[idx[j]] = cls;
+				count(c, cls, bytes);
+				if (slot < c->nflows) {
+					c->flows[slot].packets++;
+					c->flows[slot].bytes += bytes;
+				}
+				known++;
+			} else {
+				c->unknown++;
+				count(c, t->default_class, bytes);
+			}
+		}
+	}
+	c->known += known;
+	return known;
+}
+
+void dpf_set_dscp(struct rte_mbuf *m, uint32_t l3_off, uint8_t dscp)
+{
+	uint8_t *ip = rte_pktmbuf_mtod(m, uint8_t *);
+	uint32_t len = rte_pktmbuf_data_len(m);
+
+	dscp &= 0x3f;
+	if (l3_off >= len)
+		return;
+	ip += l3_off;
+	len -= l3_off;
+	if (len >= 20 && (ip[0] >> 4) == 4) {
+		uint8_t tos = (uint8_t)(dscp << 2 | (ip[1] & 0x03));
+		uint16_t old_w = rd16(ip), new_w = (uint16_t)(ip[0] << 8 | tos);
+		uint32_t sum;
+
+		if (tos == ip[1])
+			return;
+		/* RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m') */
+		sum = (uint16_t)~rd16(ip + 10);
+		sum += (uint16_t)~old_w;
+		sum += new_w;
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (uint16_t)~sum;
+		ip[1] = tos;
+		ip[10] = (uint8_t)(sum >> 8);
+		ip[11] = (uint8_t)sum;
+	} else if (len >= 40 && (ip[0] >> 4) == 6) {
+		uint8_t tc = (uint8_t)((ip[0] & 0x0f) << 4 | ip[1] >> 4);
+
+		tc = (uint8_t)(dscp << 2 | (tc & 0x03));
+		ip[0] = (uint8_t)((ip[0] & 0xf0) | tc >> 4);
+		ip[1] = (uint8_t)((ip[1] & 0x0f) | (tc & 0x0f) << 4);
+	}
+}
+
+void dpf_dscp_map_default(struct dpf_dscp_map *map)
+{
+	for (unsigned int k = 0; k < DPF_MAX_CLASSES; k++)
+		map->dscp[k] = (uint8_t)(8 * (DPF_MAX_CLASSES - 1 - k));
+}
+
+/* Reads a decimal number < limit at *s, advancing *s; -1 when none or too big. */
+static long parse_num(const char **s, long limit)
+{
+	const char *p = *s;
+	long v = 0;
+
+	if (*p < '0' || *p > '9')
+		return -1;
+	while (*p >= '0' && *p <= '9') {
+		v = v * 10 + (*p - '0');
+		if (v >= limit)
+			return -1;
+		p++;
+	}
+	*s = p;
+	return v;
+}
+
+int dpf_dscp_map_parse(const char *s, struct dpf_dscp_map *ret_map, char *err, size_t errlen)
+{
+	struct dpf_dscp_map map;
+	bool seen[DPF_MAX_CLASSES] = {false};
+	const char *p = s;
+
+	if (!s || !*s) {
+		if (err && errlen)
+			snprintf(err, errlen, "empty DSCP map");
+		return -EINVAL;
+	}
+	dpf_dscp_map_default(&map);
+	for (;;) {
+		const char *item = p;
+		long cls, dscp;
+
+		cls = parse_num(&p, DPF_MAX_CLASSES);
+		if (cls < 0 || *p != ':') {
+			if (err && errlen)
+				snprintf(
+					err, errlen,
+					"DSCP map at offset %zu: expected CLASS:DSCP with class 0..%d",
+					(size_t)(item - s), DPF_MAX_CLASSES - 1);
+			return -EINVAL;
+		}
+		p++;
+		dscp = parse_num(&p, 64);
+		if (dscp < 0 || (*p != ',' && *p != '\0')) {
+			if (err && errlen)
+				snprintf(err, errlen,
+					 "DSCP map at offset %zu: class %ld needs a DSCP 0..63",
+					 (size_t)(item - s), cls);
+			return -EINVAL;
+		}
+		if (seen[cls]) {
+			if (err && errlen)
+				snprintf(err, errlen, "DSCP map: class %ld given twice", cls);
+			return -EINVAL;
+		}
+		seen[cls] = true;
+		map.dscp[cls] = (uint8_t)dscp;
+		if (*p == '\0')
+			break;
+		p++;
+	}
+	*ret_map = map;
+	return 0;
+}

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dataplane/dpdk/classify: the DPDK enforcer's packet classifier. It parses
+ * a packet's 5-tuple, looks it up in a classification table built from a
+ * struct dp_snapshot, gives it a class (0 = highest priority), counts it in
+ * per-lcore counters, and marks the class's DSCP into the IP header.
+ *
+ * Invariants:
+ *  - A struct dpf_ctable is immutable once built. The agent builds a new one
+ *    per table version and swaps a pointer; any number of lcores may look up
+ *    one table at once (rte_hash lookups without writers are read-safe). It is
+ *    freed only after every reader has moved off it (e.g. an RCU grace period).
+ *  - A flow's counter slot is its index in the snapshot's flows array that the
+ *    table was built from, so the agent maps slot i back to snap->flows[i].
+ *  - Classes are < DPF_MAX_CLASSES; DSCP values are < 64.
+ *  - dpf_parse, dpf_classify_burst and dpf_set_dscp are the fast path: they
+ *    never allocate, lock or log, and never read or write past the first
+ *    segment's data (rte_pktmbuf_data_len). Packets are assumed to be
+ *    single-segment: headers that spill into a second segment count as
+ *    truncated.
+ */
+#ifndef LOOM_DATAPLANE_DPDK_CLASSIFY_H
+#define LOOM_DATAPLANE_DPDK_CLASSIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rte_common.h>
+#include <rte_mbuf.h>
+
+#include "dataplane/table.h"
+
+/* Classes the fast path supports (strict-priority queues 0 .. 7). */
+#define DPF_MAX_CLASSES 8
+
+/*
+ * The packed lookup key: a 5-tuple in struct wire_tuple's form (ports in host
+ * order, addresses in network order, IPv4 in the first 4 address bytes and
+ * the rest zero). 38 bytes, no padding; always fully written (zeroed first).
+ */
+struct dpf_key {
+	uint8_t family; /* 4 or 6 */
+	uint8_t protocol;
+	uint16_t src_port, dst_port;
+	uint8_t src[16], dst[16];
+} __rte_packed;
+
+/*
+ * Why dpf_parse found a packet not classifiable; it returns the negated
+ * value. These are not errno values (the fast path counts them by index).
+ */
+enum dpf_parse_reason {
+	DPF_PARSE_OK = 0,
+	DPF_PARSE_NOT_IP = 1,     /* ethertype not IPv4/IPv6 (ARP, QinQ, ...) */
+	DPF_PARSE_TRUNCATED = 2,  /* a header ends past the data (or the IP length) */
+	DPF_PARSE_BAD_HEADER = 3, /* IP version mismatch, IHL < 5, total length < IHL */
+	DPF_PARSE_FRAGMENT = 4,   /* a non-first IPv4 fragment: no ports */
+	DPF_PARSE_PROTO = 5,      /* not TCP/UDP (ICMP, IPv6 extension headers, ...) */
+	DPF_PARSE_NREASONS = 6,
+};
+
+/* Returns a static name for a reason (e.g. "truncated"); "?" when unknown. */
+const char *dpf_parse_reason_str(enum dpf_parse_reason r);
+
+/*
+ * Parses Ethernet (with at most one 802.1Q tag), IPv4 (options skipped by
+ * IHL) or IPv6 (fixed header only: a next header other than TCP/UDP is
+ * DPF_PARSE_PROTO), and the TCP (20-byte minimum header) or UDP (8 bytes)
+ * ports. A first IPv4 fragment (MF set, offset 0) carries the ports and is
+ * classified by them like a whole packet; a non-first fragment is
+ * DPF_PARSE_FRAGMENT. Returns 0 with *ret_key and *ret_l3_off (the offset of
+ * the IP header), or -enum dpf_parse_reason with the outputs untouched.
+ */
+int dpf_parse(const struct rte_mbuf *m, struct dpf_key *ret_key, uint32_t *ret_l3_off);
+
+struct dpf_ctable;
+
+/*
+ * Builds a classification table from snap: each flow's tuple -> its class
+ * and counter slot (its index in snap->flows), with snap->default_class for
+ * the rest; memory on socket_id (SOCKET_ID_ANY is fine). snap stays the
+ * caller's. Returns the table (the caller owns it: dpf_ctable_free) or
+ * NULL + errno: EINVAL (NULL snap, a class or default_class >=
+ * DPF_MAX_CLASSES, a tuple family not 4/6, or n > 2^24), ENOMEM, or what
+ * rte_hash_create set (ENOSPC ...).
+ */
+struct dpf_ctable *dpf_ctable_new(const struct dp_snapshot *snap, int socket_id);
+
+/* Frees t (NULL is fine). Returns NULL. No reader may still use t. */
+struct dpf_ctable *dpf_ctable_free(struct dpf_ctable *t);
+
+/* Returns the snapshot version t was built from. */
+uint64_t dpf_ctable_version(const struct dpf_ctable *t);
+
+/* Returns the number of flows (counter slots) in t. */
+uint32_t dpf_ctable_nflows(const struct dpf_ctable *t);
+
+/* Returns t's class for unknown and unparseable packets. */
+uint8_t dpf_ctable_default_class(const struct dpf_ctable *t);
+
+/*
+ * Looks up one key. Returns the flow's class and sets *ret_slot (may be
+ * NULL), or -ENOENT when the flow is not in t (outputs untouched).
+ */
+int dpf_ctable_lookup(const struct dpf_ctable *t, const struct dpf_key *key, uint32_t *ret_slot);
+
+/* One flow's counters. */
+struct dpf_flow_counter {
+	uint64_t packets;
+	uint64_t bytes;
+};
+
+/*
+ * One lcore's counters: written only by that lcore, read by the agent
+ * (64-bit loads; values only grow, except flows[] as below). Bytes are
+ * rte_pktmbuf_pkt_len.
+ *
+ * flows[] (caller-owned, nflows entries) counts known packets by slot. The
+ * slots belong to one table version, flows_version: the first burst with a
+ * table of another version zeroes the entries it will use (min(nflows,
+ * table flows)) and stamps the new version, so the agent should read the
+ * per-flow counters (and note flows_version) before it swaps tables. Slots
+ * >= nflows are not counted per flow.
+ */
+struct dpf_counters {
+	uint64_t class_packets[DPF_MAX_CLASSES]; /* every packet, by the class given */
+	uint64_t class_bytes[DPF_MAX_CLASSES];
+	uint64_t known;                           /* parsed and in the table */
+	uint64_t unknown;                         /* parsed, not in the table */
+	uint64_t unparseable[DPF_PARSE_NREASONS]; /* by reason; [0] unused */
+	uint64_t flows_version;
+	uint32_t nflows;
+	struct dpf_flow_counter *flows;
+} __rte_cache_aligned;
+
+/*
+ * Zeroes c and attaches flows (nflows entries, may be NULL when nflows is 0;
+ * stays the caller's and must outlive c's use). flows_version is set to
+ * UINT64_MAX (no table yet).
+ */
+void dpf_counters_init(struct dpf_counters *c, struct dpf_flow_counter *flows, uint32_t nflows);
+
+/*
+ * Classifies n packets: parse, look up, and write each one's class to
+ * ret_class[i] (the flow's class, or t's default class for unknown or
+ * unparseable packets). For each parsed packet it also sets m->l2_len to the
+ * IP header's offset (for dpf_set_dscp). Counts everything into c (this
+ * lcore's). Returns the number of packets classified as known flows.
+ */
+uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, uint16_t n,
+			    uint8_t *ret_class, struct dpf_counters *c);
+
+/*
+ * Rewrites the DSCP (upper 6 bits of the IPv4 TOS / IPv6 traffic class) of
+ * the IP header at l3_off to dscp (& 63), keeping the two ECN bits. IPv4's
+ * header checksum is updated incrementally (RFC 1624, eqn. 3). Does nothing
+ * when the header does not fit in the data or its version is not 4/6.
+ */
+void dpf_set_dscp(struct rte_mbuf *m, uint32_t l3_off, uint8_t dscp);
+
+/* class -> DSCP. */
+struct dpf_dscp_map {
+	uint8_t dscp[DPF_MAX_CLASSES];
+};
+
+/*
+ * Fills map with the default: class k -> CS(7 - k) = 8 * (7 - k), i.e.
+ * class 0 -> 56 (CS7) ... class 7 -> 0 (CS0, best effort). Note CS6/CS7 are
+ * conventionally network control; a site that uses them so should give its
+ * own map (e.g. "0:46,1:34,2:26,...").
+ */
+void dpf_dscp_map_default(struct dpf_dscp_map *map);
+
+/*
+ * Parses "CLASS:DSCP[,CLASS:DSCP]..." (decimal, no spaces; class <
+ * DPF_MAX_CLASSES, dscp < 64, each class at most once) over the default map.
+ * Returns 0 with *ret_map, or -EINVAL with a message in err (errlen bytes,
+ * err may be NULL) and *ret_map untouched.
+ */
+int dpf_dscp_map_parse(const char *s, struct dpf_dscp_map *ret_map, char *err, size_t errlen);
+
+/* Returns map's DSCP for cls (cls >= DPF_MAX_CLASSES: 0). */
+static inline uint8_t dpf_dscp_map_get(const struct dpf_dscp_map *map, uint8_t cls)
+{
+	return cls < DPF_MAX_CLASSES ? map->dscp[cls] : 0;
+}
+
+#endif

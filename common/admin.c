@@ -5,6 +5,8 @@
  */
 #include "common/admin.h"
 
+#include "common/log.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -157,6 +159,25 @@ static int cmd_help(void *ctx, int argc, const char *const *argv, json_t **ret_r
 	}
 	*ret_result = list;
 	return 0;
+}
+
+static int cmd_set_log_level(void *ctx, int argc, const char *const *argv, json_t **ret,
+			     struct loom_err *err)
+{
+	enum loom_log_level lvl;
+
+	(void)ctx;
+	if (argc != 1 || loom_log_level_parse(argv[0], &lvl) < 0)
+		return loom_err_set(err, EINVAL, "usage: set-log-level error|warn|info|debug");
+	loom_log_set_level(lvl);
+	*ret = json_pack("{s:s}", "level", argv[0]);
+	return *ret ? 0 : -ENOMEM;
+}
+
+int loom_admin_register_log_level(struct loom_admin *a)
+{
+	return loom_admin_register(a, "set-log-level", "LEVEL", "error, warn, info or debug",
+				   cmd_set_log_level, NULL);
 }
 
 const char *loom_admin_path(const struct loom_admin *a)

@@ -78,6 +78,12 @@ int loom_admin_register(struct loom_admin *a, const char *cmd, const char *args_
 const char *loom_admin_path(const struct loom_admin *a);
 
 /*
+ * Registers the daemons' shared "set-log-level LEVEL" command (error, warn,
+ * info, debug; result {"level": LEVEL}). Returns as loom_admin_register().
+ */
+int loom_admin_register_log_level(struct loom_admin *a);
+
+/*
  * Calls cmd with argv[0..argc-1] on the admin socket at path and waits for
  * the reply, for at most timeout_ms in all (timeout_ms <= 0: no limit).
  * Returns 0 and stores the result in *ret_result (a new reference the caller

@@ -582,19 +582,6 @@ static int cmd_table(void *ctx, int argc, const char *const *argv, json_t **ret,
 	return 0;
 }
 
-static int cmd_log_level(void *ctx, int argc, const char *const *argv, json_t **ret,
-			 struct loom_err *err)
-{
-	enum loom_log_level lvl;
-
-	(void)ctx;
-	if (argc != 1 || loom_log_level_parse(argv[0], &lvl) < 0)
-		return loom_err_set(err, EINVAL, "usage: set-log-level error|warn|info|debug");
-	loom_log_set_level(lvl);
-	*ret = json_pack("{s:s}", "level", argv[0]);
-	return 0;
-}
-
 /* ---- lifecycle ------------------------------------------------------------------------------- */
 
 struct dp_agent *dp_agent_new(const struct dp_agent_config *cfg, struct loom_err *err)
@@ -661,8 +648,7 @@ struct dp_agent *dp_agent_new(const struct dp_agent_config *cfg, struct loom_err
 					"session, table and enforcer counters", cmd_stats, a) < 0 ||
 		    loom_admin_register(a->admin, "table", "", "the table being enforced",
 					cmd_table, a) < 0 ||
-		    loom_admin_register(a->admin, "set-log-level", "LEVEL",
-					"error, warn, info or debug", cmd_log_level, a) < 0) {
+		    loom_admin_register_log_level(a->admin) < 0) {
 			loom_err_set(err, ENOMEM, "cannot register the admin commands");
 			errno = ENOMEM;
 			goto fail;

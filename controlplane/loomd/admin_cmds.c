@@ -296,19 +296,6 @@ static int cmd_policies(void *ctx, int argc, const char *const *argv, json_t **r
 	return 0;
 }
 
-static int cmd_set_log_level(void *ctx, int argc, const char *const *argv, json_t **ret,
-			     struct loom_err *err)
-{
-	enum loom_log_level lvl;
-
-	(void)ctx;
-	if (argc != 1 || loom_log_level_parse(argv[0], &lvl) < 0)
-		return loom_err_set(err, EINVAL, "usage: set-log-level error|warn|info|debug");
-	loom_log_set_level(lvl);
-	*ret = json_pack("{s:s}", "level", argv[0]);
-	return 0;
-}
-
 static int cmd_dump(void *ctx, int argc, const char *const *argv, json_t **ret,
 		    struct loom_err *err)
 {
@@ -421,7 +408,6 @@ int cp_admin_register_all(struct cp_server *s)
 		{"set-policy", "SPEC", "switch policy (e.g. sincronia, dclas:sharing=fair)",
 		 cmd_set_policy},
 		{"policies", "", "every policy loomd can run", cmd_policies},
-		{"set-log-level", "LEVEL", "error, warn, info or debug", cmd_set_log_level},
 		{"dump", "", "the whole registry as JSON", cmd_dump},
 		{"clock-set", "NS", "tests: move the virtual clock", cmd_clock_set},
 		{"decide", "", "run a scheduling pass now; returns the order", cmd_decide},
@@ -434,7 +420,7 @@ int cp_admin_register_all(struct cp_server *s)
 		if (r < 0)
 			return r;
 	}
-	return 0;
+	return loom_admin_register_log_level(s->admin);
 }
 
 void cp_metrics_render(struct cp_server *s, struct cp_prom *p)

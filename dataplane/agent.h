@@ -82,6 +82,8 @@ const struct dp_enforcer_class *const *dp_enforcer_list(size_t *ret_n);
 const struct dp_enforcer_class *dp_enforcer_find(const char *name);
 
 extern const struct dp_enforcer_class dp_enforcer_null;
+/* Defined in dataplane/dpdk/enforcer_dpdk.c, in builds with DPDK only. */
+extern const struct dp_enforcer_class dp_enforcer_dpdk;
 
 /* ---- the agent ------------------------------------------------------------------------------ */
 

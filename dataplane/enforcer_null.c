@@ -71,19 +71,3 @@ const struct dp_enforcer_class dp_enforcer_null = {
 	.collect = null_collect,
 	.stats = null_stats,
 };
-
-static const struct dp_enforcer_class *const enforcers[] = {&dp_enforcer_null};
-
-const struct dp_enforcer_class *const *dp_enforcer_list(size_t *ret_n)
-{
-	*ret_n = sizeof(enforcers) / sizeof(enforcers[0]);
-	return enforcers;
-}
-
-const struct dp_enforcer_class *dp_enforcer_find(const char *name)
-{
-	for (size_t i = 0; i < sizeof(enforcers) / sizeof(enforcers[0]); i++)
-		if (name && !strcmp(enforcers[i]->name, name))
-			return enforcers[i];
-	return NULL;
-}

@@ -1,0 +1,620 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The "dpdk" enforcer: see enforcer_dpdk.h. Classification runs in software
+ * (no rte_flow offload in this version).
+ */
+#include "dataplane/dpdk/enforcer_dpdk.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
+
+#include "common/log.h"
+#include "dataplane/dpdk/classify.h"
+#include "dataplane/dpdk/prioq.h"
+
+#define DPE_MAX_ARGS        64
+#define DPE_MAX_BURST       256
+#define DPE_RING_DESC       1024
+#define DPE_POOL_MBUFS      8191
+#define DPE_SYNC_TIMEOUT_NS 1000000000ull /* how long apply waits for the worker */
+
+/*
+ * One published table: the classification table, the snapshot it was built
+ * from (for mapping counter slots back to tuples), and its own counters,
+ * written only by the worker while the table is current. last[] is the
+ * control side's copy of each slot's bytes at the last collect.
+ */
+struct dpe_state {
+	struct dpf_counters c;
+	struct dpf_ctable *ct;    /* NULL once retired and quiescent */
+	struct dp_snapshot *snap; /* NULL for the initial empty table */
+	struct dpf_flow_counter *flows;
+	uint64_t *last;
+	uint64_t token; /* rte_rcu_qsbr token taken when retired */
+	struct dpe_state *next;
+};
+
+/* The worker's own counters (one worker lcore). */
+struct dpe_wcounters {
+	uint64_t rx_pkts;
+	uint64_t tx_pkts;
+	uint64_t queue_drops; /* a class queue was full */
+	uint64_t tx_drops;    /* the TX queue did not take them */
+} __rte_cache_aligned;
+
+struct dpe {
+	/* read by the worker */
+	struct dpe_state *cur; /* atomic: store release, load acquire */
+	uint32_t stop;         /* atomic */
+	uint16_t rx_port, tx_port;
+	uint16_t burst;
+	struct dpf_prioq *q;
+	struct dpf_shaper sh;
+	bool shaping;
+	struct dpf_dscp_map dscp;
+	struct rte_rcu_qsbr *qsv;
+	struct dpe_wcounters wc;
+
+	/* control side only */
+	uint32_t classes;
+	uint32_t qsize;
+	uint64_t rate_bps, bucket_bytes;
+	unsigned int lcore;
+	bool launched, rx_started, tx_started;
+	struct rte_mempool *pool;
+	struct dpe_state *retired; /* newest first */
+	/* counters of tables freed so far, so that stats only grow */
+	uint64_t gone_class_packets[DPF_MAX_CLASSES];
+	uint64_t gone_known, gone_unknown, gone_unparseable;
+	uint64_t applied;
+};
+
+static bool eal_started; /* this module called rte_eal_init */
+static unsigned int instances;
+static bool software_logged;
+
+static int worker_main(void *arg)
+{
+	struct dpe *d = arg;
+	struct rte_mbuf *pkts[DPE_MAX_BURST], *out[DPE_MAX_BURST];
+	uint8_t cls[DPE_MAX_BURST];
+
+	rte_rcu_qsbr_thread_register(d->qsv, 0);
+	rte_rcu_qsbr_thread_online(d->qsv, 0);
+	while (!__atomic_load_n(&d->stop, __ATOMIC_RELAXED)) {
+		struct dpe_state *s = __atomic_load_n(&d->cur, __ATOMIC_ACQUIRE);
+		uint16_t n = rte_eth_rx_burst(d->rx_port, 0, pkts, d->burst);
+		uint16_t k;
+
+		if (n) {
+			d->wc.rx_pkts += n;
+			/* l2_len != 0 afterwards marks the packets that parsed as IP */
+			for (uint16_t i = 0; i < n; i++)
+				pkts[i]->l2_len = 0;
+			dpf_classify_burst(s->ct, pkts, n, cls, &s->c);
+			for (uint16_t i = 0; i < n; i++)
+				if (pkts[i]->l2_len)
+					dpf_set_dscp(pkts[i], pkts[i]->l2_len,
+						     dpf_dscp_map_get(&d->dscp, cls[i]));
+			k = dpf_prioq_enqueue_burst(d->q, pkts, cls, n);
+			if (k < n) {
+				d->wc.queue_drops += n - k;
+				rte_pktmbuf_free_bulk(pkts + k, n - k);
+			}
+		}
+		n = dpf_prioq_dequeue_burst(d->q, out, d->burst, d->shaping ? &d->sh : NULL,
+					    rte_rdtsc());
+		if (n) {
+			k = rte_eth_tx_burst(d->tx_port, 0, out, n);
+			d->wc.tx_pkts += k;
+			if (k < n) {
+				d->wc.tx_drops += n - k;
+				rte_pktmbuf_free_bulk(out + k, n - k);
+			}
+		}
+		rte_rcu_qsbr_quiescent(d->qsv, 0);
+	}
+	rte_rcu_qsbr_thread_offline(d->qsv, 0);
+	rte_rcu_qsbr_thread_unregister(d->qsv, 0);
+	return 0;
+}
+
+/* ---- tables ---------------------------------------------------------------------------------- */
+
+static struct dpe_state *state_free(struct dpe_state *s)
+{
+	if (!s)
+		return NULL;
+	dpf_ctable_free(s->ct);
+	dp_snapshot_free(s->snap);
+	free(s->flows);
+	free(s->last);
+	free(s);
+	return NULL;
+}
+
+/* Builds a state for snap (NULL: an empty table with default_class). Takes snap. */
+static struct dpe_state *state_new(struct dp_snapshot *snap, uint32_t default_class)
+{
+	struct dpe_state *s = calloc(1, sizeof(*s));
+	struct dp_snapshot empty = {.default_class = default_class};
+	size_t n = snap ? snap->n : 0;
+
+	if (!s) {
+		dp_snapshot_free(snap);
+		return NULL;
+	}
+	s->snap = snap;
+	s->flows = calloc(n ? n : 1, sizeof(*s->flows));
+	s->last = calloc(n ? n : 1, sizeof(*s->last));
+	if (!s->flows || !s->last || n > UINT32_MAX) {
+		errno = ENOMEM;
+		return state_free(s);
+	}
+	s->ct = dpf_ctable_new(snap ? snap : &empty, SOCKET_ID_ANY);
+	if (!s->ct) {
+		int e = errno;
+
+		state_free(s);
+		errno = e;
+		return NULL;
+	}
+	dpf_counters_init(&s->c, s->flows, (uint32_t)n);
+	return s;
+}
+
+/* Reports s's per-flow bytes since the last collect; done when its table is retired and
+ * the flow is not in cur. */
+static void state_report(struct dpe_state *s, const struct dpe_state *cur, dp_counter_fn fn,
+			 void *ctx)
+{
+	bool retired = s != cur;
+	uint64_t ver = __atomic_load_n(&s->c.flows_version, __ATOMIC_ACQUIRE);
+
+	if (!s->snap || ver != s->snap->version)
+		return; /* the worker has not used this table yet */
+	for (size_t i = 0; i < s->snap->n; i++) {
+		uint64_t b = __atomic_load_n(&s->flows[i].bytes, __ATOMIC_RELAXED);
+		const struct wire_tuple *t = &s->snap->flows[i].tuple;
+		bool done = retired && !(cur->snap && dp_snapshot_find(cur->snap, t));
+
+		if (b == s->last[i])
+			continue;
+		fn(ctx, t, b - s->last[i], done);
+		s->last[i] = b;
+	}
+}
+
+/* Adds a table's final counters to the totals kept for stats. */
+static void state_bury(struct dpe *d, const struct dpe_state *s)
+{
+	for (uint32_t c = 0; c < DPF_MAX_CLASSES; c++)
+		d->gone_class_packets[c] += s->c.class_packets[c];
+	d->gone_known += s->c.known;
+	d->gone_unknown += s->c.unknown;
+	for (uint32_t r = 1; r < DPF_PARSE_NREASONS; r++)
+		d->gone_unparseable += s->c.unparseable[r];
+}
+
+/* Waits (bounded) until the worker has passed a quiescent point after token. */
+static bool wait_quiescent(struct dpe *d, uint64_t token)
+{
+	uint64_t deadline =
+		rte_get_timer_cycles() + rte_get_timer_hz() * DPE_SYNC_TIMEOUT_NS / 1000000000ull;
+
+	while (!rte_rcu_qsbr_check(d->qsv, token, false)) {
+		struct timespec ts = {0, 20000};
+
+		if (rte_get_timer_cycles() > deadline)
+			return false;
+		nanosleep(&ts, NULL);
+	}
+	return true;
+}
+
+/* Frees the classification tables of retired states the worker no longer uses. */
+static void reclaim(struct dpe *d)
+{
+	for (struct dpe_state *s = d->retired; s; s = s->next)
+		if (s->ct && rte_rcu_qsbr_check(d->qsv, s->token, false))
+			s->ct = dpf_ctable_free(s->ct);
+}
+
+/* ---- the class ------------------------------------------------------------------------------- */
+
+static int parse_u64(const char *v, uint64_t max, uint64_t *ret)
+{
+	char *end;
+	unsigned long long x;
+
+	if (!isdigit((unsigned char)v[0]))
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno || *end || x > max)
+		return -EINVAL;
+	*ret = x;
+	return 0;
+}
+
+static int parse_rate(const char *v, uint64_t *ret_bps)
+{
+	char *end;
+	unsigned long long x;
+	uint64_t mul = 1;
+
+	if (!isdigit((unsigned char)v[0]))
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (*end == 'k' || *end == 'K')
+		mul = 1000ull, end++;
+	else if (*end == 'M')
+		mul = 1000000ull, end++;
+	else if (*end == 'G')
+		mul = 1000000000ull, end++;
+	if (*end || x > UINT64_MAX / mul)
+		return -EINVAL;
+	*ret_bps = x * mul;
+	return 0;
+}
+
+/* Parses one OPTION=VALUE into d. */
+static int parse_option(struct dpe *d, char *opt, struct loom_err *err)
+{
+	char *v = strchr(opt, '=');
+	uint64_t x;
+	char msg[128];
+
+	if (!v)
+		return loom_err_set(err, EINVAL, "dpdk enforcer: '%s' is not OPTION=VALUE", opt);
+	*v++ = '\0';
+	if (!strcmp(opt, "rx") || !strcmp(opt, "tx")) {
+		if (parse_u64(v, UINT16_MAX, &x) < 0 || !rte_eth_dev_is_valid_port((uint16_t)x))
+			return loom_err_set(err, EINVAL, "dpdk enforcer: %s: no port '%s'", opt, v);
+		if (opt[0] == 'r')
+			d->rx_port = (uint16_t)x;
+		else
+			d->tx_port = (uint16_t)x;
+	} else if (!strcmp(opt, "rate")) {
+		if (parse_rate(v, &d->rate_bps) < 0)
+			return loom_err_set(err, EINVAL,
+					    "dpdk enforcer: rate: '%s' is not bit/s (k/M/G suffix)",
+					    v);
+	} else if (!strcmp(opt, "bucket")) {
+		if (parse_u64(v, UINT32_MAX, &d->bucket_bytes) < 0)
+			return loom_err_set(err, EINVAL, "dpdk enforcer: bucket: bad size '%s'", v);
+	} else if (!strcmp(opt, "burst")) {
+		if (parse_u64(v, DPE_MAX_BURST, &x) < 0 || x == 0)
+			return loom_err_set(err, EINVAL, "dpdk enforcer: burst: '%s' is not 1..%d",
+					    v, DPE_MAX_BURST);
+		d->burst = (uint16_t)x;
+	} else if (!strcmp(opt, "qsize")) {
+		if (parse_u64(v, 1u << 20, &x) < 0 || x == 0)
+			return loom_err_set(err, EINVAL, "dpdk enforcer: qsize: '%s' is not 1..%u",
+					    v, 1u << 20);
+		d->qsize = (uint32_t)x;
+	} else if (!strcmp(opt, "dscp")) {
+		if (dpf_dscp_map_parse(v, &d->dscp, msg, sizeof(msg)) < 0)
+			return loom_err_set(err, EINVAL, "dpdk enforcer: dscp: %s", msg);
+	} else {
+		return loom_err_set(err, EINVAL, "dpdk enforcer: unknown option '%s'", opt);
+	}
+	return 0;
+}
+
+/* Splits args; starts the EAL on the part before "--" when it is not up; parses the rest. */
+static int parse_args(struct dpe *d, const char *args, struct loom_err *err)
+{
+	char *buf = strdup(args ? args : "");
+	char *argv[DPE_MAX_ARGS + 1];
+	int argc = 1, sep = -1, r = 0;
+
+	if (!buf)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	argv[0] = (char *)"loom-agent";
+	for (char *save = NULL, *t = strtok_r(buf, " \t\n", &save); t;
+	     t = strtok_r(NULL, " \t\n", &save)) {
+		if (argc == DPE_MAX_ARGS) {
+			r = loom_err_set(err, EINVAL, "dpdk enforcer: more than %d arguments",
+					 DPE_MAX_ARGS - 1);
+			goto out;
+		}
+		if (sep < 0 && !strcmp(t, "--"))
+			sep = argc;
+		argv[argc++] = t;
+	}
+	argv[argc] = NULL;
+	if (sep < 0)
+		sep = argc; /* all EAL arguments */
+	if (!eal_started && rte_lcore_count() == 0) {
+		char *eal_argv[DPE_MAX_ARGS + 1];
+
+		memcpy(eal_argv, argv, (size_t)sep * sizeof(char *));
+		eal_argv[sep] = NULL;
+		if (rte_eal_init(sep, eal_argv) < 0) {
+			r = loom_err_set(err, EINVAL, "dpdk enforcer: rte_eal_init failed: %s",
+					 rte_strerror(rte_errno));
+			goto out;
+		}
+		eal_started = true;
+	}
+	for (int i = sep + 1; i < argc && r == 0; i++)
+		r = parse_option(d, argv[i], err);
+out:
+	free(buf);
+	return r;
+}
+
+static int port_setup(struct dpe *d, uint16_t port, bool rx, bool tx, struct loom_err *err)
+{
+	struct rte_eth_conf conf;
+	uint16_t nrx = DPE_RING_DESC, ntx = DPE_RING_DESC;
+	int socket = rte_eth_dev_socket_id(port);
+	int r;
+
+	memset(&conf, 0, sizeof(conf));
+	if (socket < 0)
+		socket = (int)rte_socket_id();
+	r = rte_eth_dev_configure(port, rx ? 1 : 0, tx ? 1 : 0, &conf);
+	if (r < 0)
+		return loom_err_set(err, -r, "dpdk enforcer: port %u: configure: %s", port,
+				    rte_strerror(-r));
+	r = rte_eth_dev_adjust_nb_rx_tx_desc(port, &nrx, &ntx);
+	if (r == 0 && rx)
+		r = rte_eth_rx_queue_setup(port, 0, nrx, (unsigned int)socket, NULL, d->pool);
+	if (r == 0 && tx)
+		r = rte_eth_tx_queue_setup(port, 0, ntx, (unsigned int)socket, NULL);
+	if (r == 0)
+		r = rte_eth_dev_start(port);
+	if (r < 0)
+		return loom_err_set(err, -r, "dpdk enforcer: port %u: setup: %s", port,
+				    rte_strerror(-r));
+	return 0;
+}
+
+static void dpe_done(struct dp_enforcer *e);
+
+static int dpe_init(struct dp_enforcer *e, const char *args, uint32_t classes, struct loom_err *err)
+{
+	struct dpe *d;
+	char name[32];
+	unsigned int id = instances++;
+	int r;
+
+	if (classes == 0 || classes > DPF_MAX_CLASSES)
+		return loom_err_set(err, EINVAL, "dpdk enforcer: %u classes (1..%u)", classes,
+				    DPF_MAX_CLASSES);
+	/* the C heap: the EAL may not be up yet */
+	d = aligned_alloc(RTE_CACHE_LINE_SIZE, RTE_ALIGN_CEIL(sizeof(*d), RTE_CACHE_LINE_SIZE));
+	if (!d)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	memset(d, 0, sizeof(*d));
+	e->priv = d;
+	d->classes = classes;
+	d->rx_port = 0;
+	d->tx_port = 1;
+	d->burst = 32;
+	d->qsize = 1024;
+	d->bucket_bytes = 65536;
+	d->lcore = RTE_MAX_LCORE;
+	dpf_dscp_map_default(&d->dscp);
+	r = parse_args(d, args, err);
+	if (r < 0)
+		goto fail;
+
+	d->lcore = rte_get_next_lcore(-1, 1, 0);
+	if (d->lcore >= RTE_MAX_LCORE || rte_eal_get_lcore_state(d->lcore) != WAIT) {
+		d->lcore = RTE_MAX_LCORE;
+		r = loom_err_set(
+			err, EINVAL,
+			"dpdk enforcer: no idle worker lcore (give the EAL two lcores, e.g. "
+			"-l 0-1)");
+		goto fail;
+	}
+	snprintf(name, sizeof(name), "loom_dpe%u", id);
+	d->pool = rte_pktmbuf_pool_create(name, DPE_POOL_MBUFS, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+					  (int)rte_socket_id());
+	snprintf(name, sizeof(name), "dpe%u", id);
+	d->q = dpf_prioq_new(name, classes, d->qsize, (int)rte_socket_id());
+	{
+		size_t sz = rte_rcu_qsbr_get_memsize(1);
+
+		d->qsv = rte_zmalloc("loom_dpe_rcu", sz, RTE_CACHE_LINE_SIZE);
+		if (d->qsv && rte_rcu_qsbr_init(d->qsv, 1) != 0)
+			d->qsv = (rte_free(d->qsv), NULL);
+	}
+	if (!d->pool || !d->q || !d->qsv) {
+		r = loom_err_set(err, ENOMEM, "dpdk enforcer: out of memory (pool, queues or rcu)");
+		goto fail;
+	}
+	d->cur = state_new(NULL, classes - 1);
+	if (!d->cur) {
+		r = loom_err_set(err, errno, "dpdk enforcer: empty table: %s", strerror(errno));
+		goto fail;
+	}
+	d->shaping = d->rate_bps > 0;
+	dpf_shaper_init(&d->sh, d->rate_bps, d->bucket_bytes, rte_get_tsc_hz(), rte_rdtsc());
+
+	if (d->rx_port == d->tx_port) {
+		r = port_setup(d, d->rx_port, true, true, err);
+		d->rx_started = r == 0;
+	} else {
+		r = port_setup(d, d->rx_port, true, false, err);
+		d->rx_started = r == 0;
+		if (r == 0) {
+			r = port_setup(d, d->tx_port, false, true, err);
+			d->tx_started = r == 0;
+		}
+	}
+	if (r < 0)
+		goto fail;
+
+	r = rte_eal_remote_launch(worker_main, d, d->lcore);
+	if (r < 0) {
+		r = loom_err_set(err, -r, "dpdk enforcer: launch on lcore %u: %s", d->lcore,
+				 rte_strerror(-r));
+		goto fail;
+	}
+	d->launched = true;
+	if (!software_logged) {
+		software_logged = true;
+		log_info("dpdk enforcer: classification runs in software (no rte_flow offload)");
+	}
+	return 0;
+fail:
+	dpe_done(e);
+	return r;
+}
+
+static void dpe_done(struct dp_enforcer *e)
+{
+	struct dpe *d = e->priv;
+
+	if (!d)
+		return;
+	if (d->launched) {
+		__atomic_store_n(&d->stop, 1, __ATOMIC_RELAXED);
+		rte_eal_wait_lcore(d->lcore);
+	}
+	if (d->rx_started) {
+		rte_eth_dev_stop(d->rx_port);
+		rte_eth_dev_close(d->rx_port);
+	}
+	if (d->tx_started) {
+		rte_eth_dev_stop(d->tx_port);
+		rte_eth_dev_close(d->tx_port);
+	}
+	while (d->retired) {
+		struct dpe_state *s = d->retired;
+
+		d->retired = s->next;
+		state_free(s);
+	}
+	state_free(d->cur);
+	dpf_prioq_free(d->q);
+	rte_mempool_free(d->pool);
+	rte_free(d->qsv);
+	free(d);
+	e->priv = NULL;
+}
+
+/*
+ * Publishes snap's table. The old table is retired: the worker stops using
+ * it at its next quiescent point (waited for here, bounded); its counters
+ * are final then and the next collect reports their last bytes and frees it.
+ * Takes snap even on failure (then frees it and keeps the old table).
+ */
+static int dpe_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
+{
+	struct dpe *d = e->priv;
+	struct dpe_state *s, *old;
+
+	if (!snap)
+		return -EINVAL;
+	if (snap->default_class >= d->classes) {
+		dp_snapshot_free(snap);
+		return -EINVAL;
+	}
+	s = state_new(snap, snap->default_class);
+	if (!s)
+		return -errno;
+	old = d->cur;
+	__atomic_store_n(&d->cur, s, __ATOMIC_RELEASE);
+	old->token = rte_rcu_qsbr_start(d->qsv);
+	old->next = d->retired;
+	d->retired = old;
+	d->applied++;
+	if (wait_quiescent(d, old->token))
+		old->ct = dpf_ctable_free(old->ct);
+	return 0;
+}
+
+static void dpe_collect(struct dp_enforcer *e, dp_counter_fn fn, void *ctx)
+{
+	struct dpe *d = e->priv;
+	struct dpe_state **pp = &d->retired;
+
+	reclaim(d);
+	/* oldest last in the list: report them in any order, a flow's bytes just add up */
+	while (*pp) {
+		struct dpe_state *s = *pp;
+
+		state_report(s, d->cur, fn, ctx);
+		if (s->ct) { /* the worker may still use it: keep it for the next collect */
+			pp = &s->next;
+			continue;
+		}
+		*pp = s->next;
+		state_bury(d, s);
+		state_free(s);
+	}
+	state_report(d->cur, d->cur, fn, ctx);
+}
+
+static void dpe_stats(struct dp_enforcer *e, void (*fn)(void *ctx, const char *name, uint64_t v),
+		      void *ctx)
+{
+	struct dpe *d = e->priv;
+	uint64_t cls[DPF_MAX_CLASSES], known = d->gone_known, unknown = d->gone_unknown;
+	uint64_t unparseable = d->gone_unparseable, qdrops = 0;
+	char name[32];
+
+	memcpy(cls, d->gone_class_packets, sizeof(cls));
+	for (struct dpe_state *s = d->cur; s; s = s == d->cur ? d->retired : s->next) {
+		for (uint32_t c = 0; c < DPF_MAX_CLASSES; c++)
+			cls[c] += __atomic_load_n(&s->c.class_packets[c], __ATOMIC_RELAXED);
+		known += __atomic_load_n(&s->c.known, __ATOMIC_RELAXED);
+		unknown += __atomic_load_n(&s->c.unknown, __ATOMIC_RELAXED);
+		for (uint32_t r = 1; r < DPF_PARSE_NREASONS; r++)
+			unparseable += __atomic_load_n(&s->c.unparseable[r], __ATOMIC_RELAXED);
+	}
+	for (uint32_t c = 0; c < d->classes; c++) {
+		struct dpf_prioq_stats ps;
+
+		if (dpf_prioq_stats(d->q, c, &ps) == 0)
+			qdrops += ps.drop_pkts;
+	}
+	fn(ctx, "rx_packets", __atomic_load_n(&d->wc.rx_pkts, __ATOMIC_RELAXED));
+	fn(ctx, "tx_packets", __atomic_load_n(&d->wc.tx_pkts, __ATOMIC_RELAXED));
+	fn(ctx, "dropped_packets", qdrops + __atomic_load_n(&d->wc.tx_drops, __ATOMIC_RELAXED));
+	for (uint32_t c = 0; c < d->classes; c++) {
+		snprintf(name, sizeof(name), "class%u_packets", c);
+		fn(ctx, name, cls[c]);
+	}
+	fn(ctx, "known", known);
+	fn(ctx, "unknown", unknown);
+	fn(ctx, "unparseable", unparseable);
+	fn(ctx, "snapshots_applied", d->applied);
+	fn(ctx, "flows_enforced", d->cur->snap ? d->cur->snap->n : 0);
+	fn(ctx, "offload_software", 1); /* no rte_flow offload in this version */
+	fn(ctx, "rate_bps", d->rate_bps);
+}
+
+const struct dp_enforcer_class dp_enforcer_dpdk = {
+	.name = "dpdk",
+	.summary = "DPDK fast path: classify, DSCP, strict-priority queues, shaper",
+	.init = dpe_init,
+	.done = dpe_done,
+	.apply = dpe_apply,
+	.collect = dpe_collect,
+	.stats = dpe_stats,
+};

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dataplane/dpdk/enforcer_dpdk: the "dpdk" enforcer (struct
+ * dp_enforcer_class). One worker lcore moves packets from one RX port to one
+ * TX port: rx -> classify (classify.h) -> DSCP by class -> strict-priority
+ * queues -> token-bucket shaper (prioq.h) -> tx.
+ *
+ * init's args: "[EAL ARGS] -- [OPTION=VALUE]...", split on whitespace. The
+ * EAL arguments go to rte_eal_init unless the EAL is already up in this
+ * process (then they are ignored). Options:
+ *   rx=PORT      RX port id (default 0)
+ *   tx=PORT      TX port id (default 1; may equal rx)
+ *   rate=BPS     egress rate in bit/s, suffix k/M/G (x1000); 0 = no shaping (default)
+ *   bucket=BYTES shaper bucket (default 64 KiB; clamped as dpf_shaper_init says)
+ *   dscp=MAP     class -> DSCP, "CLASS:DSCP,..." over the default (classify.h)
+ *   burst=N      packets per rx/tx burst, 1..256 (default 32)
+ *   qsize=N      packets per class queue (default 1024)
+ *
+ * Threads: init, apply, collect, stats and done run on one control thread
+ * (the agent's loop); the worker lcore runs the fast path. The control side
+ * publishes a new classification table with an atomic pointer store and
+ * frees the old one only after the worker has reported quiescence
+ * (rte_rcu_qsbr). Each table carries its own counters, so a table's per-flow
+ * counters are final once it is retired: collect reports every flow's bytes
+ * since the last collect, including the last bytes of retired tables.
+ *
+ * done never calls rte_eal_cleanup: the EAL stays up for the process (tests
+ * and a later init reuse it).
+ */
+#ifndef LOOM_DATAPLANE_DPDK_ENFORCER_DPDK_H
+#define LOOM_DATAPLANE_DPDK_ENFORCER_DPDK_H
+
+#include "dataplane/agent.h"
+
+extern const struct dp_enforcer_class dp_enforcer_dpdk;
+
+#endif

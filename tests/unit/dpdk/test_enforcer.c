@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Tests for dataplane/dpdk/enforcer_dpdk: the "dpdk" enforcer end to end on
+ * two net_ring vdevs (each a loopback over one ring, "ETH_RXTX0_<name>"): the
+ * test enqueues packets into port 0's ring (its RX) and dequeues what the
+ * worker sent from port 1's ring (its TX).
+ *
+ * Strict priority is made deterministic by shaping: at 100 kbit/s with the
+ * smallest bucket one 60-byte frame leaves every 6.72 ms, so the whole burst
+ * is queued long before it drains; the only slack allowed is for the few
+ * lower-class packets the worker may send before it has received the
+ * higher-class ones.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_ip.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "dataplane/agent.h"
+#include "dataplane/dpdk/enforcer_dpdk.h"
+#include "dataplane/table.h"
+
+#define POOL_SIZE 1023
+#define PKT_BYTES 60
+
+static struct rte_mempool *pool;
+static struct rte_ring *rx_ring, *tx_ring;
+static uint16_t port0, port1;
+
+enum {
+	FLOW_A,
+	FLOW_B,
+	FLOW_UNKNOWN
+};
+
+static void tuple_of(int flow, struct wire_tuple *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->family = 4;
+	t->protocol = IPPROTO_UDP;
+	t->src[0] = 10, t->src[3] = 1;
+	t->dst[0] = 10, t->dst[3] = 2;
+	t->src_port = (uint16_t)(1000 + flow);
+	t->dst_port = 2000;
+}
+
+/* A 60-byte Ethernet/IPv4/UDP frame of flow. */
+static struct rte_mbuf *make_pkt(int flow)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+	struct wire_tuple t;
+	uint8_t p[PKT_BYTES];
+	struct rte_ipv4_hdr *ip;
+	char *data;
+
+	assert_non_null(m);
+	data = rte_pktmbuf_append(m, PKT_BYTES);
+	assert_non_null(data);
+	tuple_of(flow, &t);
+	memset(p, 0, PKT_BYTES);
+	memset(p, 0x02, 12);
+	p[12] = 0x08;
+	ip = (struct rte_ipv4_hdr *)(p + 14);
+	ip->version_ihl = 0x45;
+	ip->type_of_service = 0x01; /* ECN bits that must survive */
+	ip->total_length = rte_cpu_to_be_16(PKT_BYTES - 14);
+	ip->time_to_live = 64;
+	ip->next_proto_id = IPPROTO_UDP;
+	memcpy(&ip->src_addr, t.src, 4);
+	memcpy(&ip->dst_addr, t.dst, 4);
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	p[34] = (uint8_t)(t.src_port >> 8), p[35] = (uint8_t)t.src_port;
+	p[36] = (uint8_t)(t.dst_port >> 8), p[37] = (uint8_t)t.dst_port;
+	p[38] = 0, p[39] = PKT_BYTES - 34;
+	memcpy(data, p, PKT_BYTES);
+	return m;
+}
+
+/* Reads a sent packet: its flow, DSCP, and whether its IPv4 checksum holds. */
+static void read_pkt(struct rte_mbuf *m, int *ret_flow, uint8_t *ret_dscp, bool *ret_cksum_ok)
+{
+	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+	struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(p + 14);
+	uint16_t stored = ip->hdr_checksum;
+
+	assert_int_equal(rte_pktmbuf_pkt_len(m), PKT_BYTES);
+	*ret_flow = ((p[34] << 8) | p[35]) - 1000;
+	*ret_dscp = ip->type_of_service >> 2;
+	assert_int_equal(ip->type_of_service & 3, 1);
+	ip->hdr_checksum = 0;
+	*ret_cksum_ok = rte_ipv4_cksum(ip) == stored;
+	ip->hdr_checksum = stored;
+}
+
+/* A snapshot of flows A and B in classes cls_a and cls_b (coflows 1 and 2). */
+static struct dp_snapshot *snapshot(uint64_t version, uint32_t cls_a, uint32_t cls_b)
+{
+	struct dp_table *t = dp_table_new(8);
+	struct dp_flow_entry flows[2];
+	struct dp_class_entry classes[2] = {{1, cls_a, 0}, {2, cls_b, 0}};
+	struct dp_update u = {.version = version, .full = true, .default_class = 7};
+	struct dp_snapshot *s;
+
+	assert_non_null(t);
+	tuple_of(FLOW_A, &flows[0].tuple);
+	flows[0].coflow_id = 1;
+	tuple_of(FLOW_B, &flows[1].tuple);
+	flows[1].coflow_id = 2;
+	u.flows = flows, u.nflows = 2;
+	u.classes = classes, u.nclasses = 2;
+	assert_int_equal(dp_table_apply(t, &u), 0);
+	s = dp_table_snapshot(t);
+	assert_non_null(s);
+	dp_table_free(t);
+	return s;
+}
+
+static void inject(const int *flows, unsigned int n)
+{
+	struct rte_mbuf *m[128];
+
+	assert_true(n <= 128);
+	for (unsigned int i = 0; i < n; i++)
+		m[i] = make_pkt(flows[i]);
+	assert_int_equal(rte_ring_enqueue_bulk(rx_ring, (void **)m, n, NULL), n);
+}
+
+/* Dequeues exactly n sent packets into out, waiting at most 10 s. */
+static void drain(struct rte_mbuf **out, unsigned int n)
+{
+	unsigned int got = 0;
+
+	for (int tries = 0; got < n && tries < 10000; tries++) {
+		struct timespec ts = {0, 1000000};
+
+		got += rte_ring_dequeue_burst(tx_ring, (void **)out + got, n - got, NULL);
+		if (got < n)
+			nanosleep(&ts, NULL);
+	}
+	assert_int_equal(got, n);
+}
+
+struct counts {
+	uint64_t bytes[3];
+	unsigned int calls;
+	bool any_done;
+};
+
+static void on_counter(void *ctx, const struct wire_tuple *t, uint64_t bytes, bool done)
+{
+	struct counts *c = ctx;
+	int flow = t->src_port - 1000;
+
+	assert_true(flow >= 0 && flow < 3);
+	c->bytes[flow] += bytes;
+	c->calls++;
+	c->any_done |= done;
+}
+
+struct stat_list {
+	char names[32][32];
+	uint64_t v[32];
+	int n;
+};
+
+static void on_stat(void *ctx, const char *name, uint64_t v)
+{
+	struct stat_list *l = ctx;
+
+	assert_true(l->n < 32);
+	snprintf(l->names[l->n], sizeof(l->names[0]), "%s", name);
+	l->v[l->n++] = v;
+}
+
+static uint64_t stat(const struct stat_list *l, const char *name)
+{
+	for (int i = 0; i < l->n; i++)
+		if (!strcmp(l->names[i], name))
+			return l->v[i];
+	fail_msg("no stat %s", name);
+	return 0;
+}
+
+static void test_registered(void **state)
+{
+	(void)state;
+	assert_ptr_equal(dp_enforcer_find("dpdk"), &dp_enforcer_dpdk);
+	assert_non_null(dp_enforcer_find("null"));
+}
+
+static void expect_einval(const char *args, uint32_t classes, const char *needle)
+{
+	struct dp_enforcer e = {.cls = &dp_enforcer_dpdk};
+	struct loom_err err;
+
+	loom_err_clear(&err);
+	assert_int_equal(e.cls->init(&e, args, classes, &err), -EINVAL);
+	assert_null(e.priv);
+	if (!strstr(loom_err_str(&err), needle))
+		fail_msg("'%s': message '%s' does not name '%s'", args, loom_err_str(&err), needle);
+}
+
+static void test_bad_args(void **state)
+{
+	(void)state;
+	expect_einval("-- rate=fast", 8, "rate");
+	expect_einval("-- rate=10X", 8, "rate");
+	expect_einval("-- burst=0", 8, "burst");
+	expect_einval("-- burst=100000", 8, "burst");
+	expect_einval("-- rx=99", 8, "rx");
+	expect_einval("-- tx=x", 8, "tx");
+	expect_einval("-- dscp=0:64", 8, "dscp");
+	expect_einval("-- colour=blue", 8, "colour");
+	expect_einval("-- rate", 8, "rate");
+	expect_einval("-- rate=0", 9, "classes");
+}
+
+static void test_run(void **state)
+{
+	struct dp_enforcer e = {.cls = dp_enforcer_find("dpdk")};
+	struct loom_err err;
+	char args[128];
+	int flows[128];
+	struct rte_mbuf *out[128];
+	struct counts c = {0};
+	struct stat_list st = {0};
+	unsigned int n = 0, first_a = UINT32_MAX, last_a = 0, b_after = 0;
+
+	(void)state;
+	assert_non_null(e.cls);
+	loom_err_clear(&err);
+	snprintf(args, sizeof(args), "-- rx=%u tx=%u rate=100k bucket=0 burst=32", port0, port1);
+	if (e.cls->init(&e, args, 8, &err) < 0)
+		fail_msg("init: %s", loom_err_str(&err));
+	assert_int_equal(e.cls->apply(&e, snapshot(1, 0, 1)), 0);
+
+	/* 32 of B (class 1), then 32 of A (class 0), then 8 unknown (default class 7) */
+	for (int i = 0; i < 32; i++)
+		flows[n++] = FLOW_B;
+	for (int i = 0; i < 32; i++)
+		flows[n++] = FLOW_A;
+	for (int i = 0; i < 8; i++)
+		flows[n++] = FLOW_UNKNOWN;
+	inject(flows, n);
+	drain(out, n);
+	for (unsigned int i = 0; i < n; i++) {
+		int flow;
+		uint8_t dscp;
+		bool ok;
+
+		read_pkt(out[i], &flow, &dscp, &ok);
+		assert_true(ok);
+		assert_int_equal(dscp, flow == FLOW_A ? 56 : flow == FLOW_B ? 48 : 0);
+		if (flow == FLOW_A) {
+			if (first_a == UINT32_MAX)
+				first_a = i;
+			last_a = i;
+		}
+		if (flow == FLOW_UNKNOWN)
+			assert_true(i >= n - 8); /* the lowest class leaves last */
+		rte_pktmbuf_free(out[i]);
+	}
+	/* strict priority: A leaves in one run, and most of B waits behind it */
+	assert_int_equal(last_a - first_a, 31);
+	b_after = n - 8 - 1 - last_a;
+	if (b_after < 16)
+		fail_msg("only %u of 32 class-1 packets left after the class-0 ones", b_after);
+
+	e.cls->collect(&e, on_counter, &c);
+	assert_int_equal(c.bytes[FLOW_A], 32 * PKT_BYTES);
+	assert_int_equal(c.bytes[FLOW_B], 32 * PKT_BYTES);
+	assert_int_equal(c.bytes[FLOW_UNKNOWN], 0);
+	assert_false(c.any_done);
+	memset(&c, 0, sizeof(c));
+	e.cls->collect(&e, on_counter, &c);
+	assert_int_equal(c.calls, 0); /* nothing since the last collect */
+
+	/* swap the classes: A -> 1, B -> 0 */
+	assert_int_equal(e.cls->apply(&e, snapshot(2, 1, 0)), 0);
+	n = 0;
+	for (int i = 0; i < 4; i++) {
+		flows[n++] = FLOW_A;
+		flows[n++] = FLOW_B;
+	}
+	inject(flows, n);
+	drain(out, n);
+	for (unsigned int i = 0; i < n; i++) {
+		int flow;
+		uint8_t dscp;
+		bool ok;
+
+		read_pkt(out[i], &flow, &dscp, &ok);
+		assert_true(ok);
+		assert_int_equal(dscp, flow == FLOW_A ? 48 : 56);
+		rte_pktmbuf_free(out[i]);
+	}
+	memset(&c, 0, sizeof(c));
+	e.cls->collect(&e, on_counter, &c);
+	assert_int_equal(c.bytes[FLOW_A], 4 * PKT_BYTES);
+	assert_int_equal(c.bytes[FLOW_B], 4 * PKT_BYTES);
+	assert_false(c.any_done);
+
+	e.cls->stats(&e, on_stat, &st);
+	assert_int_equal(stat(&st, "rx_packets"), 80);
+	assert_int_equal(stat(&st, "tx_packets"), 80);
+	assert_int_equal(stat(&st, "dropped_packets"), 0);
+	assert_int_equal(stat(&st, "class0_packets"), 36);
+	assert_int_equal(stat(&st, "class1_packets"), 36);
+	assert_int_equal(stat(&st, "class7_packets"), 8);
+	assert_int_equal(stat(&st, "unknown"), 8);
+	assert_int_equal(stat(&st, "unparseable"), 0);
+	assert_int_equal(stat(&st, "snapshots_applied"), 2);
+	assert_int_equal(stat(&st, "offload_software"), 1);
+
+	e.cls->done(&e);
+	assert_null(e.priv);
+	assert_int_equal(rte_mempool_avail_count(pool), POOL_SIZE);
+}
+
+int main(void)
+{
+	const char *args[] = {"test",   "--no-huge", "--no-pci", "--no-shconf", "-m",
+			      "512",    "-l",        "0-1",      "--log-level", "error",
+			      "--vdev", "net_ring0", "--vdev",   "net_ring1"};
+	char *argv[RTE_DIM(args)];
+	int rc;
+
+	for (size_t i = 0; i < RTE_DIM(args); i++)
+		argv[i] = (char *)args[i];
+	if (rte_eal_init((int)RTE_DIM(args), argv) < 0) {
+		printf("skipped: rte_eal_init failed: %s\n", rte_strerror(rte_errno));
+		return 77;
+	}
+	pool = rte_pktmbuf_pool_create("enf_test", POOL_SIZE, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+				       SOCKET_ID_ANY);
+	rx_ring = rte_ring_lookup("ETH_RXTX0_net_ring0");
+	tx_ring = rte_ring_lookup("ETH_RXTX0_net_ring1");
+	if (!pool || !rx_ring || !tx_ring ||
+	    rte_eth_dev_get_port_by_name("net_ring0", &port0) != 0 ||
+	    rte_eth_dev_get_port_by_name("net_ring1", &port1) != 0) {
+		printf("skipped: no mbuf pool or net_ring ports (%s)\n", rte_strerror(rte_errno));
+		rte_eal_cleanup();
+		return 77;
+	}
+
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_registered),
+		cmocka_unit_test(test_bad_args),
+		cmocka_unit_test(test_run),
+	};
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	rte_mempool_free(pool);
+	rte_eal_cleanup();
+	return rc;
+}

@@ -19,7 +19,7 @@
 #include <rte_jhash.h>
 #include <rte_malloc.h>
 
-_Static_assert(sizeof(struct dpf_key) == 38, "dpf_key must be packed");
+_Static_assert(sizeof(struct dpf_key) == 40, "dpf_key: packed, a multiple of 4 bytes");
 
 #define DPF_MAX_SLOTS (1u << 24)
 

@@ -192,7 +192,8 @@ static void state_report(struct dpe_state *s, const struct dpe_state *cur, dp_co
 	for (size_t i = 0; i < s->snap->n; i++) {
 		uint64_t b = __atomic_load_n(&s->flows[i].bytes, __ATOMIC_RELAXED);
 		const struct wire_tuple *t = &s->snap->flows[i].tuple;
-		bool done = retired && !(cur->snap && dp_snapshot_find(cur->snap, t));
+		/* done only once the worker cannot count into the retired table any more */
+		bool done = retired && !s->ct && !(cur->snap && dp_snapshot_find(cur->snap, t));
 
 		if (b == s->last[i])
 			continue;
@@ -385,9 +386,14 @@ static int port_setup(struct dpe *d, uint16_t port, bool rx, bool tx, struct loo
 		r = rte_eth_tx_queue_setup(port, 0, ntx, (unsigned int)socket, NULL);
 	if (r == 0)
 		r = rte_eth_dev_start(port);
-	if (r < 0)
+	if (r < 0) {
+		rte_eth_dev_close(port);
 		return loom_err_set(err, -r, "dpdk enforcer: port %u: setup: %s", port,
 				    rte_strerror(-r));
+	}
+	/* a bump in the wire: take every frame, not only those to the port's MAC */
+	if (rx)
+		rte_eth_promiscuous_enable(port);
 	return 0;
 }
 
@@ -431,8 +437,16 @@ static int dpe_init(struct dp_enforcer *e, const char *args, uint32_t classes, s
 		goto fail;
 	}
 	snprintf(name, sizeof(name), "loom_dpe%u", id);
-	d->pool = rte_pktmbuf_pool_create(name, DPE_POOL_MBUFS, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-					  (int)rte_socket_id());
+	/*
+	 * Room for every queue full plus the RX and TX rings, bursts and the
+	 * per-lcore caches: a low-class backlog must never starve RX of mbufs
+	 * (which would drop class 0 too).
+	 */
+	d->pool = rte_pktmbuf_pool_create(
+		name,
+		(unsigned int)(classes * d->qsize + 2 * DPE_RING_DESC + 2 * DPE_MAX_BURST +
+			       256 * (rte_lcore_count() + 1) + DPE_POOL_MBUFS),
+		256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
 	snprintf(name, sizeof(name), "dpe%u", id);
 	d->q = dpf_prioq_new(name, classes, d->qsize, (int)rte_socket_id());
 	{
@@ -534,6 +548,10 @@ static int dpe_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
 		dp_snapshot_free(snap);
 		return -EINVAL;
 	}
+	/* a class beyond this enforcer's shares its lowest (queue and DSCP alike) */
+	for (size_t i = 0; i < snap->n; i++)
+		if (snap->flows[i].cls >= d->classes)
+			snap->flows[i].cls = d->classes - 1;
 	s = state_new(snap, snap->default_class);
 	if (!s)
 		return -errno;

@@ -261,22 +261,7 @@ static void handle_table(struct dp_agent *a, const Loom__PriorityTable *pb)
 
 	a->tables++;
 	r = dp_update_from_pb(pb, &u);
-	if (r == 0 && u.full && u.version <= dp_table_version(a->table)) {
-		/*
-		 * A full table from a restarted loomd counts versions from 1 again:
-		 * it replaces ours in a fresh table, swapped in only once it applied.
-		 */
-		struct dp_table *fresh = dp_table_new(a->cfg.classes);
-
-		r = fresh ? dp_table_apply(fresh, &u) : -ENOMEM;
-		if (r == 0) {
-			dp_table_free(a->table);
-			a->table = fresh;
-		} else {
-			dp_table_free(fresh);
-		}
-		dp_update_release(&u);
-	} else if (r == 0) {
+	if (r == 0) {
 		r = dp_table_apply(a->table, &u);
 		dp_update_release(&u);
 	}
@@ -538,7 +523,7 @@ static int cmd_stats(void *ctx, int argc, const char *const *argv, json_t **ret,
 	(void)err;
 	a->enf.cls->stats(&a->enf, add_stat, enf);
 	*ret = json_pack("{s:s, s:b, s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-			 "s:s, s:o}",
+			 "s:I, s:s, s:o}",
 			 "controller", a->cfg.controller, "connected", a->bev != NULL, "host",
 			 (int)a->cfg.host_id, "enforcer", a->enf.cls->name, "table_version",
 			 (json_int_t)dp_table_version(a->table), "flows",
@@ -548,8 +533,8 @@ static int cmd_stats(void *ctx, int argc, const char *const *argv, json_t **ret,
 			 (json_int_t)a->connect_failures, "disconnects", (json_int_t)a->disconnects,
 			 "tables", (json_int_t)a->tables, "resyncs", (json_int_t)a->resyncs,
 			 "bad_tables", (json_int_t)a->bad_tables, "stats_sent",
-			 (json_int_t)a->stats_sent, "last_error", a->last_error, "enforcer_stats",
-			 enf);
+			 (json_int_t)a->stats_sent, "flows_reported", (json_int_t)a->flows_reported,
+			 "last_error", a->last_error, "enforcer_stats", enf);
 	return *ret ? 0 : -ENOMEM;
 }
 

@@ -301,7 +301,9 @@ static int validate(const struct dp_table *t, const struct dp_update *u)
 		if (u->base_version != t->version)
 			return -ESTALE;
 	}
-	if (u->version <= t->version || u->default_class >= t->nclasses)
+	/* a full table starts the versions afresh (a restarted controller counts from 1) */
+	if ((u->full ? u->version == 0 : u->version <= t->version) ||
+	    u->default_class >= t->nclasses)
 		return -EINVAL;
 	for (size_t i = 0; i < u->nflows; i++)
 		if (!tuple_ok(&u->flows[i].tuple))

@@ -16,10 +16,11 @@
  *  - Every class held, and default_class, is < nclasses (fixed at creation).
  *  - Every tuple held has family 4 or 6; an IPv4 tuple's address bytes
  *    past the first 4 are zero (struct wire_tuple's form).
- *  - The version only grows. A new table is empty at version 0 with
- *    default_class nclasses - 1 (the lowest priority). A controller session
- *    numbers its tables from 1, so an agent starts each session with a fresh
- *    table (or takes the full table's refusal as a cue to make one).
+ *  - A delta moves the version forward; a full table sets it to its own
+ *    (any version >= 1: a controller session numbers its tables from 1, so a
+ *    restarted controller's first full table may be older than ours). A new
+ *    table is empty at version 0 with default_class nclasses - 1 (the lowest
+ *    priority).
  *  - dp_table_apply() is all or nothing: on any error the table is exactly
  *    as before. Its cost is O(update size) expected, plus an occasional
  *    O(table) resize amortised over the entries that caused it; a full
@@ -91,8 +92,9 @@ struct dp_table *dp_table_free(struct dp_table *t);
  * Applies one update, all or nothing. Returns 0, or with nothing changed:
  * -ESTALE: a delta whose base_version is not the table's version (the
  *          agent asks for a full table: Resync);
- * -EINVAL: a malformed update: NULL u, a NULL array with a count, version
- *          not greater than the table's, a class or default_class >=
+ * -EINVAL: a malformed update: NULL u, a NULL array with a count, a delta
+ *          whose version is not greater than the table's, a full table at
+ *          version 0, a class or default_class >=
  *          nclasses, or a tuple not in struct wire_tuple's form (family not
  *          4/6, nonzero IPv4 padding); the base is checked before the
  *          version and the entries, so a stale delta is -ESTALE even when

@@ -452,6 +452,13 @@ void cp_metrics_render(struct cp_server *s, struct cp_prom *p)
 			(double)s->st.flows_announced);
 	cp_prom_counter(p, "loom_tables_sent_total", "Priority tables sent to agents",
 			(double)s->st.tables_sent);
+	cp_prom_counter(p, "loom_table_entries_sent_total",
+			"Entries (flows, classes, removals) in the tables sent",
+			(double)s->st.table_entries_sent);
+	cp_prom_counter(p, "loom_flow_stats_reports_total", "Flow statistics reports from agents",
+			(double)s->st.stats_reports);
+	cp_prom_counter(p, "loom_connections_total", "Connections accepted",
+			(double)s->st.conns_total);
 	cp_prom_counter(p, "loom_journal_commits_total", "Journal commits", (double)s->st.commits);
 	cp_prom_gauge(p, "loom_resident_memory_bytes", "loomd resident set size",
 		      (double)rss_bytes());

@@ -223,20 +223,11 @@ static int hello(struct dp_agent *a, int fd, int timeout_ms, struct loom_err *er
 
 static void send_env(struct dp_agent *a, Loom__Envelope *env)
 {
-	size_t n = loom__envelope__get_packed_size(env);
-	uint8_t hdr[WIRE_HDR_BYTES], *buf;
+	uint8_t *buf;
+	size_t n;
 
-	if (!a->bev || n == 0 || n > WIRE_MAX_FRAME_DEFAULT)
+	if (!a->bev || wire_encode(env, WIRE_MAX_FRAME_DEFAULT, &buf, &n) < 0)
 		return;
-	buf = malloc(n);
-	if (!buf)
-		return;
-	loom__envelope__pack(env, buf);
-	hdr[0] = (uint8_t)(n >> 24);
-	hdr[1] = (uint8_t)(n >> 16);
-	hdr[2] = (uint8_t)(n >> 8);
-	hdr[3] = (uint8_t)n;
-	bufferevent_write(a->bev, hdr, sizeof(hdr));
 	bufferevent_write(a->bev, buf, n);
 	free(buf);
 }

@@ -295,47 +295,10 @@ static int client_dial(struct loom_client *c, int64_t deadline, int *ret_fd)
 	return 0;
 }
 
-/* Writes all of buf before deadline without raising SIGPIPE; 0 or -errno. */
-static int send_all(int fd, const uint8_t *p, size_t len, int64_t deadline)
-{
-	while (len) {
-		ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (w >= 0) {
-			p += w;
-			len -= (size_t)w;
-			continue;
-		}
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN || errno == EWOULDBLOCK) {
-			struct pollfd pf = {.fd = fd, .events = POLLOUT};
-			int ms = left_ms(deadline), r;
-
-			if (!ms)
-				return -ETIMEDOUT;
-			r = poll(&pf, 1, ms);
-			if (r < 0 && errno != EINTR)
-				return -errno;
-			continue;
-		}
-		return -errno;
-	}
-	return 0;
-}
-
-/* Encodes and sends env; 0 or -errno (-EMSGSIZE: over the frame limit). */
+/* Encodes and sends env before deadline (wire_send: no SIGPIPE); 0 or -errno. */
 static int env_send(int fd, const Loom__Envelope *env, int64_t deadline)
 {
-	uint8_t *buf;
-	size_t len;
-	int r = wire_encode(env, WIRE_MAX_FRAME_DEFAULT, &buf, &len);
-
-	if (r < 0)
-		return r;
-	r = send_all(fd, buf, len, deadline);
-	free(buf);
-	return r;
+	return wire_send(fd, env, WIRE_MAX_FRAME_DEFAULT, left_ms(deadline));
 }
 
 /* The errors after which the connection is gone and a new one may work. */

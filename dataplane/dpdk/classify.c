@@ -270,8 +270,8 @@ void dpf_counters_init(struct dpf_counters *c, struct dpf_flow_counter *flows, u
 
 static inline void count(struct dpf_counters *c, uint8_t cls, uint32_t bytes)
 {
-	c->class_packets[cls]++;
-	c->class_bytes[cls] += bytes;
+	DPF_COUNT_ADD(c->class_packets[cls], 1);
+	DPF_COUNT_ADD(c->class_bytes[cls], bytes);
 }
 
 uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, uint16_t n,
@@ -288,7 +288,7 @@ uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, 
 
 		if (nz)
 			memset(c->flows, 0, (size_t)nz * sizeof(c->flows[0]));
-		c->flows_version = t->version;
+		__atomic_store_n(&c->flows_version, t->version, __ATOMIC_RELEASE);
 	}
 
 	for (uint16_t base = 0; base < n; base += RTE_HASH_LOOKUP_BULK_MAX) {
@@ -303,7 +303,7 @@ uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, 
 
 			ret_class[base + i] = t->default_class;
 			if (r < 0) {
-				c->unparseable[-r]++;
+				DPF_COUNT_ADD(c->unparseable[-r], 1);
 				count(c, t->default_class, rte_pktmbuf_pkt_len(m));
 				continue;
 			}
@@ -325,17 +325,17 @@ uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, 
 				ret_class[idx[j]] = cls;
 				count(c, cls, bytes);
 				if (slot < c->nflows) {
-					c->flows[slot].packets++;
-					c->flows[slot].bytes += bytes;
+					DPF_COUNT_ADD(c->flows[slot].packets, 1);
+					DPF_COUNT_ADD(c->flows[slot].bytes, bytes);
 				}
 				known++;
 			} else {
-				c->unknown++;
+				DPF_COUNT_ADD(c->unknown, 1);
 				count(c, t->default_class, bytes);
 			}
 		}
 	}
-	c->known += known;
+	DPF_COUNT_ADD(c->known, known);
 	return known;
 }
 

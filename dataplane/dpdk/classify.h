@@ -28,6 +28,7 @@
 #include <rte_common.h>
 #include <rte_mbuf.h>
 
+#include "dataplane/dpdk/prioq.h"
 #include "dataplane/table.h"
 
 /* Classes the fast path supports (strict-priority queues 0 .. 7). */

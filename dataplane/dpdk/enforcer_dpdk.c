@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The "dpdk" enforcer: see enforcer_dpdk.h. Classification runs in software
- * (no rte_flow offload in this version).
+ * The "dpdk" enforcer: see enforcer_dpdk.h.
  */
 #include "dataplane/dpdk/enforcer_dpdk.h"
 
@@ -26,13 +25,15 @@
 
 #include "common/log.h"
 #include "dataplane/dpdk/classify.h"
+#include "dataplane/dpdk/offload.h"
 #include "dataplane/dpdk/prioq.h"
 
-#define DPE_MAX_ARGS        64
-#define DPE_MAX_BURST       256
-#define DPE_RING_DESC       1024
-#define DPE_POOL_MBUFS      8191
-#define DPE_SYNC_TIMEOUT_NS 1000000000ull /* how long apply waits for the worker */
+#define DPE_MAX_ARGS   64
+#define DPE_MAX_BURST  256
+#define DPE_RING_DESC  1024
+#define DPE_POOL_MBUFS 8191
+#define DPE_SYNC_TIMEOUT_NS                                                                        \
+	2000000ull /* how long apply waits for the worker (then collect reclaims) */
 
 /*
  * One published table: the classification table, the snapshot it was built
@@ -47,6 +48,9 @@ struct dpe_state {
 	struct dpf_flow_counter *flows;
 	uint64_t *last;
 	uint64_t token; /* rte_rcu_qsbr token taken when retired */
+	/* latency (TSC): apply called, table published, first used by the worker (atomic) */
+	uint64_t apply_tsc, publish_tsc, used_tsc;
+	bool latency_noted;
 	struct dpe_state *next;
 };
 
@@ -67,6 +71,7 @@ struct dpe {
 	struct dpf_prioq *q;
 	struct dpf_shaper sh;
 	bool shaping;
+	uint32_t hw_dscp; /* atomic: the NIC marks DSCP (offload.h), skip it here */
 	struct dpf_dscp_map dscp;
 	struct rte_rcu_qsbr *qsv;
 	struct dpe_wcounters wc;
@@ -79,6 +84,16 @@ struct dpe {
 	bool launched, rx_started, tx_started;
 	struct rte_mempool *pool;
 	struct dpe_state *retired; /* newest first */
+	enum {
+		DPE_OFFLOAD_AUTO,
+		DPE_OFFLOAD_ON,
+		DPE_OFFLOAD_OFF
+	} offload_mode;
+	struct dpf_offload *off; /* NULL: software marking */
+	char offload_why[192];
+	/* table update -> fast path latency, ns: last and max of build (apply -> published)
+	 * and swap (published -> first used by the worker) */
+	uint64_t build_ns_last, build_ns_max, swap_ns_last, swap_ns_max, latency_samples;
 	/* counters of tables freed so far, so that stats only grow */
 	uint64_t gone_class_packets[DPF_MAX_CLASSES];
 	uint64_t gone_known, gone_unknown, gone_unparseable;
@@ -87,13 +102,13 @@ struct dpe {
 
 static bool eal_started; /* this module called rte_eal_init */
 static unsigned int instances;
-static bool software_logged;
 
 static int worker_main(void *arg)
 {
 	struct dpe *d = arg;
 	struct rte_mbuf *pkts[DPE_MAX_BURST], *out[DPE_MAX_BURST];
 	uint8_t cls[DPE_MAX_BURST];
+	struct dpe_state *prev = NULL;
 
 	rte_rcu_qsbr_thread_register(d->qsv, 0);
 	rte_rcu_qsbr_thread_online(d->qsv, 0);
@@ -102,19 +117,24 @@ static int worker_main(void *arg)
 		uint16_t n = rte_eth_rx_burst(d->rx_port, 0, pkts, d->burst);
 		uint16_t k;
 
+		if (s != prev) { /* a new table: note when it is first used */
+			__atomic_store_n(&s->used_tsc, rte_rdtsc(), __ATOMIC_RELAXED);
+			prev = s;
+		}
 		if (n) {
-			d->wc.rx_pkts += n;
+			DPF_COUNT_ADD(d->wc.rx_pkts, n);
 			/* l2_len != 0 afterwards marks the packets that parsed as IP */
 			for (uint16_t i = 0; i < n; i++)
 				pkts[i]->l2_len = 0;
 			dpf_classify_burst(s->ct, pkts, n, cls, &s->c);
-			for (uint16_t i = 0; i < n; i++)
-				if (pkts[i]->l2_len)
-					dpf_set_dscp(pkts[i], pkts[i]->l2_len,
-						     dpf_dscp_map_get(&d->dscp, cls[i]));
+			if (!__atomic_load_n(&d->hw_dscp, __ATOMIC_RELAXED))
+				for (uint16_t i = 0; i < n; i++)
+					if (pkts[i]->l2_len)
+						dpf_set_dscp(pkts[i], pkts[i]->l2_len,
+							     dpf_dscp_map_get(&d->dscp, cls[i]));
 			k = dpf_prioq_enqueue_burst(d->q, pkts, cls, n);
 			if (k < n) {
-				d->wc.queue_drops += n - k;
+				DPF_COUNT_ADD(d->wc.queue_drops, n - k);
 				rte_pktmbuf_free_bulk(pkts + k, n - k);
 			}
 		}
@@ -122,9 +142,9 @@ static int worker_main(void *arg)
 					    rte_rdtsc());
 		if (n) {
 			k = rte_eth_tx_burst(d->tx_port, 0, out, n);
-			d->wc.tx_pkts += k;
+			DPF_COUNT_ADD(d->wc.tx_pkts, k);
 			if (k < n) {
-				d->wc.tx_drops += n - k;
+				DPF_COUNT_ADD(d->wc.tx_drops, n - k);
 				rte_pktmbuf_free_bulk(out + k, n - k);
 			}
 		}
@@ -237,6 +257,49 @@ static void reclaim(struct dpe *d)
 			s->ct = dpf_ctable_free(s->ct);
 }
 
+/* Notes cur's update latency once the worker has used it. */
+static void note_latency(struct dpe *d)
+{
+	struct dpe_state *s = d->cur;
+	uint64_t used = __atomic_load_n(&s->used_tsc, __ATOMIC_RELAXED);
+	uint64_t hz = rte_get_tsc_hz();
+	uint64_t build, swap;
+
+	if (s->latency_noted || !s->apply_tsc || used < s->publish_tsc)
+		return; /* the initial table, or not used since it was published */
+	s->latency_noted = true;
+	build = (s->publish_tsc - s->apply_tsc) * 1000000000ull / hz;
+	swap = (used - s->publish_tsc) * 1000000000ull / hz;
+	d->build_ns_last = build;
+	d->swap_ns_last = swap;
+	d->build_ns_max = RTE_MAX(d->build_ns_max, build);
+	d->swap_ns_max = RTE_MAX(d->swap_ns_max, swap);
+	d->latency_samples++;
+}
+
+/* Starts DSCP offload on the TX port as the mode says. 0, or -errno with err (mode on only). */
+static int offload_start(struct dpe *d, struct loom_err *err)
+{
+	struct dp_snapshot empty = {.default_class = d->classes - 1};
+
+	if (d->offload_mode == DPE_OFFLOAD_OFF) {
+		snprintf(d->offload_why, sizeof(d->offload_why), "turned off (offload=off)");
+		return 0;
+	}
+	d->off = dpf_offload_probe(d->tx_port, d->offload_why, sizeof(d->offload_why));
+	if (d->off &&
+	    dpf_offload_sync(d->off, &empty, &d->dscp, d->offload_why, sizeof(d->offload_why)) < 0)
+		d->off = dpf_offload_free(d->off);
+	if (!d->off && d->offload_mode == DPE_OFFLOAD_ON)
+		return loom_err_set(err, ENOTSUP, "dpdk enforcer: offload=on: %s", d->offload_why);
+	__atomic_store_n(&d->hw_dscp, d->off != NULL, __ATOMIC_RELAXED);
+	if (d->off)
+		log_info("dpdk enforcer: DSCP offload on: %s", d->offload_why);
+	else
+		log_info("dpdk enforcer: DSCP marking in software: %s", d->offload_why);
+	return 0;
+}
+
 /* ---- the class ------------------------------------------------------------------------------- */
 
 static int parse_u64(const char *v, uint64_t max, uint64_t *ret)
@@ -313,6 +376,17 @@ static int parse_option(struct dpe *d, char *opt, struct loom_err *err)
 			return loom_err_set(err, EINVAL, "dpdk enforcer: qsize: '%s' is not 1..%u",
 					    v, 1u << 20);
 		d->qsize = (uint32_t)x;
+	} else if (!strcmp(opt, "offload")) {
+		if (!strcmp(v, "auto"))
+			d->offload_mode = DPE_OFFLOAD_AUTO;
+		else if (!strcmp(v, "on"))
+			d->offload_mode = DPE_OFFLOAD_ON;
+		else if (!strcmp(v, "off"))
+			d->offload_mode = DPE_OFFLOAD_OFF;
+		else
+			return loom_err_set(err, EINVAL,
+					    "dpdk enforcer: offload: '%s' is not auto, on or off",
+					    v);
 	} else if (!strcmp(opt, "dscp")) {
 		if (dpf_dscp_map_parse(v, &d->dscp, msg, sizeof(msg)) < 0)
 			return loom_err_set(err, EINVAL, "dpdk enforcer: dscp: %s", msg);
@@ -481,6 +555,9 @@ static int dpe_init(struct dp_enforcer *e, const char *args, uint32_t classes, s
 	}
 	if (r < 0)
 		goto fail;
+	r = offload_start(d, err);
+	if (r < 0)
+		goto fail;
 
 	r = rte_eal_remote_launch(worker_main, d, d->lcore);
 	if (r < 0) {
@@ -489,10 +566,6 @@ static int dpe_init(struct dp_enforcer *e, const char *args, uint32_t classes, s
 		goto fail;
 	}
 	d->launched = true;
-	if (!software_logged) {
-		software_logged = true;
-		log_info("dpdk enforcer: classification runs in software (no rte_flow offload)");
-	}
 	return 0;
 fail:
 	dpe_done(e);
@@ -509,14 +582,12 @@ static void dpe_done(struct dp_enforcer *e)
 		__atomic_store_n(&d->stop, 1, __ATOMIC_RELAXED);
 		rte_eal_wait_lcore(d->lcore);
 	}
-	if (d->rx_started) {
+	d->off = dpf_offload_free(d->off);
+	/* stopped, not closed: the ports are the EAL's, and a later init may use them again */
+	if (d->rx_started)
 		rte_eth_dev_stop(d->rx_port);
-		rte_eth_dev_close(d->rx_port);
-	}
-	if (d->tx_started) {
+	if (d->tx_started)
 		rte_eth_dev_stop(d->tx_port);
-		rte_eth_dev_close(d->tx_port);
-	}
 	while (d->retired) {
 		struct dpe_state *s = d->retired;
 
@@ -532,15 +603,19 @@ static void dpe_done(struct dp_enforcer *e)
 }
 
 /*
- * Publishes snap's table. The old table is retired: the worker stops using
- * it at its next quiescent point (waited for here, bounded); its counters
- * are final then and the next collect reports their last bytes and frees it.
- * Takes snap even on failure (then frees it and keeps the old table).
+ * Publishes snap's table (after the NIC's rules for it, when offloading).
+ * The old table is retired: the worker stops using it at its next quiescent
+ * point, waited for here for at most DPE_SYNC_TIMEOUT_NS (the worker passes
+ * one every loop, microseconds) and otherwise left to collect's reclaim; its
+ * counters are final then and the next collect reports their last bytes and
+ * frees it. Takes snap even on failure (then frees it and keeps the old
+ * table).
  */
 static int dpe_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
 {
 	struct dpe *d = e->priv;
 	struct dpe_state *s, *old;
+	uint64_t t0 = rte_rdtsc();
 
 	if (!snap)
 		return -EINVAL;
@@ -552,10 +627,22 @@ static int dpe_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
 	for (size_t i = 0; i < snap->n; i++)
 		if (snap->flows[i].cls >= d->classes)
 			snap->flows[i].cls = d->classes - 1;
+	reclaim(d);
 	s = state_new(snap, snap->default_class);
 	if (!s)
 		return -errno;
+	if (d->off &&
+	    dpf_offload_sync(d->off, snap, &d->dscp, d->offload_why, sizeof(d->offload_why)) < 0) {
+		/* every rule is gone: mark in software from this burst on */
+		__atomic_store_n(&d->hw_dscp, 0, __ATOMIC_RELAXED);
+		d->off = dpf_offload_free(d->off);
+		log_warn("dpdk enforcer: DSCP offload failed, marking in software from now on: %s",
+			 d->offload_why);
+	}
+	note_latency(d);
 	old = d->cur;
+	s->apply_tsc = t0;
+	s->publish_tsc = rte_rdtsc();
 	__atomic_store_n(&d->cur, s, __ATOMIC_RELEASE);
 	old->token = rte_rcu_qsbr_start(d->qsv);
 	old->next = d->retired;
@@ -571,6 +658,7 @@ static void dpe_collect(struct dp_enforcer *e, dp_counter_fn fn, void *ctx)
 	struct dpe *d = e->priv;
 	struct dpe_state **pp = &d->retired;
 
+	note_latency(d);
 	reclaim(d);
 	/* oldest last in the list: report them in any order, a flow's bytes just add up */
 	while (*pp) {
@@ -623,8 +711,15 @@ static void dpe_stats(struct dp_enforcer *e, void (*fn)(void *ctx, const char *n
 	fn(ctx, "unparseable", unparseable);
 	fn(ctx, "snapshots_applied", d->applied);
 	fn(ctx, "flows_enforced", d->cur->snap ? d->cur->snap->n : 0);
-	fn(ctx, "offload_software", 1); /* no rte_flow offload in this version */
+	fn(ctx, "offload_hw_dscp", d->off != NULL);
+	fn(ctx, "offload_rules", dpf_offload_rules(d->off));
 	fn(ctx, "rate_bps", d->rate_bps);
+	note_latency(d);
+	fn(ctx, "table_updates_measured", d->latency_samples);
+	fn(ctx, "table_build_ns_last", d->build_ns_last);
+	fn(ctx, "table_build_ns_max", d->build_ns_max);
+	fn(ctx, "table_swap_ns_last", d->swap_ns_last);
+	fn(ctx, "table_swap_ns_max", d->swap_ns_max);
 }
 
 const struct dp_enforcer_class dp_enforcer_dpdk = {

@@ -15,6 +15,14 @@
  *   dscp=MAP     class -> DSCP, "CLASS:DSCP,..." over the default (classify.h)
  *   burst=N      packets per rx/tx burst, 1..256 (default 32)
  *   qsize=N      packets per class queue (default 1024)
+ *   offload=MODE DSCP marking by the TX port's NIC through rte_flow
+ *                (offload.h): auto (default: where the driver takes the
+ *                rules, else software), on (init fails without it), off
+ *
+ * The log says at init whether DSCP is marked in hardware or software and
+ * why; stats carry it too (offload_hw_dscp, offload_rules), with the
+ * latency of table updates: build (apply called -> new table published)
+ * and swap (published -> first used by the worker), last and max.
  *
  * Threads: init, apply, collect, stats and done run on one control thread
  * (the agent's loop); the worker lcore runs the fast path. The control side
@@ -24,8 +32,11 @@
  * counters are final once it is retired: collect reports every flow's bytes
  * since the last collect, including the last bytes of retired tables.
  *
- * done never calls rte_eal_cleanup: the EAL stays up for the process (tests
- * and a later init reuse it).
+ * done stops the ports (it does not close them) and never calls
+ * rte_eal_cleanup: the EAL and its ports stay up for the process, and a
+ * later init reuses them (tests; DPDK cannot start its EAL twice in one
+ * process anyway). The same holds when init fails after starting the EAL:
+ * loom-agent exits then, which releases everything.
  */
 #ifndef LOOM_DATAPLANE_DPDK_ENFORCER_DPDK_H
 #define LOOM_DATAPLANE_DPDK_ENFORCER_DPDK_H

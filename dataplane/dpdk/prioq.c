@@ -127,13 +127,13 @@ uint16_t dpf_prioq_enqueue_burst(struct dpf_prioq *q, struct rte_mbuf **pkts, co
 		done = rte_ring_sp_enqueue_burst(q->rings[c], (void *const *)(pkts + i), run, NULL);
 		if (done)
 			touched |= UINT64_C(1) << c;
-		q->prod[c].enq_pkts += done;
+		DPF_COUNT_ADD(q->prod[c].enq_pkts, done);
 		if (done < run) {
 			uint16_t nd = run - done;
 
 			memmove(pkts + ndrop, pkts + i + done, nd * sizeof(*pkts));
 			ndrop += nd;
-			q->prod[c].drop_pkts += nd;
+			DPF_COUNT_ADD(q->prod[c].drop_pkts, nd);
 		}
 		i += run;
 	}
@@ -173,8 +173,8 @@ static uint16_t dpf_prioq_take_class(struct dpf_prioq *q, uint32_t c, struct rte
 	got = rte_ring_sc_dequeue_burst(q->rings[c], (void **)out, max, &avail);
 	for (uint16_t i = 0; i < got; i++)
 		bytes += out[i]->pkt_len;
-	q->cons[c].deq_pkts += got;
-	q->cons[c].deq_bytes += bytes;
+	DPF_COUNT_ADD(q->cons[c].deq_pkts, got);
+	DPF_COUNT_ADD(q->cons[c].deq_bytes, bytes);
 	if (avail == 0)
 		dpf_prioq_clear_class(q, c);
 	return got;
@@ -207,8 +207,8 @@ static uint16_t dpf_prioq_take_class_shaped(struct dpf_prioq *q, uint32_t c, str
 		got++;
 	}
 	rte_ring_dequeue_finish(q->rings[c], got);
-	q->cons[c].deq_pkts += got;
-	q->cons[c].deq_bytes += bytes;
+	DPF_COUNT_ADD(q->cons[c].deq_pkts, got);
+	DPF_COUNT_ADD(q->cons[c].deq_bytes, bytes);
 	if (got == n && avail == 0)
 		dpf_prioq_clear_class(q, c);
 	return got;
@@ -257,10 +257,10 @@ int dpf_prioq_stats(const struct dpf_prioq *q, uint32_t cls, struct dpf_prioq_st
 	if (cls >= q->nclasses)
 		return -EINVAL;
 	*ret_stats = (struct dpf_prioq_stats){
-		.enq_pkts = q->prod[cls].enq_pkts,
-		.drop_pkts = q->prod[cls].drop_pkts,
-		.deq_pkts = q->cons[cls].deq_pkts,
-		.deq_bytes = q->cons[cls].deq_bytes,
+		.enq_pkts = __atomic_load_n(&q->prod[cls].enq_pkts, __ATOMIC_RELAXED),
+		.drop_pkts = __atomic_load_n(&q->prod[cls].drop_pkts, __ATOMIC_RELAXED),
+		.deq_pkts = __atomic_load_n(&q->cons[cls].deq_pkts, __ATOMIC_RELAXED),
+		.deq_bytes = __atomic_load_n(&q->cons[cls].deq_bytes, __ATOMIC_RELAXED),
 	};
 	return 0;
 }

@@ -40,6 +40,14 @@
 
 #include <rte_mbuf.h>
 
+/*
+ * Adds n to a counter that only this lcore writes and other threads read
+ * with relaxed atomic loads: a plain read and an atomic store (no locked
+ * instruction), so that readers never race a plain write. Used by every
+ * fast-path counter of dataplane/dpdk.
+ */
+#define DPF_COUNT_ADD(var, n) __atomic_store_n(&(var), (var) + (n), __ATOMIC_RELAXED)
+
 /* Most classes a queue can have (one bit each in a uint64_t). */
 #define DPF_PRIOQ_MAX_CLASSES 64u
 

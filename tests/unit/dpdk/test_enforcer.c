@@ -362,6 +362,99 @@ static void test_run(void **state)
 	assert_int_equal(rte_mempool_avail_count(pool), POOL_SIZE);
 }
 
+/*
+ * Tables swapped under traffic are applied whole: the worker classifies a
+ * burst with one table, never with a mix. Flows A and B trade classes at
+ * every update; every injected burst (A, B, A, B, ...) must come out with
+ * all its A packets in one class and all its B packets in the other, both
+ * orientations must be seen, and the per-flow byte counters must add up
+ * to what was injected across all the tables.
+ */
+static void test_update_atomic(void **state)
+{
+	enum {
+		BURSTS = 400,
+		PER = 16,
+		EVERY = 4
+	};
+	struct dp_enforcer e = {.cls = dp_enforcer_find("dpdk")};
+	static uint8_t dscp_a[BURSTS], dscp_b[BURSTS];
+	unsigned int out_n = 0, seen[2] = {0, 0};
+	struct counts c = {0};
+	struct loom_err err;
+	char args[128];
+
+	(void)state;
+	memset(dscp_a, 0xff, sizeof(dscp_a));
+	memset(dscp_b, 0xff, sizeof(dscp_b));
+	loom_err_clear(&err);
+	snprintf(args, sizeof(args), "-- rx=%u tx=%u burst=32", port0, port1);
+	if (e.cls->init(&e, args, 8, &err) < 0)
+		fail_msg("init: %s", loom_err_str(&err));
+	assert_int_equal(e.cls->apply(&e, snapshot(1, 0, 1)), 0);
+	for (unsigned int b = 0; b < BURSTS || out_n < BURSTS * PER;) {
+		struct rte_mbuf *m[PER], *o[64];
+		unsigned int k;
+
+		if (b < BURSTS) {
+			if (b % EVERY == EVERY - 1) {
+				uint64_t v = 2 + b / EVERY;
+
+				assert_int_equal(e.cls->apply(&e, v % 2 ? snapshot(v, 0, 1) :
+									  snapshot(v, 1, 0)),
+						 0);
+			}
+			for (unsigned int i = 0; i < PER; i++) {
+				m[i] = make_pkt(i % 2 ? FLOW_B : FLOW_A);
+				rte_pktmbuf_mtod(m[i], uint8_t *)[42] = (uint8_t)(b >> 8);
+				rte_pktmbuf_mtod(m[i], uint8_t *)[43] = (uint8_t)b;
+			}
+			assert_int_equal(rte_ring_enqueue_bulk(rx_ring, (void **)m, PER, NULL),
+					 PER);
+			b++;
+		}
+		for (int tries = 0; tries < 10000; tries++) {
+			k = rte_ring_dequeue_burst(tx_ring, (void **)o, RTE_DIM(o), NULL);
+			if (k || b < BURSTS)
+				break;
+			struct timespec ts = {0, 100000};
+			nanosleep(&ts, NULL);
+		}
+		if (b == BURSTS && k == 0)
+			fail_msg("only %u of %u packets came out", out_n, BURSTS * PER);
+		for (unsigned int i = 0; i < k; i++) {
+			uint8_t *p = rte_pktmbuf_mtod(o[i], uint8_t *);
+			unsigned int id = (unsigned int)(p[42] << 8 | p[43]);
+			int flow;
+			uint8_t dscp, *slot;
+			bool ok;
+
+			read_pkt(o[i], &flow, &dscp, &ok);
+			assert_true(ok);
+			assert_true(id < BURSTS);
+			slot = flow == FLOW_A ? &dscp_a[id] : &dscp_b[id];
+			if (*slot != 0xff && *slot != dscp)
+				fail_msg("burst %u: flow %s in two classes (DSCP %u and %u)", id,
+					 flow == FLOW_A ? "A" : "B", *slot, dscp);
+			*slot = dscp;
+			rte_pktmbuf_free(o[i]);
+		}
+		out_n += k;
+	}
+	for (unsigned int b = 0; b < BURSTS; b++) {
+		if (!((dscp_a[b] == 56 && dscp_b[b] == 48) || (dscp_a[b] == 48 && dscp_b[b] == 56)))
+			fail_msg("burst %u: A has DSCP %u and B %u: a mix of two tables", b,
+				 dscp_a[b], dscp_b[b]);
+		seen[dscp_a[b] == 56]++;
+	}
+	assert_true(seen[0] > 0 && seen[1] > 0);
+	e.cls->collect(&e, on_counter, &c);
+	assert_int_equal(c.bytes[FLOW_A], (uint64_t)BURSTS * PER / 2 * PKT_BYTES);
+	assert_int_equal(c.bytes[FLOW_B], (uint64_t)BURSTS * PER / 2 * PKT_BYTES);
+	e.cls->done(&e);
+	assert_int_equal(rte_mempool_avail_count(pool), POOL_SIZE);
+}
+
 int main(void)
 {
 	const char *args[] = {"test",   "--no-huge", "--no-pci", "--no-shconf", "-m",
@@ -389,10 +482,9 @@ int main(void)
 	}
 
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_registered),
-		cmocka_unit_test(test_bad_args),
-		cmocka_unit_test(test_offload_fallback),
-		cmocka_unit_test(test_run),
+		cmocka_unit_test(test_registered),       cmocka_unit_test(test_bad_args),
+		cmocka_unit_test(test_offload_fallback), cmocka_unit_test(test_run),
+		cmocka_unit_test(test_update_atomic),
 	};
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	rte_mempool_free(pool);

@@ -556,6 +556,7 @@ static int print_agents(const struct ctl *ctl, const json_t *res, const char *cm
 		{"ACKED", "acked_version", FMT_VERSION, true},
 		{"FLOWS", "flows", FMT_INT, true},
 		{"CONNECTED", "connected_s", FMT_SECONDS, true},
+		{"UNKNOWN", "unknown_flows", FMT_INT, true},
 	};
 
 	if (!json_is_array(res))
@@ -566,6 +567,28 @@ static int print_agents(const struct ctl *ctl, const json_t *res, const char *cm
 static int cmd_agents(const struct ctl *ctl, int argc, char **argv)
 {
 	return ctl_run(ctl, "agents", 0, NULL, print_agents);
+}
+
+static int print_unknown(const struct ctl *ctl, const json_t *res, const char *cmd)
+{
+	static const struct column cols[] = {
+		{"HOST", "host", FMT_INT, true},
+		{"FLOW", "tuple", FMT_STR, false},
+		{"BYTES", "bytes", FMT_BYTES, true},
+		{"FIRST SEEN", "first_seen_s", FMT_SECONDS, true},
+		{"LAST SEEN", "last_seen_s", FMT_SECONDS, true},
+	};
+
+	if (!json_is_array(res))
+		return unexpected(cmd, "an array");
+	return print_table(res, cols, ARRAY_SIZE(cols), "no unknown flows");
+}
+
+static int cmd_unknown(const struct ctl *ctl, int argc, char **argv)
+{
+	if (argc > 1 && !id_arg_valid(argv[1], "host id"))
+		return EXIT_USAGE;
+	return ctl_run(ctl, "unknown", argc - 1, (const char *const *)argv + 1, print_unknown);
 }
 
 static int print_priorities(const struct ctl *ctl, const json_t *res, const char *cmd)
@@ -688,6 +711,7 @@ static const struct subcommand subcommands[] = {
 	{"jobs", "", "list the jobs", 0, 0, cmd_jobs},
 	{"coflows", "[JOB]", "list the coflows (of one job)", 0, 1, cmd_coflows},
 	{"agents", "", "list the connected agents", 0, 0, cmd_agents},
+	{"unknown", "[HOST]", "flows agents saw that no framework announced", 0, 1, cmd_unknown},
 	{"priorities", "[HOST]", "the current coflow order (or one host's classes)", 0, 1,
 	 cmd_priorities},
 	{"policy", "get | set SPEC | list", "show, change or list scheduling policies", 0, 2,

@@ -177,13 +177,62 @@ static int cmd_agents(void *ctx, int argc, const char *const *argv, json_t **ret
 			continue;
 		json_array_append_new(
 			a,
-			json_pack("{s:i, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:f, s:I}", "host",
+			json_pack("{s:i, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:f, s:I, s:I}", "host",
 				  (int)h, "name", c->name, "peer", c->peer, "enforcer",
 				  enforcer_name(c->enforcer), "classes", (int)c->classes,
 				  "table_version", (json_int_t)c->table_version, "acked_version",
 				  (json_int_t)c->acked_version, "flows", (json_int_t)c->flows.live,
 				  "connected_s", (double)(cp_mono_ns() - c->connected_ns) * 1e-9,
-				  "unknown_bytes", (json_int_t)c->unknown_bytes));
+				  "unknown_bytes", (json_int_t)c->unknown_bytes, "unknown_flows",
+				  (json_int_t)c->unknown_flows));
+	}
+	*ret = a;
+	return 0;
+}
+
+/* Flows agents saw that no framework announced, most recent first per host. */
+static int cmd_unknown(void *ctx, int argc, const char *const *argv, json_t **ret,
+		       struct loom_err *err)
+{
+	struct cp_server *s = ctx;
+	unsigned long long want = 0;
+	uint64_t now = cp_mono_ns();
+	json_t *a;
+
+	if (argc > 1)
+		return loom_err_set(err, EINVAL, "usage: unknown [HOST]");
+	if (argc == 1 && (loom_parse_u64(argv[0], &want) < 0 || want >= s->topo->nhosts))
+		return loom_err_set(err, EINVAL, "'%s' is not a host (0..%u)", argv[0],
+				    s->topo->nhosts - 1);
+	a = json_array();
+	for (uint32_t h = 0; h < s->topo->nhosts; h++) {
+		const struct cp_conn *c = s->agent_of_host[h];
+		uint32_t order[CP_UNKNOWN_MAX];
+
+		if (!c || (argc == 1 && h != want))
+			continue;
+		for (uint32_t i = 0; i < c->nunknown; i++) {
+			uint32_t j = i;
+
+			/* insertion sort, most recent first (at most CP_UNKNOWN_MAX) */
+			while (j > 0 &&
+			       c->unknown[order[j - 1]].last_mono_ns < c->unknown[i].last_mono_ns) {
+				order[j] = order[j - 1];
+				j--;
+			}
+			order[j] = i;
+		}
+		for (uint32_t i = 0; i < c->nunknown; i++) {
+			const struct cp_unknown_flow *u = &c->unknown[order[i]];
+			char t[128];
+
+			json_array_append_new(
+				a, json_pack("{s:i, s:s, s:I, s:f, s:f}", "host", (int)h, "tuple",
+					     wire_tuple_str(&u->tuple, t, sizeof(t)), "bytes",
+					     (json_int_t)u->bytes, "first_seen_s",
+					     (double)(now - u->first_mono_ns) * 1e-9, "last_seen_s",
+					     (double)(now - u->last_mono_ns) * 1e-9));
+		}
 	}
 	*ret = a;
 	return 0;
@@ -404,6 +453,7 @@ int cp_admin_register_all(struct cp_server *s)
 		{"coflows", "[JOB]", "coflows (of one job)", cmd_coflows},
 		{"agents", "", "connected agents and their table versions", cmd_agents},
 		{"priorities", "[HOST]", "the current order (classes on one host)", cmd_priorities},
+		{"unknown", "[HOST]", "flows agents saw that no framework announced", cmd_unknown},
 		{"policy", "", "the policy in use", cmd_policy},
 		{"set-policy", "SPEC", "switch policy (e.g. sincronia, dclas:sharing=fair)",
 		 cmd_set_policy},
@@ -457,6 +507,9 @@ void cp_metrics_render(struct cp_server *s, struct cp_prom *p)
 			(double)s->st.table_entries_sent);
 	cp_prom_counter(p, "loom_flow_stats_reports_total", "Flow statistics reports from agents",
 			(double)s->st.stats_reports);
+	cp_prom_counter(p, "loom_unknown_flows_total",
+			"Flows agents reported that no framework announced",
+			(double)s->st.unknown_flows);
 	cp_prom_counter(p, "loom_connections_total", "Connections accepted",
 			(double)s->st.conns_total);
 	cp_prom_counter(p, "loom_journal_commits_total", "Journal commits", (double)s->st.commits);

@@ -388,7 +388,15 @@ struct cp_agent_coflow {
 	uint32_t stamp;
 };
 
-#define CP_PUSH_RING 64
+#define CP_PUSH_RING   64
+#define CP_UNKNOWN_MAX 64 /* unknown flows remembered per agent (least recent replaced) */
+
+/* A flow an agent saw that no framework announced (admin "unknown"). */
+struct cp_unknown_flow {
+	struct wire_tuple tuple;
+	uint64_t bytes;
+	uint64_t first_mono_ns, last_mono_ns;
+};
 
 struct cp_conn {
 	struct cp_server *srv;
@@ -415,6 +423,9 @@ struct cp_conn {
 	uint64_t push_version[CP_PUSH_RING];
 	uint64_t push_mono_ns[CP_PUSH_RING];
 	uint64_t unknown_bytes;
+	struct cp_unknown_flow unknown[CP_UNKNOWN_MAX];
+	uint32_t nunknown;
+	uint64_t unknown_flows; /* distinct unknown flows reported (or evicted and seen again) */
 	uint32_t stamped_flows, stamped_coflows; /* entries confirmed by this pass */
 	bool table_failed;                       /* the last table could not be sent */
 };
@@ -422,6 +433,7 @@ struct cp_conn {
 struct cp_server_stats {
 	uint64_t requests, errors, frames_bad, conns_total;
 	uint64_t flows_announced, stats_reports, tables_sent, table_entries_sent;
+	uint64_t unknown_flows;
 	uint64_t passes, commits;
 	struct cp_hist decide_hist, push_hist, pass_hist, commit_hist;
 };

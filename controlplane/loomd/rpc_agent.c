@@ -128,6 +128,34 @@ void cp_agent_gone(struct cp_conn *c)
 	c->role = CP_ROLE_NONE;
 }
 
+/*
+ * Remembers a flow the agent reported that no framework announced, for the
+ * admin command "unknown": the CP_UNKNOWN_MAX most recently active per agent.
+ */
+static void note_unknown(struct cp_conn *c, const struct wire_tuple *t, uint64_t bytes)
+{
+	uint64_t now = cp_mono_ns();
+	uint32_t victim = 0;
+
+	for (uint32_t i = 0; i < c->nunknown; i++) {
+		struct cp_unknown_flow *u = &c->unknown[i];
+
+		if (!memcmp(&u->tuple, t, sizeof(*t))) {
+			u->bytes += bytes;
+			u->last_mono_ns = now;
+			return;
+		}
+		if (u->last_mono_ns < c->unknown[victim].last_mono_ns)
+			victim = i;
+	}
+	if (c->nunknown < CP_UNKNOWN_MAX)
+		victim = c->nunknown++;
+	c->unknown[victim] = (struct cp_unknown_flow){
+		.tuple = *t, .bytes = bytes, .first_mono_ns = now, .last_mono_ns = now};
+	c->unknown_flows++;
+	c->srv->st.unknown_flows++;
+}
+
 static void handle_stats(struct cp_conn *c, const Loom__FlowStats *fs)
 {
 	struct cp_server *s = c->srv;
@@ -147,6 +175,7 @@ static void handle_stats(struct cp_conn *c, const Loom__FlowStats *fs)
 		fl = cp_registry_flow(s->reg, &t);
 		if (!fl) {
 			c->unknown_bytes += st->bytes_sent;
+			note_unknown(c, &t, st->bytes_sent);
 			continue;
 		}
 		was_done = fl->done;

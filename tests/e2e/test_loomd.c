@@ -278,6 +278,36 @@ static void test_socket_flow_and_agent(void **state)
 	}
 	assert_true(found);
 	json_decref(cfs);
+	/* a flow no framework announced: loomd lists it under the agent's host, bytes summed */
+	{
+		struct wire_tuple u;
+		json_t *un, *ags;
+		int nun = 0;
+
+		h_tuple(4242, &u);
+		assert_int_equal(h_agent_stats(ag, &u, 1000, false), 0);
+		assert_int_equal(h_agent_stats(ag, &u, 500, false), 0);
+		assert_int_equal(h_agent_sync(ag), 0);
+		un = loomctl_json("unknown", "5");
+		json_array_foreach(un, i, v)
+		{
+			nun++;
+			assert_int_equal(json_integer_value(json_object_get(v, "host")), 5);
+			assert_int_equal(json_integer_value(json_object_get(v, "bytes")), 1500);
+			assert_non_null(
+				strstr(json_string_value(json_object_get(v, "tuple")), "14242"));
+		}
+		assert_int_equal(nun, 1);
+		json_decref(un);
+		ags = loomctl_json("agents", NULL);
+		json_array_foreach(ags, i, v)
+		{
+			if (json_integer_value(json_object_get(v, "host")) == 5)
+				assert_int_equal(
+					json_integer_value(json_object_get(v, "unknown_flows")), 1);
+		}
+		json_decref(ags);
+	}
 	/* done: the coflow and its table entries go */
 	assert_int_equal(loom_client_coflow_done(c, 777), 0);
 	for (int k = 0; k < 100 && h_agent_coflow_class(ag, 777) >= 0; k++) {

@@ -56,7 +56,11 @@ static const char canned_coflows[] =
 static const char canned_agents[] =
 	"[{\"host\": 3, \"name\": \"rack1-h3\", \"peer\": \"10.0.0.3:41000\", \"enforcer\": "
 	"\"ebpf\", \"classes\": 8, \"table_version\": 12, \"acked_version\": 11, \"flows\": 17,"
-	" \"connected_s\": 4000}]";
+	" \"connected_s\": 4000, \"unknown_flows\": 2}]";
+
+static const char canned_unknown[] =
+	"[{\"host\": 3, \"tuple\": \"tcp 10.0.0.3:41000 -> 10.0.0.9:80\", \"bytes\": 3000000,"
+	" \"first_seen_s\": 75, \"last_seen_s\": 2}]";
 
 static const char canned_priorities[] =
 	"[{\"rank\": 0, \"coflow\": 7, \"job\": 1, \"class\": 0, \"hosts\": 4},"
@@ -122,6 +126,7 @@ static void record(const char *cmd, int argc, const char *const *argv)
 	}
 
 CANNED(h_agents, "agents", canned_agents)
+CANNED(h_unknown, "unknown", canned_unknown)
 CANNED(h_policies, "policies", canned_policies)
 CANNED(h_dump, "dump", canned_dump)
 
@@ -217,15 +222,11 @@ static int fake_start(void **state)
 		const char *name;
 		loom_admin_fn fn;
 	} cmds[] = {
-		{"stats", h_stats},
-		{"jobs", h_jobs},
-		{"coflows", h_coflows},
-		{"agents", h_agents},
-		{"priorities", h_priorities},
-		{"policy", h_policy},
-		{"set-policy", h_set_policy},
-		{"policies", h_policies},
-		{"set-log-level", h_set_log_level},
+		{"stats", h_stats},       {"jobs", h_jobs},
+		{"coflows", h_coflows},   {"agents", h_agents},
+		{"unknown", h_unknown},   {"priorities", h_priorities},
+		{"policy", h_policy},     {"set-policy", h_set_policy},
+		{"policies", h_policies}, {"set-log-level", h_set_log_level},
 		{"dump", h_dump},
 	};
 	struct loom_err err = {{0}};
@@ -566,9 +567,24 @@ static void test_agents(void **state)
 	expect_status(&r, 0);
 	expect_last("agents", "[]");
 	ROW(r.out, "ENFORCER", "HOST", "NAME", "PEER", "ENFORCER", "CLASSES", "TABLE", "ACKED",
-	    "FLOWS", "CONNECTED");
+	    "FLOWS", "CONNECTED", "UNKNOWN");
 	ROW(r.out, "rack1-h3", "3", "rack1-h3", "10.0.0.3:41000", "ebpf", "8", "v12", "v11", "17",
-	    "1h", "06m", "40s");
+	    "1h", "06m", "40s", "2");
+	run_free(&r);
+}
+
+static void test_unknown(void **state)
+{
+	struct run r = RUN("unknown", "3");
+
+	expect_status(&r, 0);
+	expect_last("unknown", "[\"3\"]");
+	ROW(r.out, "FLOW", "HOST", "FLOW", "BYTES", "FIRST", "SEEN", "LAST", "SEEN");
+	ROW(r.out, "10.0.0.9:80", "3", "tcp", "10.0.0.3:41000", "->", "10.0.0.9:80", "2.9", "MiB",
+	    "1m", "15s", "2.0", "s");
+	run_free(&r);
+	r = RUN("unknown", "x");
+	expect_status(&r, 2);
 	run_free(&r);
 }
 
@@ -768,11 +784,17 @@ static void test_unreachable(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_status),       cmocka_unit_test(test_stats),
-		cmocka_unit_test(test_jobs),         cmocka_unit_test(test_coflows),
-		cmocka_unit_test(test_agents),       cmocka_unit_test(test_priorities),
-		cmocka_unit_test(test_policy),       cmocka_unit_test(test_log_level_and_dump),
-		cmocka_unit_test(test_usage_errors), cmocka_unit_test(test_unreachable),
+		cmocka_unit_test(test_status),
+		cmocka_unit_test(test_stats),
+		cmocka_unit_test(test_jobs),
+		cmocka_unit_test(test_coflows),
+		cmocka_unit_test(test_agents),
+		cmocka_unit_test(test_unknown),
+		cmocka_unit_test(test_priorities),
+		cmocka_unit_test(test_policy),
+		cmocka_unit_test(test_log_level_and_dump),
+		cmocka_unit_test(test_usage_errors),
+		cmocka_unit_test(test_unreachable),
 	};
 
 	loomctl_path = getenv("LOOMCTL");

@@ -1,21 +1,30 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * loom-agent with the dpdk enforcer on real packets, in network namespaces
- * this test makes (and deletes):
+ * loom-agent enforcing priorities on real packets, in network namespaces
+ * this test makes (and deletes). Built twice: with NETNS_DPDK for the dpdk
+ * enforcer, with NETNS_TC for the tc (eBPF + HTB) one.
+ *
+ * dpdk: the agent is a bump in the wire between sender and receiver:
  *
  *   S (sender) sa ==veth== as  A (agent: net_af_packet as -> ar,   ar ==veth== ra  R (receiver)
  *              10.77.1.1         DPDK rx=as tx=ar, 100 Mbit/s)            10.77.1.2
  *              s2 ==================== veth (the ACKs' way back) ================ r2
  *              10.77.2.1                                                          10.77.2.2
  *
+ * tc: the agent runs in S and enforces on S's egress, HTB at 100 Mbit/s:
+ *
+ *   S (sender + agent) sa ==veth== ra R (receiver)
+ *                      10.77.1.1      10.77.1.2
+ *
  * Two TCP bulk flows in two coflows start together from S to R. loomd runs
  * fifo first (the coflow registered first gets class 0), then sebf (the
  * smaller coflow first), which swaps the classes. Each time the flow in the
  * higher class must finish first, every packet must reach R with its
  * class's DSCP, and the bytes the agent reported to loomd must equal the
- * bytes the flows put on S's wire.
+ * bytes the flows put on S's wire. With tc, nothing of the agent's may
+ * remain on the interface after it exits.
  *
- * Skipped (77) without root, network namespaces, or the dpdk enforcer.
+ * Skipped (77) without root, network namespaces, or the enforcer.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,9 +36,26 @@
 #define RATE       "100M"
 #define FLOW_BYTES (6u << 20)
 
+#if defined(NETNS_DPDK)
+#define ENFORCER "dpdk"
+#define AGENT_NS A
+#define ENFORCER_ARGS                                                                              \
+	"--no-huge --no-pci --no-shconf -m 512 -l 0-1 --log-level error "                          \
+	"--vdev net_af_packet0,iface=as --vdev net_af_packet1,iface=ar -- rx=0 tx=1 rate=" RATE
+#elif defined(NETNS_TC)
+#define ENFORCER      "tc"
+#define AGENT_NS      S
+#define ENFORCER_ARGS "iface=sa rate=" RATE
+#else
+#error "build with NETNS_DPDK or NETNS_TC"
+#endif
+
 static struct h_loomd H;
 static struct nsx NS;
-static const char *S, *A, *R;
+static const char *S, *R;
+#if defined(NETNS_DPDK)
+static const char *A;
+#endif
 static char AGENT_ADMIN[320];
 static pid_t AGENT;
 
@@ -40,7 +66,7 @@ static const char *agent_path(void)
 	return p ? p : "dataplane/loom-agent";
 }
 
-static bool agent_has_dpdk(void)
+static bool agent_has_enforcer(void)
 {
 	char cmd[512], help[4096];
 	size_t n;
@@ -53,9 +79,18 @@ static bool agent_has_dpdk(void)
 	n = fread(help, 1, sizeof(help) - 1, p);
 	pclose(p);
 	help[n] = 0;
-	return strstr(help, "  dpdk ") != NULL;
+	return strstr(help, "  " ENFORCER " ") != NULL;
 }
 
+/* No IPv6, no reverse-path filter (the dpdk topology's ACKs come back another way). */
+static void ns_sysctls(const char *ns)
+{
+	nsx_sh("ip netns exec %s sysctl -qw net.ipv4.conf.all.rp_filter=0 "
+	       "net.ipv4.conf.default.rp_filter=0",
+	       ns);
+}
+
+#if defined(NETNS_DPDK)
 /* The three namespaces and their links; 0, or -1 (the failing command was printed). */
 static int make_topology(void)
 {
@@ -75,11 +110,8 @@ static int make_topology(void)
 	    nsx_sh("ip netns exec %s ethtool -K ar tx off tso off gso off >/dev/null", A) ||
 	    nsx_sh("ip netns exec %s ethtool -K ra gro off >/dev/null", R))
 		return -1;
-	/* the ACKs come back on the direct link: no reverse-path filtering */
 	for (int i = 0; i < 3; i++)
-		nsx_sh("ip netns exec %s sysctl -qw net.ipv4.conf.all.rp_filter=0 "
-		       "net.ipv4.conf.default.rp_filter=0",
-		       NS.name[i]);
+		ns_sysctls(NS.name[i]);
 	if (nsx_sh("ip -n %s addr add 10.77.1.1/24 dev sa", S) ||
 	    nsx_sh("ip -n %s addr add 10.77.2.1/24 dev s2", S) ||
 	    nsx_sh("ip -n %s addr add 10.77.1.2/24 dev ra", R) ||
@@ -98,6 +130,51 @@ static int make_topology(void)
 		return -1;
 	return 0;
 }
+#else
+/* The two namespaces and their link; 0, or -1 (the failing command was printed). */
+static int make_topology(void)
+{
+	S = nsx_add(&NS, "S");
+	R = nsx_add(&NS, "R");
+	if (!S || !R)
+		return -1;
+	ns_sysctls(S);
+	ns_sysctls(R);
+	if (nsx_sh("ip -n %s link add sa address 02:77:00:00:01:01 type veth peer name ra address "
+		   "02:77:00:00:01:02 netns %s",
+		   S, R) ||
+	    nsx_sh("ip -n %s addr add 10.77.1.1/24 dev sa", S) ||
+	    nsx_sh("ip -n %s addr add 10.77.1.2/24 dev ra", R) ||
+	    nsx_sh("ip -n %s link set sa up", S) || nsx_sh("ip -n %s link set ra up", R))
+		return -1;
+	/* no ARP either way: every frame leaving sa is one of the test's flows */
+	if (nsx_sh("ip -n %s neigh replace 10.77.1.2 lladdr 02:77:00:00:01:02 dev sa nud permanent",
+		   S) ||
+	    nsx_sh("ip -n %s neigh replace 10.77.1.1 lladdr 02:77:00:00:01:01 dev ra nud permanent",
+		   R))
+		return -1;
+	return 0;
+}
+
+/* What of ours is on S's sa: "" when nothing (no HTB, no clsact, no BPF filter). */
+static void leftovers(char *buf, size_t len)
+{
+	char cmd[256];
+	size_t n = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd),
+		 "ip netns exec %s sh -c 'tc qdisc show dev sa | grep -E \"htb|clsact\"; "
+		 "tc filter show dev sa egress 2>/dev/null'",
+		 S);
+	p = popen(cmd, "r");
+	if (p) {
+		n = fread(buf, 1, len - 1, p);
+		pclose(p);
+	}
+	buf[n] = 0;
+}
+#endif
 
 static pid_t start_agent(void)
 {
@@ -115,11 +192,9 @@ static pid_t start_agent(void)
 		(char *)"--link-bps",
 		(char *)"100000000",
 		(char *)"--enforcer",
-		(char *)"dpdk",
+		(char *)ENFORCER,
 		(char *)"--enforcer-args",
-		(char *)"--no-huge --no-pci --no-shconf -m 512 -l 0-1 --log-level error "
-			"--vdev net_af_packet0,iface=as --vdev net_af_packet1,iface=ar -- rx=0 tx=1 "
-			"rate=" RATE,
+		(char *)ENFORCER_ARGS,
 		NULL,
 	};
 	pid_t pid;
@@ -137,7 +212,7 @@ static pid_t start_agent(void)
 			dup2(fd, 2);
 		}
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (nsx_enter(A) < 0)
+		if (nsx_enter(AGENT_NS) < 0)
 			_exit(126);
 		execv(argv[0], argv);
 		_exit(127);
@@ -308,14 +383,16 @@ static int setup(void **state)
 		print_message("skipped: needs root and network namespaces\n");
 		exit(77);
 	}
-	if (access(agent_path(), X_OK) != 0 || !agent_has_dpdk()) {
-		print_message("skipped: loom-agent has no dpdk enforcer in this build\n");
+	if (access(agent_path(), X_OK) != 0 || !agent_has_enforcer()) {
+		print_message("skipped: loom-agent has no " ENFORCER " enforcer in this build\n");
 		exit(77);
 	}
+#if defined(NETNS_DPDK)
 	if (system("ethtool --version >/dev/null 2>&1") != 0) {
 		print_message("skipped: no ethtool\n");
 		exit(77);
 	}
+#endif
 	if (h_loomd_prepare(&H) < 0)
 		return -1;
 	snprintf(AGENT_ADMIN, sizeof(AGENT_ADMIN), "%s/agent.sock", H.dir);
@@ -351,7 +428,8 @@ static void test_priorities_on_real_packets(void **state)
 	for (int i = 0; i < 200 && access(AGENT_ADMIN, F_OK) != 0; i++) {
 		if (waitpid(AGENT, &status, WNOHANG) == AGENT) {
 			AGENT = 0;
-			print_message("skipped: loom-agent (dpdk on af_packet) exited %d: see "
+			print_message("skipped: loom-agent (" ENFORCER
+				      ") could not start (exit %d): see "
 				      "%s/agent.log\n",
 				      WIFEXITED(status) ? WEXITSTATUS(status) : -1, H.dir);
 			skip();
@@ -400,9 +478,26 @@ static void test_priorities_on_real_packets(void **state)
 			 0);
 	json_decref(st);
 
+#if defined(NETNS_TC)
+	{
+		char left[2048];
+
+		leftovers(left, sizeof(left));
+		assert_true(strstr(left, "htb") != NULL); /* the check sees what is there */
+	}
+#endif
 	kill(AGENT, SIGTERM);
 	assert_int_equal(nsx_wait(AGENT, h_mono_ms() + 5000), 0);
 	AGENT = 0;
+#if defined(NETNS_TC)
+	{
+		char left[2048];
+
+		leftovers(left, sizeof(left));
+		if (left[0])
+			fail_msg("after the agent exited, this remains on sa:\n%s", left);
+	}
+#endif
 }
 
 int main(void)

@@ -84,6 +84,8 @@ const struct dp_enforcer_class *dp_enforcer_find(const char *name);
 extern const struct dp_enforcer_class dp_enforcer_null;
 /* Defined in dataplane/dpdk/enforcer_dpdk.c, in builds with DPDK only. */
 extern const struct dp_enforcer_class dp_enforcer_dpdk;
+/* Defined in dataplane/enforcer_tc.c, in builds with ebpf/ (libbpf, libnl, clang, bpftool) only. */
+extern const struct dp_enforcer_class dp_enforcer_tc;
 
 /* ---- the agent ------------------------------------------------------------------------------ */
 

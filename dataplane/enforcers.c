@@ -2,7 +2,8 @@
 /*
  * The registry of enforcers. Its own file (and library, see meson.build) so
  * that it can name the DPDK enforcer, which is built after dataplane_lib and
- * only when DPDK is found (then with -DLOOM_HAVE_DPDK).
+ * only when DPDK is found (then with -DLOOM_HAVE_DPDK), and the tc enforcer,
+ * built only with ebpf/ (then with -DLOOM_HAVE_BPF).
  */
 #include "dataplane/agent.h"
 
@@ -12,6 +13,9 @@ static const struct dp_enforcer_class *const enforcers[] = {
 	&dp_enforcer_null,
 #ifdef LOOM_HAVE_DPDK
 	&dp_enforcer_dpdk,
+#endif
+#ifdef LOOM_HAVE_BPF
+	&dp_enforcer_tc,
 #endif
 };
 

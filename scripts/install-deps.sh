@@ -18,8 +18,8 @@ required=(
 # distribution has them so that CI exercises them too.
 optional=(
 	libopenblas-dev
-	libdpdk-dev
-	libbpf-dev bpftool clang llvm
+	libdpdk-dev dpdk-dev # dpdk-dev: dpdk-testpmd, the baseline of bench/dpdk.sh
+	libbpf-dev libnl-route-3-dev bpftool clang llvm
 	iproute2 ethtool
 )
 

@@ -1,0 +1,804 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The "tc" enforcer: Loom's eBPF program on the tc egress hook of one
+ * interface, with an HTB class per priority class (ebpf/loader.h says what
+ * it installs, ebpf/loom_tc.h what the program does to each packet).
+ *
+ *   --enforcer tc --enforcer-args "iface=IF [rate=RATE] [dscp=MAP|none] [default=CLASS]"
+ *
+ *   iface    the interface whose egress is enforced (required)
+ *   rate     the link rate in bit/s, k/M/G suffixes (1000-based); default:
+ *            the speed the interface reports (ethtool)
+ *   dscp     CLASS:DSCP,... over the default map (class k -> CS(7-k), classes
+ *            8 and up -> 0), as the dpdk enforcer's; "none": DSCP untouched
+ *   default  the class of unknown flows until the first table (which then
+ *            gives its own); default: the lowest class
+ *
+ * Counter slots: each flow of the table holds a slot of the program's
+ * per-CPU counter array for as long as it stays in the table (a flow in two
+ * successive tables keeps its slot, so its bytes are neither lost nor
+ * counted twice). A flow removed by apply() keeps its slot until the next
+ * collect() (or, when slots run short, the next apply()) has read its last
+ * bytes; the slot is then zeroed and reused. collect() reports each flow's
+ * bytes since the last report; a removed flow's last report says done
+ * (unless a later table has it again), and is made even with no new bytes
+ * when the flow sent anything at all, so loomd hears that it is gone.
+ *
+ * Unknown flows (not in the table) are announced by the program through a
+ * ring buffer; collect() polls it (the agent calls collect() every stats
+ * interval from its libevent loop, which is soon enough: the flows are
+ * reported by their bytes, once per interval), keeps each announced flow's
+ * bytes at its last report, and reports the growth like a known flow's
+ * (loomd counts bytes of tuples it does not know as unknown bytes). An
+ * unknown flow idle for TCF_UNKNOWN_IDLE collects is forgotten (and removed
+ * from the program's LRU map, so it is announced again if it comes back).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <net/if.h>
+#include <arpa/inet.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "dataplane/agent.h"
+#include "ebpf/loader.h"
+
+#define TCF_MAX_ARGS     16
+#define TCF_UNKNOWN_CAP  (2 * LOOM_TC_MAX_UNKNOWN) /* open addressing; a power of two */
+#define TCF_UNKNOWN_FILL (TCF_UNKNOWN_CAP / 4 * 3)
+#define TCF_UNKNOWN_IDLE 50 /* collects without new bytes before an unknown flow is forgotten */
+#define TCF_NO_SLOT      UINT32_MAX
+
+enum {
+	UNK_EMPTY,
+	UNK_USED,
+	UNK_DELETED
+};
+
+/* An unknown flow the program announced. */
+struct tcf_unknown {
+	struct loom_tc_key key;
+	uint64_t last; /* its bytes in loom_unknown at the last report */
+	uint32_t idle; /* collects since its bytes last grew */
+	uint8_t state;
+};
+
+/* A flow removed from the table whose slot has not been read for the last time. */
+struct tcf_gone {
+	struct wire_tuple t;
+	uint32_t slot;
+};
+
+/* A removed flow's last bytes, reported by the next collect. */
+struct tcf_final {
+	struct wire_tuple t;
+	uint64_t bytes; /* since its last report */
+	uint64_t total; /* all it sent */
+};
+
+struct tcf {
+	struct ebpf_tc *tc;
+	char ifname[IF_NAMESIZE];
+	uint32_t classes;
+	uint64_t rate_bps;
+	bool rewrite_dscp;
+
+	struct dp_snapshot *snap; /* the table enforced; NULL before the first */
+	uint32_t *slot_of;        /* the slot of snap->flows[i] */
+
+	uint64_t *last;       /* per slot: its bytes at the last report */
+	uint32_t *free_slots; /* a stack of zeroed slots, the lowest on top */
+	size_t nfree;
+	uint32_t high;                    /* slots [0, high) have been handed out */
+	struct loom_tc_counter *counters; /* per slot, as last read */
+	struct tcf_gone *gone;
+	size_t ngone, capgone;
+	struct tcf_final *final;
+	size_t nfinal, capfinal;
+
+	struct tcf_unknown *unk; /* TCF_UNKNOWN_CAP */
+	size_t nunk, ndeleted;
+
+	uint64_t applied, apply_failures, unknown_untracked, slots_lost;
+};
+
+/* ---- tuples ---------------------------------------------------------------------------------- */
+
+static void key_of(const struct wire_tuple *t, struct loom_tc_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = t->family;
+	k->protocol = t->protocol;
+	k->src_port = htons(t->src_port);
+	k->dst_port = htons(t->dst_port);
+	memcpy(k->src, t->src, 16);
+	memcpy(k->dst, t->dst, 16);
+}
+
+static void tuple_of(const struct loom_tc_key *k, struct wire_tuple *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->family = k->family;
+	t->protocol = k->protocol;
+	t->src_port = ntohs(k->src_port);
+	t->dst_port = ntohs(k->dst_port);
+	memcpy(t->src, k->src, 16);
+	memcpy(t->dst, k->dst, 16);
+}
+
+/* ---- unknown flows: open addressing with tombstones ----------------------------------------- */
+
+static size_t unk_hash(const struct loom_tc_key *k)
+{
+	const uint8_t *p = (const uint8_t *)k;
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	for (size_t i = 0; i < sizeof(*k); i++) {
+		h ^= p[i];
+		h *= 1099511628211ull;
+	}
+	return (size_t)(h ^ (h >> 29));
+}
+
+/* Finds key; with insert, adds it when absent (NULL when the table is full). */
+static struct tcf_unknown *unk_find(struct tcf *t, const struct loom_tc_key *key, bool insert)
+{
+	size_t i = unk_hash(key) & (TCF_UNKNOWN_CAP - 1);
+	struct tcf_unknown *tomb = NULL;
+
+	for (size_t n = 0; n < TCF_UNKNOWN_CAP; n++, i = (i + 1) & (TCF_UNKNOWN_CAP - 1)) {
+		struct tcf_unknown *u = &t->unk[i];
+
+		if (u->state == UNK_USED && !memcmp(&u->key, key, sizeof(*key)))
+			return u;
+		if (u->state == UNK_DELETED && !tomb)
+			tomb = u;
+		if (u->state == UNK_EMPTY)
+			break;
+	}
+	if (!insert || t->nunk >= TCF_UNKNOWN_FILL)
+		return NULL;
+	if (tomb) {
+		t->ndeleted--;
+	} else {
+		for (;; i = (i + 1) & (TCF_UNKNOWN_CAP - 1))
+			if (t->unk[i].state == UNK_EMPTY)
+				break;
+		tomb = &t->unk[i];
+	}
+	memset(tomb, 0, sizeof(*tomb));
+	tomb->key = *key;
+	tomb->state = UNK_USED;
+	t->nunk++;
+	return tomb;
+}
+
+static void unk_delete(struct tcf *t, struct tcf_unknown *u)
+{
+	u->state = UNK_DELETED;
+	t->nunk--;
+	t->ndeleted++;
+}
+
+/* Rebuilds the table without tombstones once they fill a quarter of it. */
+static void unk_compact(struct tcf *t)
+{
+	struct tcf_unknown *old = t->unk, *nw;
+
+	if (t->ndeleted < TCF_UNKNOWN_CAP / 4)
+		return;
+	nw = calloc(TCF_UNKNOWN_CAP, sizeof(*nw));
+	if (!nw)
+		return; /* try again at the next collect */
+	t->unk = nw;
+	t->nunk = t->ndeleted = 0;
+	for (size_t i = 0; i < TCF_UNKNOWN_CAP; i++)
+		if (old[i].state == UNK_USED) {
+			struct tcf_unknown *u = unk_find(t, &old[i].key, true);
+
+			u->last = old[i].last;
+			u->idle = old[i].idle;
+		}
+	free(old);
+}
+
+static void on_event(void *ctx, const struct loom_tc_event *ev)
+{
+	struct tcf *t = ctx;
+	struct tcf_unknown *u = unk_find(t, &ev->key, true);
+
+	if (!u) {
+		t->unknown_untracked++;
+		return;
+	}
+	/* a new life in loom_unknown: its counters start again from this packet */
+	u->last = 0;
+	u->idle = 0;
+}
+
+/* ---- counter slots ------------------------------------------------------------------------- */
+
+static bool grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t ncap = *cap ? *cap : 64;
+	void *np;
+
+	if (need <= *cap)
+		return true;
+	while (ncap < need)
+		ncap *= 2;
+	np = realloc(*p, ncap * size);
+	if (!np)
+		return false;
+	*p = np;
+	*cap = ncap;
+	return true;
+}
+
+static int counters_refresh(struct tcf *t)
+{
+	return t->high ? ebpf_tc_counters_read(t->tc, t->high, t->counters) : 0;
+}
+
+/*
+ * Takes the last bytes of every removed flow (t->counters must be fresh)
+ * into t->final, zeroes their slots and frees them.
+ */
+static void reclaim(struct tcf *t)
+{
+	if (!grow((void **)&t->final, &t->capfinal, t->nfinal + t->ngone, sizeof(*t->final)))
+		return; /* keep them for the next time */
+	for (size_t i = 0; i < t->ngone; i++) {
+		uint32_t s = t->gone[i].slot;
+		uint64_t b = t->counters[s].bytes;
+		struct tcf_final *f = &t->final[t->nfinal++];
+
+		f->t = t->gone[i].t;
+		f->bytes = b >= t->last[s] ? b - t->last[s] : 0;
+		f->total = b;
+		t->last[s] = 0;
+		t->counters[s].bytes = t->counters[s].packets = 0;
+		if (ebpf_tc_counter_clear(t->tc, s) == 0)
+			t->free_slots[t->nfree++] = s;
+		else
+			t->slots_lost++; /* never reused: it would start with someone else's bytes */
+	}
+	t->ngone = 0;
+}
+
+static uint32_t slot_take(struct tcf *t)
+{
+	uint32_t s = t->free_slots[--t->nfree];
+
+	if (s >= t->high)
+		t->high = s + 1;
+	return s;
+}
+
+/* ---- arguments ------------------------------------------------------------------------------- */
+
+struct tcf_args {
+	char iface[IF_NAMESIZE];
+	uint64_t rate_bps;
+	bool rewrite_dscp;
+	uint8_t dscp[LOOM_TC_MAX_CLASSES];
+	long default_class; /* -1: the lowest */
+};
+
+static int parse_rate(const char *v, uint64_t *ret_bps)
+{
+	char *end;
+	unsigned long long x;
+	uint64_t mul = 1;
+
+	if (!isdigit((unsigned char)v[0]))
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (*end == 'k' || *end == 'K')
+		mul = 1000ull, end++;
+	else if (*end == 'M')
+		mul = 1000000ull, end++;
+	else if (*end == 'G')
+		mul = 1000000000ull, end++;
+	if (*end || x == 0 || x > UINT64_MAX / mul)
+		return -EINVAL;
+	*ret_bps = x * mul;
+	return 0;
+}
+
+/* Reads a decimal number < limit at *s, advancing *s; -1 when none or too big. */
+static long parse_num(const char **s, long limit)
+{
+	const char *p = *s;
+	long v = 0;
+
+	if (*p < '0' || *p > '9')
+		return -1;
+	while (*p >= '0' && *p <= '9') {
+		v = v * 10 + (*p - '0');
+		if (v >= limit)
+			return -1;
+		p++;
+	}
+	*s = p;
+	return v;
+}
+
+/* The default DSCP map: class k -> CS(7 - k) for k < 8, 0 (best effort) for the rest. */
+static void dscp_default(uint8_t *dscp)
+{
+	for (unsigned int k = 0; k < LOOM_TC_MAX_CLASSES; k++)
+		dscp[k] = k < 8 ? (uint8_t)(8 * (7 - k)) : 0;
+}
+
+/* "CLASS:DSCP[,CLASS:DSCP]..." over the default map; the dpdk enforcer's format and messages. */
+static int parse_dscp(const char *s, uint8_t *ret, struct loom_err *err)
+{
+	uint8_t map[LOOM_TC_MAX_CLASSES];
+	bool seen[LOOM_TC_MAX_CLASSES] = {false};
+	const char *p = s;
+
+	if (!*s)
+		return loom_err_set(err, EINVAL, "tc enforcer: dscp: empty DSCP map");
+	dscp_default(map);
+	for (;;) {
+		const char *item = p;
+		long cls, dscp;
+
+		cls = parse_num(&p, LOOM_TC_MAX_CLASSES);
+		if (cls < 0 || *p != ':')
+			return loom_err_set(
+				err, EINVAL,
+				"tc enforcer: dscp: DSCP map at offset %zu: expected CLASS:DSCP "
+				"with class 0..%d",
+				(size_t)(item - s), LOOM_TC_MAX_CLASSES - 1);
+		p++;
+		dscp = parse_num(&p, 64);
+		if (dscp < 0 || (*p != ',' && *p != '\0'))
+			return loom_err_set(
+				err, EINVAL,
+				"tc enforcer: dscp: DSCP map at offset %zu: class %ld needs a DSCP "
+				"0..63",
+				(size_t)(item - s), cls);
+		if (seen[cls])
+			return loom_err_set(err, EINVAL, "tc enforcer: dscp: class %ld given twice",
+					    cls);
+		seen[cls] = true;
+		map[cls] = (uint8_t)dscp;
+		if (*p == '\0')
+			break;
+		p++;
+	}
+	memcpy(ret, map, sizeof(map));
+	return 0;
+}
+
+static int parse_option(struct tcf_args *a, char *opt, struct loom_err *err)
+{
+	char *v = strchr(opt, '=');
+
+	if (!v)
+		return loom_err_set(err, EINVAL, "tc enforcer: '%s' is not OPTION=VALUE", opt);
+	*v++ = '\0';
+	if (!strcmp(opt, "iface")) {
+		if (!*v || strlen(v) >= sizeof(a->iface))
+			return loom_err_set(err, EINVAL, "tc enforcer: iface: bad name '%s'", v);
+		snprintf(a->iface, sizeof(a->iface), "%s", v);
+	} else if (!strcmp(opt, "rate")) {
+		if (parse_rate(v, &a->rate_bps) < 0)
+			return loom_err_set(err, EINVAL,
+					    "tc enforcer: rate: '%s' is not bit/s (k/M/G suffix)",
+					    v);
+	} else if (!strcmp(opt, "dscp")) {
+		if (!strcmp(v, "none")) {
+			a->rewrite_dscp = false;
+			return 0;
+		}
+		a->rewrite_dscp = true;
+		return parse_dscp(v, a->dscp, err);
+	} else if (!strcmp(opt, "default")) {
+		const char *p = v;
+
+		a->default_class = parse_num(&p, LOOM_TC_MAX_CLASSES);
+		if (a->default_class < 0 || *p)
+			return loom_err_set(err, EINVAL,
+					    "tc enforcer: default: '%s' is not a class 0..%d", v,
+					    LOOM_TC_MAX_CLASSES - 1);
+	} else {
+		return loom_err_set(err, EINVAL,
+				    "tc enforcer: unknown option '%s' (iface, rate, dscp, default)",
+				    opt);
+	}
+	return 0;
+}
+
+static int parse_args(struct tcf_args *a, const char *args, struct loom_err *err)
+{
+	char *buf = strdup(args ? args : "");
+	int n = 0, r = 0;
+
+	if (!buf)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	memset(a, 0, sizeof(*a));
+	a->rewrite_dscp = true;
+	a->default_class = -1;
+	dscp_default(a->dscp);
+	for (char *save = NULL, *t = strtok_r(buf, " \t\n", &save); t && r == 0;
+	     t = strtok_r(NULL, " \t\n", &save)) {
+		if (++n > TCF_MAX_ARGS)
+			r = loom_err_set(err, EINVAL, "tc enforcer: more than %d arguments",
+					 TCF_MAX_ARGS);
+		else
+			r = parse_option(a, t, err);
+	}
+	free(buf);
+	return r;
+}
+
+/* The speed the interface reports (ethtool), in bit/s; 0 when unknown. */
+static uint64_t iface_speed_bps(const char *iface)
+{
+	struct ethtool_cmd cmd = {.cmd = ETHTOOL_GSET};
+	struct ifreq ifr;
+	uint32_t mbps;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return 0;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", iface);
+	ifr.ifr_data = (char *)&cmd;
+	if (ioctl(fd, SIOCETHTOOL, &ifr) < 0) {
+		close(fd);
+		return 0;
+	}
+	close(fd);
+	mbps = ethtool_cmd_speed(&cmd);
+	return mbps && mbps != (uint32_t)SPEED_UNKNOWN ? (uint64_t)mbps * 1000000ull : 0;
+}
+
+/* ---- the class ------------------------------------------------------------------------------- */
+
+static void tcf_done(struct dp_enforcer *e);
+
+static int tcf_init(struct dp_enforcer *e, const char *args, uint32_t classes, struct loom_err *err)
+{
+	struct tcf_args a;
+	struct ebpf_tc_opts o;
+	struct tcf *t;
+	char msg[256];
+	int r;
+
+	if (classes == 0 || classes > LOOM_TC_MAX_CLASSES)
+		return loom_err_set(err, EINVAL, "tc enforcer: %u classes (1..%d)", classes,
+				    LOOM_TC_MAX_CLASSES);
+	r = parse_args(&a, args, err);
+	if (r < 0)
+		return r;
+	if (!a.iface[0])
+		return loom_err_set(err, EINVAL,
+				    "tc enforcer: no interface (give iface=IF in --enforcer-args)");
+	if (!if_nametoindex(a.iface))
+		return loom_err_set(err, ENODEV, "tc enforcer: no interface '%s'", a.iface);
+	if (a.default_class >= (long)classes)
+		return loom_err_set(err, EINVAL, "tc enforcer: default: class %ld of %u classes",
+				    a.default_class, classes);
+	if (!a.rate_bps) {
+		a.rate_bps = iface_speed_bps(a.iface);
+		if (!a.rate_bps)
+			return loom_err_set(err, EINVAL,
+					    "tc enforcer: %s does not report its speed: give "
+					    "rate=RATE (bit/s, k/M/G)",
+					    a.iface);
+	}
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	e->priv = t;
+	snprintf(t->ifname, sizeof(t->ifname), "%s", a.iface);
+	t->classes = classes;
+	t->rate_bps = a.rate_bps;
+	t->rewrite_dscp = a.rewrite_dscp;
+	t->last = calloc(LOOM_TC_FLOW_SLOTS, sizeof(*t->last));
+	t->free_slots = malloc(LOOM_TC_FLOW_SLOTS * sizeof(*t->free_slots));
+	t->counters = calloc(LOOM_TC_FLOW_SLOTS, sizeof(*t->counters));
+	t->unk = calloc(TCF_UNKNOWN_CAP, sizeof(*t->unk));
+	if (!t->last || !t->free_slots || !t->counters || !t->unk) {
+		r = loom_err_set(err, ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (uint32_t s = 0; s < LOOM_TC_FLOW_SLOTS; s++)
+		t->free_slots[s] = LOOM_TC_FLOW_SLOTS - 1 - s;
+	t->nfree = LOOM_TC_FLOW_SLOTS;
+
+	memset(&o, 0, sizeof(o));
+	o.ifname = a.iface;
+	o.classes = classes;
+	o.rate_bps = a.rate_bps;
+	o.rewrite_dscp = a.rewrite_dscp;
+	memcpy(o.dscp, a.dscp, sizeof(o.dscp));
+	o.default_class = a.default_class >= 0 ? (uint32_t)a.default_class : classes - 1;
+	t->tc = ebpf_tc_new(&o, msg, sizeof(msg));
+	if (!t->tc) {
+		r = loom_err_set(err, errno, "tc enforcer: %s", msg);
+		goto fail;
+	}
+	log_debug("tc enforcer: %s: %u HTB classes at %" PRIu64 " bit/s, program attached",
+		  t->ifname, classes, t->rate_bps);
+	return 0;
+fail:
+	tcf_done(e);
+	return r;
+}
+
+static void tcf_done(struct dp_enforcer *e)
+{
+	struct tcf *t = e->priv;
+
+	if (!t)
+		return;
+	ebpf_tc_free(t->tc);
+	dp_snapshot_free(t->snap);
+	free(t->slot_of);
+	free(t->last);
+	free(t->free_slots);
+	free(t->counters);
+	free(t->gone);
+	free(t->final);
+	free(t->unk);
+	free(t);
+	e->priv = NULL;
+}
+
+static int snap_flow_cmp(const void *a, const void *b)
+{
+	return dp_tuple_cmp(&((const struct dp_snapshot_flow *)a)->tuple,
+			    &((const struct dp_snapshot_flow *)b)->tuple);
+}
+
+/*
+ * Enforces snap from now on: its flows keep the slots they held in the
+ * previous table, new flows get free ones, and the program's map gets only
+ * the differences (ebpf_tc_sync). Takes snap, also on failure (then frees it
+ * and keeps the previous table). 0, -EINVAL (a bad default class),
+ * -ENOSPC (more than LOOM_TC_MAX_FLOWS flows), -ENOMEM, or what the kernel said.
+ */
+static int tcf_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
+{
+	struct tcf *t = e->priv;
+	const struct dp_snapshot *old = t->snap;
+	size_t n, oldn = old ? old->n : 0, i = 0, j = 0, need = 0, nrm = 0;
+	uint32_t *slot_of = NULL;
+	size_t *rm = NULL;
+	struct ebpf_tc_entry *ent = NULL;
+	char msg[256];
+	int r;
+
+	if (!snap)
+		return -EINVAL;
+	n = snap->n;
+	if (snap->default_class >= t->classes) {
+		r = -EINVAL;
+		goto out;
+	}
+	if (n > LOOM_TC_MAX_FLOWS) {
+		r = -ENOSPC;
+		goto out;
+	}
+	/* a class beyond this enforcer's shares its lowest (as in the dpdk enforcer) */
+	for (size_t k = 0; k < n; k++)
+		if (snap->flows[k].cls >= t->classes)
+			snap->flows[k].cls = t->classes - 1;
+	for (size_t k = 1; k < n; k++)
+		if (dp_tuple_cmp(&snap->flows[k - 1].tuple, &snap->flows[k].tuple) > 0) {
+			qsort(snap->flows, n, sizeof(*snap->flows), snap_flow_cmp);
+			break;
+		}
+	slot_of = malloc((n ? n : 1) * sizeof(*slot_of));
+	rm = malloc((oldn ? oldn : 1) * sizeof(*rm));
+	ent = malloc((n ? n : 1) * sizeof(*ent));
+	if (!slot_of || !rm || !ent) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* both sorted by dp_tuple_cmp: one merge pairs the flows of both tables */
+	while (i < n || j < oldn) {
+		int c = i == n    ? 1 :
+			j == oldn ? -1 :
+				    dp_tuple_cmp(&snap->flows[i].tuple, &old->flows[j].tuple);
+
+		if (c < 0) {
+			slot_of[i++] = TCF_NO_SLOT;
+			need++;
+		} else if (c == 0) {
+			slot_of[i++] = t->slot_of[j++];
+		} else {
+			rm[nrm++] = j++;
+		}
+	}
+	if (need > t->nfree && counters_refresh(t) == 0)
+		reclaim(t); /* flows removed by earlier tables: out of the map already */
+	if (need > t->nfree) {
+		r = -ENOSPC;
+		goto out;
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (slot_of[k] == TCF_NO_SLOT)
+			slot_of[k] = slot_take(t) | 0x80000000u; /* marked new until synced */
+		key_of(&snap->flows[k].tuple, &ent[k].key);
+		memset(&ent[k].val, 0, sizeof(ent[k].val));
+		ent[k].val.slot = slot_of[k] & ~0x80000000u;
+		ent[k].val.cls = (uint8_t)snap->flows[k].cls;
+	}
+	msg[0] = '\0';
+	r = ebpf_tc_set_default_class(t->tc, snap->default_class);
+	if (r == 0)
+		r = ebpf_tc_sync(t->tc, ent, n, NULL, msg, sizeof(msg));
+	if (r < 0) {
+		/* give the new slots back, zeroed: the map may have pointed at them */
+		for (size_t k = 0; k < n; k++)
+			if (slot_of[k] & 0x80000000u) {
+				uint32_t s = slot_of[k] & ~0x80000000u;
+
+				if (ebpf_tc_counter_clear(t->tc, s) == 0)
+					t->free_slots[t->nfree++] = s;
+				else
+					t->slots_lost++;
+			}
+		log_debug("tc enforcer: table %" PRIu64 " not applied: %s", snap->version,
+			  msg[0] ? msg : strerror(-r));
+		goto out;
+	}
+	for (size_t k = 0; k < n; k++)
+		slot_of[k] &= ~0x80000000u;
+	if (!grow((void **)&t->gone, &t->capgone, t->ngone + nrm, sizeof(*t->gone))) {
+		/* cannot remember them: their last bytes are lost, their slots too */
+		t->slots_lost += nrm;
+		nrm = 0;
+	}
+	for (size_t k = 0; k < nrm; k++) {
+		t->gone[t->ngone].t = old->flows[rm[k]].tuple;
+		t->gone[t->ngone++].slot = t->slot_of[rm[k]];
+	}
+	dp_snapshot_free(t->snap);
+	free(t->slot_of);
+	t->snap = snap;
+	t->slot_of = slot_of;
+	slot_of = NULL;
+	snap = NULL;
+	t->applied++;
+out:
+	if (r < 0)
+		t->apply_failures++;
+	dp_snapshot_free(snap);
+	free(slot_of);
+	free(rm);
+	free(ent);
+	return r;
+}
+
+static void tcf_collect(struct dp_enforcer *e, dp_counter_fn fn, void *ctx)
+{
+	struct tcf *t = e->priv;
+	struct wire_tuple tu;
+
+	/*
+	 * The agent's loop calls this every stats interval; new unknown flows are
+	 * taken from the ring buffer here rather than by watching its fd.
+	 */
+	ebpf_tc_events_poll(t->tc, on_event, t);
+	if (counters_refresh(t) < 0)
+		return; /* nothing is lost: the counters are read again next time */
+	reclaim(t);
+	for (size_t k = 0; k < t->nfinal; k++) {
+		const struct tcf_final *f = &t->final[k];
+		bool done = !(t->snap && dp_snapshot_find(t->snap, &f->t));
+
+		if (f->bytes || (done && f->total))
+			fn(ctx, &f->t, f->bytes, done);
+	}
+	t->nfinal = 0;
+	for (size_t k = 0; t->snap && k < t->snap->n; k++) {
+		uint32_t s = t->slot_of[k];
+		uint64_t b = t->counters[s].bytes;
+
+		if (b > t->last[s]) {
+			fn(ctx, &t->snap->flows[k].tuple, b - t->last[s], false);
+			t->last[s] = b;
+		}
+	}
+	for (size_t k = 0; k < TCF_UNKNOWN_CAP; k++) {
+		struct tcf_unknown *u = &t->unk[k];
+		struct loom_tc_counter c;
+		int r;
+
+		if (u->state != UNK_USED)
+			continue;
+		r = ebpf_tc_unknown_read(t->tc, &u->key, &c);
+		if (r == -ENOENT) { /* evicted by newer unknown flows */
+			unk_delete(t, u);
+			continue;
+		}
+		if (r < 0)
+			continue;
+		if (c.bytes < u->last) /* evicted and back, and we missed its announcement */
+			u->last = 0;
+		if (c.bytes > u->last) {
+			tuple_of(&u->key, &tu);
+			fn(ctx, &tu, c.bytes - u->last, false);
+			u->last = c.bytes;
+			u->idle = 0;
+		} else if (++u->idle >= TCF_UNKNOWN_IDLE) {
+			ebpf_tc_unknown_forget(t->tc, &u->key);
+			unk_delete(t, u);
+		}
+	}
+	unk_compact(t);
+}
+
+static void tcf_stats(struct dp_enforcer *e, void (*fn)(void *ctx, const char *name, uint64_t v),
+		      void *ctx)
+{
+	struct tcf *t = e->priv;
+	struct loom_tc_stats s;
+	char name[32];
+
+	if (ebpf_tc_stats_read(t->tc, &s) < 0)
+		memset(&s, 0, sizeof(s));
+	for (uint32_t c = 0; c < t->classes; c++) {
+		snprintf(name, sizeof(name), "class%u_packets", c);
+		fn(ctx, name, s.cls[c].packets);
+		snprintf(name, sizeof(name), "class%u_bytes", c);
+		fn(ctx, name, s.cls[c].bytes);
+	}
+	/* the names the dpdk enforcer uses too, then the tc enforcer's own */
+	fn(ctx, "known", s.known.packets);
+	fn(ctx, "unknown", s.unknown.packets);
+	fn(ctx, "unparseable",
+	   s.non_ip.packets + s.truncated.packets + s.bad_header.packets + s.fragment.packets +
+		   s.other_proto.packets);
+	fn(ctx, "known_bytes", s.known.bytes);
+	fn(ctx, "unknown_bytes", s.unknown.bytes);
+	fn(ctx, "non_ip", s.non_ip.packets);
+	fn(ctx, "non_ip_bytes", s.non_ip.bytes);
+	fn(ctx, "truncated", s.truncated.packets);
+	fn(ctx, "bad_header", s.bad_header.packets);
+	fn(ctx, "fragment", s.fragment.packets);
+	fn(ctx, "other_proto", s.other_proto.packets);
+	fn(ctx, "unknown_flows_reported", s.events);
+	fn(ctx, "unknown_events_lost", s.events_lost);
+	fn(ctx, "unknown_flows_tracked", t->nunk);
+	fn(ctx, "unknown_flows_untracked", t->unknown_untracked);
+	fn(ctx, "flows_enforced", t->snap ? t->snap->n : 0);
+	fn(ctx, "flows_in_map", ebpf_tc_nflows(t->tc));
+	fn(ctx, "snapshots_applied", t->applied);
+	fn(ctx, "apply_failures", t->apply_failures);
+	fn(ctx, "counter_slots_lost", t->slots_lost);
+	fn(ctx, "ifindex", (uint64_t)ebpf_tc_ifindex(t->tc));
+	fn(ctx, "rate_bps", t->rate_bps);
+	fn(ctx, "dscp_rewrite", t->rewrite_dscp);
+	fn(ctx, "offload_tc", 1); /* classification in the kernel's tc egress hook (eBPF) */
+}
+
+const struct dp_enforcer_class dp_enforcer_tc = {
+	.name = "tc",
+	.summary = "eBPF on tc egress + HTB classes (--enforcer-args \"iface=IF [rate=R]\")",
+	.init = tcf_init,
+	.done = tcf_done,
+	.apply = tcf_apply,
+	.collect = tcf_collect,
+	.stats = tcf_stats,
+};

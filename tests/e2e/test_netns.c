@@ -156,7 +156,10 @@ static int make_topology(void)
 	return 0;
 }
 
-/* What of ours is on S's sa: "" when nothing (no HTB, no clsact, no BPF filter). */
+/*
+ * What of ours is on S's sa, or loaded: "" when nothing (no HTB, no clsact,
+ * no BPF filter, no program of ours in the kernel; netns tests run alone).
+ */
 static void leftovers(char *buf, size_t len)
 {
 	char cmd[256];
@@ -165,7 +168,8 @@ static void leftovers(char *buf, size_t len)
 
 	snprintf(cmd, sizeof(cmd),
 		 "ip netns exec %s sh -c 'tc qdisc show dev sa | grep -E \"htb|clsact\"; "
-		 "tc filter show dev sa egress 2>/dev/null'",
+		 "tc filter show dev sa egress 2>/dev/null; "
+		 "bpftool prog show name loom_tc_egress 2>/dev/null'",
 		 S);
 	p = popen(cmd, "r");
 	if (p) {

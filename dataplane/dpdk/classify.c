@@ -16,7 +16,7 @@
 #include <rte_ether.h>
 #include <rte_hash.h>
 #include <rte_ip.h>
-#include <rte_jhash.h>
+#include <rte_hash_crc.h>
 #include <rte_malloc.h>
 
 _Static_assert(sizeof(struct dpf_key) == 40, "dpf_key: packed, a multiple of 4 bytes");
@@ -71,13 +71,18 @@ static inline uint16_t rd16(const uint8_t *p)
 	return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
 }
 
-int dpf_parse(const struct rte_mbuf *m, struct dpf_key *ret_key, uint32_t *ret_l3_off)
+/*
+ * Parses m into *kp directly (*kp is written even on failure): the burst
+ * path parses into its key array, without a copy of the key through the
+ * stack (reloading a key just built by byte stores stalls on the stores).
+ */
+static inline __attribute__((always_inline)) int parse_key(const struct rte_mbuf *m,
+							   struct dpf_key *kp, uint32_t *ret_l3_off)
 {
 	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 	uint32_t len = rte_pktmbuf_data_len(m);
 	uint32_t off = RTE_ETHER_HDR_LEN, end, l4;
 	uint16_t type;
-	struct dpf_key k;
 
 	if (len < RTE_ETHER_HDR_LEN)
 		return -DPF_PARSE_TRUNCATED;
@@ -89,7 +94,7 @@ int dpf_parse(const struct rte_mbuf *m, struct dpf_key *ret_key, uint32_t *ret_l
 		off += 4;
 	}
 
-	memset(&k, 0, sizeof(k));
+	memset(kp, 0, sizeof(*kp));
 	if (type == RTE_ETHER_TYPE_IPV4) {
 		const uint8_t *ip = p + off;
 		uint32_t ihl, tot;
@@ -108,10 +113,10 @@ int dpf_parse(const struct rte_mbuf *m, struct dpf_key *ret_key, uint32_t *ret_l
 		frag = rd16(ip + 6);
 		if (frag & RTE_IPV4_HDR_OFFSET_MASK)
 			return -DPF_PARSE_FRAGMENT;
-		k.family = 4;
-		k.protocol = ip[9];
-		memcpy(k.src, ip + 12, 4);
-		memcpy(k.dst, ip + 16, 4);
+		kp->family = 4;
+		kp->protocol = ip[9];
+		memcpy(kp->src, ip + 12, 4);
+		memcpy(kp->dst, ip + 16, 4);
 		l4 = off + ihl;
 		end = off + tot; /* the IP length bounds L4 (Ethernet padding) */
 	} else if (type == RTE_ETHER_TYPE_IPV6) {
@@ -121,10 +126,10 @@ int dpf_parse(const struct rte_mbuf *m, struct dpf_key *ret_key, uint32_t *ret_l
 			return -DPF_PARSE_TRUNCATED;
 		if ((ip[0] >> 4) != 6)
 			return -DPF_PARSE_BAD_HEADER;
-		k.family = 6;
-		k.protocol = ip[6];
-		memcpy(k.src, ip + 8, 16);
-		memcpy(k.dst, ip + 24, 16);
+		kp->family = 6;
+		kp->protocol = ip[6];
+		memcpy(kp->src, ip + 8, 16);
+		memcpy(kp->dst, ip + 24, 16);
 		l4 = off + 40;
 		end = l4 + rd16(ip + 4);
 	} else {
@@ -133,21 +138,33 @@ int dpf_parse(const struct rte_mbuf *m, struct dpf_key *ret_key, uint32_t *ret_l
 
 	if (end > len)
 		end = len;
-	if (k.protocol == IPPROTO_TCP) {
+	if (kp->protocol == IPPROTO_TCP) {
 		if (l4 + 20 > end)
 			return -DPF_PARSE_TRUNCATED;
-	} else if (k.protocol == IPPROTO_UDP) {
+	} else if (kp->protocol == IPPROTO_UDP) {
 		if (l4 + 8 > end)
 			return -DPF_PARSE_TRUNCATED;
 	} else {
 		return -DPF_PARSE_PROTO;
 	}
-	k.src_port = rd16(p + l4);
-	k.dst_port = rd16(p + l4 + 2);
+	kp->src_port = rd16(p + l4);
+	kp->dst_port = rd16(p + l4 + 2);
 
-	*ret_key = k;
 	*ret_l3_off = off;
 	return 0;
+}
+
+int dpf_parse(const struct rte_mbuf *m, struct dpf_key *ret_key, uint32_t *ret_l3_off)
+{
+	struct dpf_key k;
+	uint32_t l3;
+	int r = parse_key(m, &k, &l3);
+
+	if (r == 0) {
+		*ret_key = k;
+		*ret_l3_off = l3;
+	}
+	return r;
 }
 
 struct dpf_ctable *dpf_ctable_new(const struct dp_snapshot *snap, int socket_id)
@@ -189,7 +206,7 @@ struct dpf_ctable *dpf_ctable_new(const struct dp_snapshot *snap, int socket_id)
 	hp.name = name;
 	hp.entries = entries;
 	hp.key_len = sizeof(struct dpf_key);
-	hp.hash_func = rte_jhash;
+	hp.hash_func = rte_hash_crc; /* CRC32 instructions where the CPU has them */
 	hp.hash_func_init_val = 0;
 	hp.socket_id = socket_id;
 	hp.extra_flag = RTE_HASH_EXTRA_FLAGS_EXT_TABLE;
@@ -299,7 +316,7 @@ uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, 
 		for (uint16_t i = 0; i < chunk; i++) {
 			struct rte_mbuf *m = pkts[base + i];
 			uint32_t l3;
-			int r = dpf_parse(m, &keys[nk], &l3);
+			int r = parse_key(m, &keys[nk], &l3);
 
 			ret_class[base + i] = t->default_class;
 			if (r < 0) {

@@ -37,16 +37,16 @@
 /*
  * The packed lookup key: a 5-tuple in struct wire_tuple's form (ports in host
  * order, addresses in network order, IPv4 in the first 4 address bytes and
- * the rest zero). 40 bytes: 38 and 2 of zero padding, so that rte_jhash,
- * which reads whole 4-byte words, never reads past a key. Always fully
- * written (zeroed first).
+ * the rest zero). 40 bytes: 38 and 2 of zero padding, so that the hash
+ * (rte_hash_crc, which reads whole 8-byte words) never reads past a key.
+ * Always fully written (zeroed first).
  */
 struct dpf_key {
 	uint8_t family; /* 4 or 6 */
 	uint8_t protocol;
 	uint16_t src_port, dst_port;
 	uint8_t src[16], dst[16];
-	uint8_t pad[2]; /* zero: rte_jhash reads whole 4-byte words */
+	uint8_t pad[2]; /* zero: the hash reads whole 8-byte words */
 } __rte_packed;
 
 /*

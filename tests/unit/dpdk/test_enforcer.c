@@ -196,6 +196,26 @@ static uint64_t stat(const struct stat_list *l, const char *name)
 	return 0;
 }
 
+/*
+ * Waits (bounded) until the worker has used n applied tables: apply waits
+ * only briefly for the worker, which a busy machine may keep off its core
+ * for longer, so packets injected right after apply could still meet the
+ * previous table.
+ */
+static void wait_table_used(struct dp_enforcer *e, uint64_t n)
+{
+	for (int i = 0; i < 5000; i++) {
+		struct stat_list st = {0};
+		struct timespec ts = {0, 1000000};
+
+		e->cls->stats(e, on_stat, &st);
+		if (stat(&st, "table_updates_measured") >= n)
+			return;
+		nanosleep(&ts, NULL);
+	}
+	fail_msg("the worker did not take up table %llu in 5 s", (unsigned long long)n);
+}
+
 static void test_registered(void **state)
 {
 	(void)state;
@@ -274,6 +294,7 @@ static void test_run(void **state)
 	if (e.cls->init(&e, args, 8, &err) < 0)
 		fail_msg("init: %s", loom_err_str(&err));
 	assert_int_equal(e.cls->apply(&e, snapshot(1, 0, 1)), 0);
+	wait_table_used(&e, 1);
 
 	/* 32 of B (class 1), then 32 of A (class 0), then 8 unknown (default class 7) */
 	for (int i = 0; i < 32; i++)
@@ -318,6 +339,7 @@ static void test_run(void **state)
 
 	/* swap the classes: A -> 1, B -> 0 */
 	assert_int_equal(e.cls->apply(&e, snapshot(2, 1, 0)), 0);
+	wait_table_used(&e, 2);
 	n = 0;
 	for (int i = 0; i < 4; i++) {
 		flows[n++] = FLOW_A;
@@ -392,6 +414,8 @@ static void test_update_atomic(void **state)
 	if (e.cls->init(&e, args, 8, &err) < 0)
 		fail_msg("init: %s", loom_err_str(&err));
 	assert_int_equal(e.cls->apply(&e, snapshot(1, 0, 1)), 0);
+	/* Later bursts may meet either of two successive tables (apply waits only briefly). */
+	wait_table_used(&e, 1);
 	for (unsigned int b = 0; b < BURSTS || out_n < BURSTS * PER;) {
 		struct rte_mbuf *m[PER], *o[64];
 		unsigned int k;

@@ -1,8 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* loom-agent: flags and configuration; the agent itself is in agent.c. */
-#include <arpa/inet.h>
-#include <ctype.h>
-#include <errno.h>
+/* loom-agent: flags and configuration (agent_config.c); the agent itself is in agent.c. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,115 +39,6 @@ static void usage(FILE *f)
 		fprintf(f, "  %-8s %s\n", all[i]->name, all[i]->summary);
 }
 
-static int parse_u64(const char *key, const char *v, uint64_t min, uint64_t max, uint64_t *ret,
-		     struct loom_err *err)
-{
-	unsigned long long x;
-
-	if (loom_parse_u64(v, &x) < 0 || x < min || x > max)
-		return loom_err_set(err, EINVAL, "%s: '%s' is not a whole number in [%llu, %llu]",
-				    key, v, (unsigned long long)min, (unsigned long long)max);
-	*ret = x;
-	return 0;
-}
-
-/* Sets one option by its long name. 0 or -EINVAL/-ENOENT with err. */
-static int set_opt(struct dp_agent_config *c, const char *key, const char *v, struct loom_err *err)
-{
-	uint64_t x = 0;
-	int r = 0;
-
-	if (!strcmp(key, "controller")) {
-		if (strlen(v) >= sizeof(c->controller))
-			return loom_err_set(err, EINVAL, "controller: address too long");
-		snprintf(c->controller, sizeof(c->controller), "%s", v);
-	} else if (!strcmp(key, "host-id")) {
-		r = parse_u64(key, v, 0, UINT32_MAX - 1, &x, err);
-		c->host_id = (uint32_t)x;
-	} else if (!strcmp(key, "enforcer")) {
-		if (!dp_enforcer_find(v))
-			return loom_err_set(err, ENOENT,
-					    "enforcer: '%s' is not in this build (see --help)", v);
-		snprintf(c->enforcer, sizeof(c->enforcer), "%s", v);
-	} else if (!strcmp(key, "enforcer-args")) {
-		if (strlen(v) >= sizeof(c->enforcer_args))
-			return loom_err_set(err, EINVAL, "enforcer-args: too long");
-		snprintf(c->enforcer_args, sizeof(c->enforcer_args), "%s", v);
-	} else if (!strcmp(key, "classes")) {
-		r = parse_u64(key, v, 1, 64, &x, err);
-		c->classes = (uint32_t)x;
-	} else if (!strcmp(key, "link-bps")) {
-		r = parse_u64(key, v, 1000, UINT64_MAX, &c->link_bps, err);
-	} else if (!strcmp(key, "address")) {
-		uint8_t buf[16] = {0};
-
-		if (c->naddrs == DP_MAX_ADDRS)
-			return loom_err_set(err, EINVAL, "address: at most %d", DP_MAX_ADDRS);
-		if (inet_pton(AF_INET, v, buf) == 1)
-			c->addr_family[c->naddrs] = 4;
-		else if (inet_pton(AF_INET6, v, buf) == 1)
-			c->addr_family[c->naddrs] = 6;
-		else
-			return loom_err_set(err, EINVAL,
-					    "address: '%s' is not an IPv4 or IPv6 address", v);
-		memcpy(c->addrs[c->naddrs++], buf, 16);
-	} else if (!strcmp(key, "admin-socket")) {
-		if (strlen(v) >= sizeof(c->admin_socket))
-			return loom_err_set(err, EINVAL, "admin-socket: path too long");
-		snprintf(c->admin_socket, sizeof(c->admin_socket), "%s", v);
-	} else if (!strcmp(key, "stats-interval")) {
-		r = parse_u64(key, v, 1, 60000, &x, err);
-		c->stats_interval_ns = x * 1000000ULL;
-	} else if (!strcmp(key, "heartbeat")) {
-		r = parse_u64(key, v, 10, 600000, &x, err);
-		c->heartbeat_ns = x * 1000000ULL;
-	} else {
-		return loom_err_set(err, ENOENT, "unknown option '%s' (see --help)", key);
-	}
-	return r;
-}
-
-static int load_config(struct dp_agent_config *c, const char *path, struct loom_err *err)
-{
-	FILE *f = fopen(path, "r");
-	char line[1024];
-	unsigned no = 0;
-
-	if (!f)
-		return loom_err_set(err, errno, "%s: %s", path, strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		char *k = line, *eq, *v, *e;
-		struct loom_err e2;
-
-		no++;
-		if ((e = strchr(line, '#')))
-			*e = 0;
-		while (isspace((unsigned char)*k))
-			k++;
-		if (!*k)
-			continue;
-		eq = strchr(k, '=');
-		if (!eq) {
-			fclose(f);
-			return loom_err_set(err, EINVAL, "%s:%u: expected KEY = VALUE", path, no);
-		}
-		*eq = 0;
-		v = eq + 1;
-		for (e = eq; e > k && isspace((unsigned char)e[-1]);)
-			*--e = 0;
-		while (isspace((unsigned char)*v))
-			v++;
-		for (e = v + strlen(v); e > v && isspace((unsigned char)e[-1]);)
-			*--e = 0;
-		if (set_opt(c, k, v, &e2) < 0) {
-			fclose(f);
-			return loom_err_set(err, EINVAL, "%s:%u: %s", path, no, loom_err_str(&e2));
-		}
-	}
-	fclose(f);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -179,7 +67,7 @@ int main(int argc, char **argv)
 	/* the config file first, so that flags override it wherever they stand */
 	for (int i = 1; i + 1 < argc; i++)
 		if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config")) {
-			if (load_config(&cfg, argv[i + 1], &err) < 0) {
+			if (dp_agent_config_load(&cfg, argv[i + 1], &err) < 0) {
 				fprintf(stderr, "loom-agent: %s\n", loom_err_str(&err));
 				return 2;
 			}
@@ -189,7 +77,7 @@ int main(int argc, char **argv)
 		case 'c':
 			break;
 		case 1:
-			if (set_opt(&cfg, opts[idx].name, optarg, &err) < 0) {
+			if (dp_agent_config_set(&cfg, opts[idx].name, optarg, &err) < 0) {
 				fprintf(stderr, "loom-agent: --%s\n", loom_err_str(&err));
 				return 2;
 			}

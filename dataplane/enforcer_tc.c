@@ -50,6 +50,7 @@
 
 #include "common/log.h"
 #include "dataplane/agent.h"
+#include "dataplane/enforcer_tc.h"
 #include "ebpf/loader.h"
 
 #define TCF_MAX_ARGS     16
@@ -286,14 +287,6 @@ static uint32_t slot_take(struct tcf *t)
 
 /* ---- arguments ------------------------------------------------------------------------------- */
 
-struct tcf_args {
-	char iface[IF_NAMESIZE];
-	uint64_t rate_bps;
-	bool rewrite_dscp;
-	uint8_t dscp[LOOM_TC_MAX_CLASSES];
-	long default_class; /* -1: the lowest */
-};
-
 static int parse_rate(const char *v, uint64_t *ret_bps)
 {
 	char *end;
@@ -447,6 +440,16 @@ static int parse_args(struct tcf_args *a, const char *args, struct loom_err *err
 	return r;
 }
 
+int dp_tc_args_parse(const char *args, struct tcf_args *ret, struct loom_err *err)
+{
+	struct tcf_args a;
+	int r = parse_args(&a, args, err);
+
+	if (r == 0)
+		*ret = a;
+	return r;
+}
+
 /* The speed the interface reports (ethtool), in bit/s; 0 when unknown. */
 static uint64_t iface_speed_bps(const char *iface)
 {
@@ -484,7 +487,7 @@ static int tcf_init(struct dp_enforcer *e, const char *args, uint32_t classes, s
 	if (classes == 0 || classes > LOOM_TC_MAX_CLASSES)
 		return loom_err_set(err, EINVAL, "tc enforcer: %u classes (1..%d)", classes,
 				    LOOM_TC_MAX_CLASSES);
-	r = parse_args(&a, args, err);
+	r = dp_tc_args_parse(args, &a, err);
 	if (r < 0)
 		return r;
 	if (!a.iface[0])

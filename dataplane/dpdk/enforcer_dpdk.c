@@ -84,11 +84,7 @@ struct dpe {
 	bool launched, rx_started, tx_started;
 	struct rte_mempool *pool;
 	struct dpe_state *retired; /* newest first */
-	enum {
-		DPE_OFFLOAD_AUTO,
-		DPE_OFFLOAD_ON,
-		DPE_OFFLOAD_OFF
-	} offload_mode;
+	enum dpe_offload_mode offload_mode;
 	struct dpf_offload *off; /* NULL: software marking */
 	char offload_why[192];
 	/* table update -> fast path latency, ns: last and max of build (apply -> published)
@@ -341,8 +337,8 @@ static int parse_rate(const char *v, uint64_t *ret_bps)
 	return 0;
 }
 
-/* Parses one OPTION=VALUE into d. */
-static int parse_option(struct dpe *d, char *opt, struct loom_err *err)
+/* Parses one OPTION=VALUE into o. */
+static int parse_option(struct dpe_opts *o, char *opt, struct loom_err *err)
 {
 	char *v = strchr(opt, '=');
 	uint64_t x;
@@ -352,43 +348,43 @@ static int parse_option(struct dpe *d, char *opt, struct loom_err *err)
 		return loom_err_set(err, EINVAL, "dpdk enforcer: '%s' is not OPTION=VALUE", opt);
 	*v++ = '\0';
 	if (!strcmp(opt, "rx") || !strcmp(opt, "tx")) {
-		if (parse_u64(v, UINT16_MAX, &x) < 0 || !rte_eth_dev_is_valid_port((uint16_t)x))
+		if (parse_u64(v, UINT16_MAX, &x) < 0)
 			return loom_err_set(err, EINVAL, "dpdk enforcer: %s: no port '%s'", opt, v);
 		if (opt[0] == 'r')
-			d->rx_port = (uint16_t)x;
+			o->rx_port = (uint16_t)x;
 		else
-			d->tx_port = (uint16_t)x;
+			o->tx_port = (uint16_t)x;
 	} else if (!strcmp(opt, "rate")) {
-		if (parse_rate(v, &d->rate_bps) < 0)
+		if (parse_rate(v, &o->rate_bps) < 0)
 			return loom_err_set(err, EINVAL,
 					    "dpdk enforcer: rate: '%s' is not bit/s (k/M/G suffix)",
 					    v);
 	} else if (!strcmp(opt, "bucket")) {
-		if (parse_u64(v, UINT32_MAX, &d->bucket_bytes) < 0)
+		if (parse_u64(v, UINT32_MAX, &o->bucket_bytes) < 0)
 			return loom_err_set(err, EINVAL, "dpdk enforcer: bucket: bad size '%s'", v);
 	} else if (!strcmp(opt, "burst")) {
 		if (parse_u64(v, DPE_MAX_BURST, &x) < 0 || x == 0)
 			return loom_err_set(err, EINVAL, "dpdk enforcer: burst: '%s' is not 1..%d",
 					    v, DPE_MAX_BURST);
-		d->burst = (uint16_t)x;
+		o->burst = (uint16_t)x;
 	} else if (!strcmp(opt, "qsize")) {
 		if (parse_u64(v, 1u << 20, &x) < 0 || x == 0)
 			return loom_err_set(err, EINVAL, "dpdk enforcer: qsize: '%s' is not 1..%u",
 					    v, 1u << 20);
-		d->qsize = (uint32_t)x;
+		o->qsize = (uint32_t)x;
 	} else if (!strcmp(opt, "offload")) {
 		if (!strcmp(v, "auto"))
-			d->offload_mode = DPE_OFFLOAD_AUTO;
+			o->offload_mode = DPE_OFFLOAD_AUTO;
 		else if (!strcmp(v, "on"))
-			d->offload_mode = DPE_OFFLOAD_ON;
+			o->offload_mode = DPE_OFFLOAD_ON;
 		else if (!strcmp(v, "off"))
-			d->offload_mode = DPE_OFFLOAD_OFF;
+			o->offload_mode = DPE_OFFLOAD_OFF;
 		else
 			return loom_err_set(err, EINVAL,
 					    "dpdk enforcer: offload: '%s' is not auto, on or off",
 					    v);
 	} else if (!strcmp(opt, "dscp")) {
-		if (dpf_dscp_map_parse(v, &d->dscp, msg, sizeof(msg)) < 0)
+		if (dpf_dscp_map_parse(v, &o->dscp, msg, sizeof(msg)) < 0)
 			return loom_err_set(err, EINVAL, "dpdk enforcer: dscp: %s", msg);
 	} else {
 		return loom_err_set(err, EINVAL, "dpdk enforcer: unknown option '%s'", opt);
@@ -396,11 +392,45 @@ static int parse_option(struct dpe *d, char *opt, struct loom_err *err)
 	return 0;
 }
 
-/* Splits args; starts the EAL on the part before "--" when it is not up; parses the rest. */
-static int parse_args(struct dpe *d, const char *args, struct loom_err *err)
+int dpe_opts_parse(const char *opts, struct dpe_opts *ret, struct loom_err *err)
+{
+	char *buf = strdup(opts ? opts : "");
+	struct dpe_opts o;
+	int n = 0, r = 0;
+
+	if (!buf)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	memset(&o, 0, sizeof(o));
+	o.rx_port = 0;
+	o.tx_port = 1;
+	o.burst = 32;
+	o.qsize = 1024;
+	o.bucket_bytes = 65536;
+	o.offload_mode = DPE_OFFLOAD_AUTO;
+	dpf_dscp_map_default(&o.dscp);
+	for (char *save = NULL, *t = strtok_r(buf, " \t\n", &save); t && r == 0;
+	     t = strtok_r(NULL, " \t\n", &save)) {
+		if (++n > DPE_MAX_ARGS - 1)
+			r = loom_err_set(err, EINVAL, "dpdk enforcer: more than %d arguments",
+					 DPE_MAX_ARGS - 1);
+		else
+			r = parse_option(&o, t, err);
+	}
+	free(buf);
+	if (r == 0)
+		*ret = o;
+	return r;
+}
+
+/*
+ * Splits args; starts the EAL on the part before "--" when it is not up;
+ * parses the rest into o (dpe_opts_parse).
+ */
+static int parse_args(const char *args, struct dpe_opts *o, struct loom_err *err)
 {
 	char *buf = strdup(args ? args : "");
 	char *argv[DPE_MAX_ARGS + 1];
+	const char *opts = NULL;
 	int argc = 1, sep = -1, r = 0;
 
 	if (!buf)
@@ -413,8 +443,10 @@ static int parse_args(struct dpe *d, const char *args, struct loom_err *err)
 					 DPE_MAX_ARGS - 1);
 			goto out;
 		}
-		if (sep < 0 && !strcmp(t, "--"))
+		if (sep < 0 && !strcmp(t, "--")) {
 			sep = argc;
+			opts = args + (t - buf) + 2; /* what follows it in args (buf is a copy) */
+		}
 		argv[argc++] = t;
 	}
 	argv[argc] = NULL;
@@ -432,8 +464,7 @@ static int parse_args(struct dpe *d, const char *args, struct loom_err *err)
 		}
 		eal_started = true;
 	}
-	for (int i = sep + 1; i < argc && r == 0; i++)
-		r = parse_option(d, argv[i], err);
+	r = dpe_opts_parse(opts, o, err);
 out:
 	free(buf);
 	return r;
@@ -476,6 +507,7 @@ static void dpe_done(struct dp_enforcer *e);
 static int dpe_init(struct dp_enforcer *e, const char *args, uint32_t classes, struct loom_err *err)
 {
 	struct dpe *d;
+	struct dpe_opts o;
 	char name[32];
 	unsigned int id = instances++;
 	int r;
@@ -490,16 +522,26 @@ static int dpe_init(struct dp_enforcer *e, const char *args, uint32_t classes, s
 	memset(d, 0, sizeof(*d));
 	e->priv = d;
 	d->classes = classes;
-	d->rx_port = 0;
-	d->tx_port = 1;
-	d->burst = 32;
-	d->qsize = 1024;
-	d->bucket_bytes = 65536;
 	d->lcore = RTE_MAX_LCORE;
-	dpf_dscp_map_default(&d->dscp);
-	r = parse_args(d, args, err);
+	r = parse_args(args, &o, err);
 	if (r < 0)
 		goto fail;
+	/* the EAL is up now: the ports must be its */
+	if (!rte_eth_dev_is_valid_port(o.rx_port) || !rte_eth_dev_is_valid_port(o.tx_port)) {
+		bool rx = !rte_eth_dev_is_valid_port(o.rx_port);
+
+		r = loom_err_set(err, EINVAL, "dpdk enforcer: %s: no port '%u'", rx ? "rx" : "tx",
+				 (unsigned int)(rx ? o.rx_port : o.tx_port));
+		goto fail;
+	}
+	d->rx_port = o.rx_port;
+	d->tx_port = o.tx_port;
+	d->rate_bps = o.rate_bps;
+	d->bucket_bytes = o.bucket_bytes;
+	d->burst = o.burst;
+	d->qsize = o.qsize;
+	d->dscp = o.dscp;
+	d->offload_mode = o.offload_mode;
 
 	d->lcore = rte_get_next_lcore(-1, 1, 0);
 	if (d->lcore >= RTE_MAX_LCORE || rte_eal_get_lcore_state(d->lcore) != WAIT) {

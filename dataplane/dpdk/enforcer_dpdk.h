@@ -7,7 +7,8 @@
  *
  * init's args: "[EAL ARGS] -- [OPTION=VALUE]...", split on whitespace. The
  * EAL arguments go to rte_eal_init unless the EAL is already up in this
- * process (then they are ignored). Options:
+ * process (then they are ignored); the options go to dpe_opts_parse, and
+ * init then checks that the ports exist. Options:
  *   rx=PORT      RX port id (default 0)
  *   tx=PORT      TX port id (default 1; may equal rx)
  *   rate=BPS     egress rate in bit/s, suffix k/M/G (x1000); 0 = no shaping (default)
@@ -41,8 +42,38 @@
 #ifndef LOOM_DATAPLANE_DPDK_ENFORCER_DPDK_H
 #define LOOM_DATAPLANE_DPDK_ENFORCER_DPDK_H
 
+#include <stdint.h>
+
+#include "common/errors.h"
 #include "dataplane/agent.h"
+#include "dataplane/dpdk/classify.h"
 
 extern const struct dp_enforcer_class dp_enforcer_dpdk;
+
+/* offload=MODE */
+enum dpe_offload_mode {
+	DPE_OFFLOAD_AUTO,
+	DPE_OFFLOAD_ON,
+	DPE_OFFLOAD_OFF
+};
+
+/* The options after "--", each at its default unless given. */
+struct dpe_opts {
+	uint16_t rx_port, tx_port; /* numbers only: init checks that the ports exist */
+	uint64_t rate_bps;         /* 0: no shaping */
+	uint64_t bucket_bytes;
+	uint16_t burst;
+	uint32_t qsize;
+	struct dpf_dscp_map dscp;
+	enum dpe_offload_mode offload_mode;
+};
+
+/*
+ * Parses the options after init's "--" ("OPTION=VALUE...", split on
+ * whitespace; opts may be NULL) over the defaults into *ret, touching
+ * nothing of DPDK (no EAL needed). Returns 0, or -EINVAL (-ENOMEM) with err
+ * naming the option; *ret is written only on success.
+ */
+int dpe_opts_parse(const char *opts, struct dpe_opts *ret, struct loom_err *err);
 
 #endif

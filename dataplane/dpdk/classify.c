@@ -291,8 +291,11 @@ static inline void count(struct dpf_counters *c, uint8_t cls, uint32_t bytes)
 	DPF_COUNT_ADD(c->class_bytes[cls], bytes);
 }
 
+static inline void set_dscp(struct rte_mbuf *m, uint32_t l3_off, uint8_t dscp);
+
 uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, uint16_t n,
-			    uint8_t *ret_class, struct dpf_counters *c)
+			    uint8_t *ret_class, struct dpf_counters *c,
+			    const struct dpf_dscp_map *dscp)
 {
 	struct dpf_key keys[RTE_HASH_LOOKUP_BULK_MAX];
 	const void *kp[RTE_HASH_LOOKUP_BULK_MAX];
@@ -340,6 +343,8 @@ uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, 
 				uint32_t slot = value_slot(vals[j]);
 
 				ret_class[idx[j]] = cls;
+				if (dscp)
+					set_dscp(m, m->l2_len, dpf_dscp_map_get(dscp, cls));
 				count(c, cls, bytes);
 				if (slot < c->nflows) {
 					DPF_COUNT_ADD(c->flows[slot].packets, 1);
@@ -347,6 +352,9 @@ uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, 
 				}
 				known++;
 			} else {
+				if (dscp)
+					set_dscp(m, m->l2_len,
+						 dpf_dscp_map_get(dscp, t->default_class));
 				DPF_COUNT_ADD(c->unknown, 1);
 				count(c, t->default_class, bytes);
 			}
@@ -357,6 +365,11 @@ uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, 
 }
 
 void dpf_set_dscp(struct rte_mbuf *m, uint32_t l3_off, uint8_t dscp)
+{
+	set_dscp(m, l3_off, dscp);
+}
+
+static inline void set_dscp(struct rte_mbuf *m, uint32_t l3_off, uint8_t dscp)
 {
 	uint8_t *ip = rte_pktmbuf_mtod(m, uint8_t *);
 	uint32_t len = rte_pktmbuf_data_len(m);

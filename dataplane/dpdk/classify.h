@@ -148,11 +148,15 @@ void dpf_counters_init(struct dpf_counters *c, struct dpf_flow_counter *flows, u
  * Classifies n packets: parse, look up, and write each one's class to
  * ret_class[i] (the flow's class, or t's default class for unknown or
  * unparseable packets). For each parsed packet it also sets m->l2_len to the
- * IP header's offset (for dpf_set_dscp). Counts everything into c (this
- * lcore's). Returns the number of packets classified as known flows.
+ * IP header's offset (for dpf_set_dscp), and, when dscp is not NULL,
+ * rewrites its DSCP to its class's (as dpf_set_dscp, while the header is
+ * still in cache; unparseable packets keep theirs). Counts everything into
+ * c (this lcore's). Returns the number of packets classified as known flows.
  */
+struct dpf_dscp_map;
 uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, uint16_t n,
-			    uint8_t *ret_class, struct dpf_counters *c);
+			    uint8_t *ret_class, struct dpf_counters *c,
+			    const struct dpf_dscp_map *dscp);
 
 /*
  * Rewrites the DSCP (upper 6 bits of the IPv4 TOS / IPv6 traffic class) of

@@ -119,15 +119,10 @@ static int worker_main(void *arg)
 		}
 		if (n) {
 			DPF_COUNT_ADD(d->wc.rx_pkts, n);
-			/* l2_len != 0 afterwards marks the packets that parsed as IP */
-			for (uint16_t i = 0; i < n; i++)
-				pkts[i]->l2_len = 0;
-			dpf_classify_burst(s->ct, pkts, n, cls, &s->c);
-			if (!__atomic_load_n(&d->hw_dscp, __ATOMIC_RELAXED))
-				for (uint16_t i = 0; i < n; i++)
-					if (pkts[i]->l2_len)
-						dpf_set_dscp(pkts[i], pkts[i]->l2_len,
-							     dpf_dscp_map_get(&d->dscp, cls[i]));
+			/* DSCP is marked here unless the NIC does it (offload.h) */
+			dpf_classify_burst(
+				s->ct, pkts, n, cls, &s->c,
+				__atomic_load_n(&d->hw_dscp, __ATOMIC_RELAXED) ? NULL : &d->dscp);
 			k = dpf_prioq_enqueue_burst(d->q, pkts, cls, n);
 			if (k < n) {
 				DPF_COUNT_ADD(d->wc.queue_drops, n - k);

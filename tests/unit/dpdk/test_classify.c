@@ -569,7 +569,7 @@ static void test_classify_burst(void **state)
 		}
 		pkts[n++] = mk_spec(&s);
 	}
-	assert_int_equal(dpf_classify_burst(t, pkts, (uint16_t)n, cls, &c), 40);
+	assert_int_equal(dpf_classify_burst(t, pkts, (uint16_t)n, cls, &c, NULL), 40);
 	for (uint32_t i = 0; i < n; i++) {
 		uint8_t want = i % 5 < 2 ? (uint8_t)snap_flows[(i / 5) % 4].cls : 7;
 
@@ -603,7 +603,7 @@ static void test_classify_burst(void **state)
 	}
 
 	/* Again with the same table: counters add up. */
-	assert_int_equal(dpf_classify_burst(t, pkts, 5, cls, &c), 2);
+	assert_int_equal(dpf_classify_burst(t, pkts, 5, cls, &c, NULL), 2);
 	assert_int_equal(c.known, 42);
 	assert_int_equal(flows[0].packets, 12);
 
@@ -614,13 +614,44 @@ static void test_classify_burst(void **state)
 	t = dpf_ctable_new(&snap, SOCKET_ID_ANY);
 	assert_non_null(t);
 	c.nflows = 2;
-	assert_int_equal(dpf_classify_burst(t, pkts, (uint16_t)n, cls, &c), 40);
+	assert_int_equal(dpf_classify_burst(t, pkts, (uint16_t)n, cls, &c, NULL), 40);
 	assert_int_equal(c.flows_version, 43);
 	assert_int_equal(flows[0].packets, 10);
 	assert_int_equal(flows[1].packets, 10);
 	assert_int_equal(flows[3].packets, 10); /* beyond nflows: untouched */
 	assert_int_equal(c.known, 82);
-	assert_int_equal(dpf_classify_burst(t, pkts, 0, cls, &c), 0);
+	assert_int_equal(dpf_classify_burst(t, pkts, 0, cls, &c, NULL), 0);
+
+	/* With a DSCP map: every parsed packet leaves with its class's DSCP, checksum fixed. */
+	{
+		struct dpf_dscp_map map;
+		unsigned int marked = 0;
+
+		dpf_dscp_map_default(&map);
+		for (uint32_t i = 0; i < n; i++)
+			pkts[i]->l2_len = 0;
+		assert_int_equal(dpf_classify_burst(t, pkts, (uint16_t)n, cls, &c, &map), 40);
+		for (uint32_t i = 0; i < n; i++) {
+			const uint8_t *ip =
+				rte_pktmbuf_mtod_offset(pkts[i], const uint8_t *, pkts[i]->l2_len);
+			uint8_t dscp;
+
+			if (!pkts[i]->l2_len)
+				continue; /* not parsed: untouched */
+			if ((ip[0] >> 4) == 4) {
+				const struct rte_ipv4_hdr *h = (const struct rte_ipv4_hdr *)ip;
+
+				dscp = ip[1] >> 2;
+				assert_int_equal(rte_raw_cksum(h, (size_t)(ip[0] & 0xf) * 4),
+						 0xffff);
+			} else {
+				dscp = (uint8_t)(((ip[0] & 0x0f) << 4 | ip[1] >> 4) >> 2);
+			}
+			assert_int_equal(dscp, dpf_dscp_map_get(&map, cls[i]));
+			marked++;
+		}
+		assert_true(marked > 40); /* known and unknown flows alike */
+	}
 
 	for (uint32_t i = 0; i < n; i++)
 		rte_pktmbuf_free(pkts[i]);

@@ -18,6 +18,8 @@
 #include <rte_ip.h>
 #include <rte_hash_crc.h>
 #include <rte_malloc.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
 
 _Static_assert(sizeof(struct dpf_key) == 40, "dpf_key: packed, a multiple of 4 bytes");
 
@@ -293,6 +295,24 @@ static inline void count(struct dpf_counters *c, uint8_t cls, uint32_t bytes)
 
 static inline void set_dscp(struct rte_mbuf *m, uint32_t l3_off, uint8_t dscp);
 
+/* Announces key through sink unless it was the last flow announced in its cache slot. */
+static inline void note_unknown(struct dpf_unknown_sink *sink, const struct dpf_key *key,
+				uint32_t bytes)
+{
+	uint32_t sig = rte_hash_crc(key, sizeof(*key), 0x9e3779b9u) | 1u;
+	uint32_t *slot = &sink->seen[sig & (DPF_UNKNOWN_CACHE - 1)];
+	struct dpf_unknown_event ev;
+
+	if (*slot == sig)
+		return;
+	*slot = sig;
+	ev.key = *key;
+	ev.bytes = bytes;
+	ev.pad = 0;
+	if (rte_ring_sp_enqueue_elem(sink->ring, &ev, sizeof(ev)) != 0)
+		DPF_COUNT_ADD(sink->dropped, 1);
+}
+
 uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, uint16_t n,
 			    uint8_t *ret_class, struct dpf_counters *c,
 			    const struct dpf_dscp_map *dscp)
@@ -355,6 +375,8 @@ uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, 
 				if (dscp)
 					set_dscp(m, m->l2_len,
 						 dpf_dscp_map_get(dscp, t->default_class));
+				if (c->sink)
+					note_unknown(c->sink, &keys[j], bytes);
 				DPF_COUNT_ADD(c->unknown, 1);
 				count(c, t->default_class, bytes);
 			}

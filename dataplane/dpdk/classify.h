@@ -126,7 +126,29 @@ struct dpf_flow_counter {
  * per-flow counters (and note flows_version) before it swaps tables. Slots
  * >= nflows are not counted per flow.
  */
+/*
+ * Where classification announces flows that are not in the table: each new
+ * one once (a direct-mapped cache of their hashes drops repeats; a flow
+ * evicted by another is announced again), as a struct dpf_unknown_event
+ * into ring (single producer: this lcore; single consumer: the control
+ * side). A full ring drops the event (counted).
+ */
+#define DPF_UNKNOWN_CACHE 4096 /* a power of two */
+
+struct dpf_unknown_event {
+	struct dpf_key key;
+	uint32_t bytes; /* its first packet's */
+	uint32_t pad;
+};
+
+struct dpf_unknown_sink {
+	struct rte_ring *ring; /* of struct dpf_unknown_event (rte_ring_create_elem) */
+	uint64_t dropped;      /* events the ring had no room for */
+	uint32_t seen[DPF_UNKNOWN_CACHE];
+};
+
 struct dpf_counters {
+	struct dpf_unknown_sink *sink;           /* NULL: unknown flows are only counted */
 	uint64_t class_packets[DPF_MAX_CLASSES]; /* every packet, by the class given */
 	uint64_t class_bytes[DPF_MAX_CLASSES];
 	uint64_t known;                           /* parsed and in the table */
@@ -143,6 +165,12 @@ struct dpf_counters {
  * UINT64_MAX (no table yet).
  */
 void dpf_counters_init(struct dpf_counters *c, struct dpf_flow_counter *flows, uint32_t nflows);
+
+/* Attaches sink (the caller's; may be NULL) to c: see struct dpf_unknown_sink. */
+static inline void dpf_counters_set_sink(struct dpf_counters *c, struct dpf_unknown_sink *sink)
+{
+	c->sink = sink;
+}
 
 /*
  * Classifies n packets: parse, look up, and write each one's class to

@@ -22,6 +22,8 @@
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
 
 #include "common/log.h"
 #include "dataplane/dpdk/classify.h"
@@ -83,7 +85,9 @@ struct dpe {
 	unsigned int lcore;
 	bool launched, rx_started, tx_started;
 	struct rte_mempool *pool;
-	struct dpe_state *retired; /* newest first */
+	struct dpe_state *retired;     /* newest first */
+	struct dpf_unknown_sink *sink; /* unknown flows from the worker (classify.h) */
+	uint64_t unknown_reported;
 	enum dpe_offload_mode offload_mode;
 	struct dpf_offload *off; /* NULL: software marking */
 	char offload_why[192];
@@ -161,7 +165,8 @@ static struct dpe_state *state_free(struct dpe_state *s)
 }
 
 /* Builds a state for snap (NULL: an empty table with default_class). Takes snap. */
-static struct dpe_state *state_new(struct dp_snapshot *snap, uint32_t default_class)
+static struct dpe_state *state_new(struct dp_snapshot *snap, uint32_t default_class,
+				   struct dpf_unknown_sink *sink)
 {
 	struct dpe_state *s = calloc(1, sizeof(*s));
 	struct dp_snapshot empty = {.default_class = default_class};
@@ -187,6 +192,7 @@ static struct dpe_state *state_new(struct dp_snapshot *snap, uint32_t default_cl
 		return NULL;
 	}
 	dpf_counters_init(&s->c, s->flows, (uint32_t)n);
+	dpf_counters_set_sink(&s->c, sink);
 	return s;
 }
 
@@ -246,6 +252,30 @@ static void reclaim(struct dpe *d)
 	for (struct dpe_state *s = d->retired; s; s = s->next)
 		if (s->ct && rte_rcu_qsbr_check(d->qsv, s->token, false))
 			s->ct = dpf_ctable_free(s->ct);
+}
+
+/* Reports the flows the worker announced as unknown since the last call (once each). */
+static void report_unknown(struct dpe *d, dp_counter_fn fn, void *ctx)
+{
+	struct dpf_unknown_event ev[64];
+	unsigned int n;
+
+	while ((n = rte_ring_sc_dequeue_burst_elem(d->sink->ring, ev, sizeof(ev[0]), RTE_DIM(ev),
+						   NULL)) > 0) {
+		for (unsigned int i = 0; i < n; i++) {
+			struct wire_tuple t;
+
+			memset(&t, 0, sizeof(t));
+			t.family = ev[i].key.family;
+			t.protocol = ev[i].key.protocol;
+			t.src_port = ev[i].key.src_port;
+			t.dst_port = ev[i].key.dst_port;
+			memcpy(t.src, ev[i].key.src, 16);
+			memcpy(t.dst, ev[i].key.dst, 16);
+			fn(ctx, &t, ev[i].bytes, false);
+		}
+		d->unknown_reported += n;
+	}
 }
 
 /* Notes cur's update latency once the worker has used it. */
@@ -567,11 +597,20 @@ static int dpe_init(struct dp_enforcer *e, const char *args, uint32_t classes, s
 		if (d->qsv && rte_rcu_qsbr_init(d->qsv, 1) != 0)
 			d->qsv = (rte_free(d->qsv), NULL);
 	}
-	if (!d->pool || !d->q || !d->qsv) {
-		r = loom_err_set(err, ENOMEM, "dpdk enforcer: out of memory (pool, queues or rcu)");
+	d->sink = rte_zmalloc("loom_dpe_unknown", sizeof(*d->sink), RTE_CACHE_LINE_SIZE);
+	if (d->sink) {
+		snprintf(name, sizeof(name), "dpe%u_unknown", id);
+		d->sink->ring = rte_ring_create_elem(name, sizeof(struct dpf_unknown_event), 1024,
+						     (int)rte_socket_id(),
+						     RING_F_SP_ENQ | RING_F_SC_DEQ);
+	}
+	if (!d->pool || !d->q || !d->qsv || !d->sink || !d->sink->ring) {
+		r = loom_err_set(
+			err, ENOMEM,
+			"dpdk enforcer: out of memory (pool, queues, rcu or unknown-flow ring)");
 		goto fail;
 	}
-	d->cur = state_new(NULL, classes - 1);
+	d->cur = state_new(NULL, classes - 1, d->sink);
 	if (!d->cur) {
 		r = loom_err_set(err, errno, "dpdk enforcer: empty table: %s", strerror(errno));
 		goto fail;
@@ -635,6 +674,9 @@ static void dpe_done(struct dp_enforcer *e)
 	dpf_prioq_free(d->q);
 	rte_mempool_free(d->pool);
 	rte_free(d->qsv);
+	if (d->sink)
+		rte_ring_free(d->sink->ring);
+	rte_free(d->sink);
 	free(d);
 	e->priv = NULL;
 }
@@ -665,7 +707,7 @@ static int dpe_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
 		if (snap->flows[i].cls >= d->classes)
 			snap->flows[i].cls = d->classes - 1;
 	reclaim(d);
-	s = state_new(snap, snap->default_class);
+	s = state_new(snap, snap->default_class, d->sink);
 	if (!s)
 		return -errno;
 	if (d->off &&
@@ -711,6 +753,7 @@ static void dpe_collect(struct dp_enforcer *e, dp_counter_fn fn, void *ctx)
 		state_free(s);
 	}
 	state_report(d->cur, d->cur, fn, ctx);
+	report_unknown(d, fn, ctx);
 }
 
 static void dpe_stats(struct dp_enforcer *e, void (*fn)(void *ctx, const char *name, uint64_t v),
@@ -746,6 +789,8 @@ static void dpe_stats(struct dp_enforcer *e, void (*fn)(void *ctx, const char *n
 	fn(ctx, "known", known);
 	fn(ctx, "unknown", unknown);
 	fn(ctx, "unparseable", unparseable);
+	fn(ctx, "unknown_flows_reported", d->unknown_reported);
+	fn(ctx, "unknown_events_dropped", __atomic_load_n(&d->sink->dropped, __ATOMIC_RELAXED));
 	fn(ctx, "snapshots_applied", d->applied);
 	fn(ctx, "flows_enforced", d->cur->snap ? d->cur->snap->n : 0);
 	fn(ctx, "offload_hw_dscp", d->off != NULL);

@@ -20,6 +20,10 @@
  *                (offload.h): auto (default: where the driver takes the
  *                rules, else software), on (init fails without it), off
  *
+ * Flows not in the table are announced by the worker, each once, through a
+ * ring (classify.h, struct dpf_unknown_sink); collect reports them with
+ * their first packet's bytes, so that loomd can list them.
+ *
  * The log says at init whether DSCP is marked in hardware or software and
  * why; stats carry it too (offload_hw_dscp, offload_rules), with the
  * latency of table updates: build (apply called -> new table published)

@@ -287,100 +287,10 @@ static uint32_t slot_take(struct tcf *t)
 
 /* ---- arguments ------------------------------------------------------------------------------- */
 
-static int parse_rate(const char *v, uint64_t *ret_bps)
-{
-	char *end;
-	unsigned long long x;
-	uint64_t mul = 1;
-
-	if (!isdigit((unsigned char)v[0]))
-		return -EINVAL;
-	errno = 0;
-	x = strtoull(v, &end, 10);
-	if (errno)
-		return -EINVAL;
-	if (*end == 'k' || *end == 'K')
-		mul = 1000ull, end++;
-	else if (*end == 'M')
-		mul = 1000000ull, end++;
-	else if (*end == 'G')
-		mul = 1000000000ull, end++;
-	if (*end || x == 0 || x > UINT64_MAX / mul)
-		return -EINVAL;
-	*ret_bps = x * mul;
-	return 0;
-}
-
-/* Reads a decimal number < limit at *s, advancing *s; -1 when none or too big. */
-static long parse_num(const char **s, long limit)
-{
-	const char *p = *s;
-	long v = 0;
-
-	if (*p < '0' || *p > '9')
-		return -1;
-	while (*p >= '0' && *p <= '9') {
-		v = v * 10 + (*p - '0');
-		if (v >= limit)
-			return -1;
-		p++;
-	}
-	*s = p;
-	return v;
-}
-
-/* The default DSCP map: class k -> CS(7 - k) for k < 8, 0 (best effort) for the rest. */
-static void dscp_default(uint8_t *dscp)
-{
-	for (unsigned int k = 0; k < LOOM_TC_MAX_CLASSES; k++)
-		dscp[k] = k < 8 ? (uint8_t)(8 * (7 - k)) : 0;
-}
-
-/* "CLASS:DSCP[,CLASS:DSCP]..." over the default map; the dpdk enforcer's format and messages. */
-static int parse_dscp(const char *s, uint8_t *ret, struct loom_err *err)
-{
-	uint8_t map[LOOM_TC_MAX_CLASSES];
-	bool seen[LOOM_TC_MAX_CLASSES] = {false};
-	const char *p = s;
-
-	if (!*s)
-		return loom_err_set(err, EINVAL, "tc enforcer: dscp: empty DSCP map");
-	dscp_default(map);
-	for (;;) {
-		const char *item = p;
-		long cls, dscp;
-
-		cls = parse_num(&p, LOOM_TC_MAX_CLASSES);
-		if (cls < 0 || *p != ':')
-			return loom_err_set(
-				err, EINVAL,
-				"tc enforcer: dscp: DSCP map at offset %zu: expected CLASS:DSCP "
-				"with class 0..%d",
-				(size_t)(item - s), LOOM_TC_MAX_CLASSES - 1);
-		p++;
-		dscp = parse_num(&p, 64);
-		if (dscp < 0 || (*p != ',' && *p != '\0'))
-			return loom_err_set(
-				err, EINVAL,
-				"tc enforcer: dscp: DSCP map at offset %zu: class %ld needs a DSCP "
-				"0..63",
-				(size_t)(item - s), cls);
-		if (seen[cls])
-			return loom_err_set(err, EINVAL, "tc enforcer: dscp: class %ld given twice",
-					    cls);
-		seen[cls] = true;
-		map[cls] = (uint8_t)dscp;
-		if (*p == '\0')
-			break;
-		p++;
-	}
-	memcpy(ret, map, sizeof(map));
-	return 0;
-}
-
 static int parse_option(struct tcf_args *a, char *opt, struct loom_err *err)
 {
 	char *v = strchr(opt, '=');
+	char msg[128];
 
 	if (!v)
 		return loom_err_set(err, EINVAL, "tc enforcer: '%s' is not OPTION=VALUE", opt);
@@ -390,7 +300,7 @@ static int parse_option(struct tcf_args *a, char *opt, struct loom_err *err)
 			return loom_err_set(err, EINVAL, "tc enforcer: iface: bad name '%s'", v);
 		snprintf(a->iface, sizeof(a->iface), "%s", v);
 	} else if (!strcmp(opt, "rate")) {
-		if (parse_rate(v, &a->rate_bps) < 0)
+		if (dp_parse_rate(v, &a->rate_bps) < 0 || a->rate_bps == 0)
 			return loom_err_set(err, EINVAL,
 					    "tc enforcer: rate: '%s' is not bit/s (k/M/G suffix)",
 					    v);
@@ -400,15 +310,17 @@ static int parse_option(struct tcf_args *a, char *opt, struct loom_err *err)
 			return 0;
 		}
 		a->rewrite_dscp = true;
-		return parse_dscp(v, a->dscp, err);
+		if (dp_dscp_map_parse(v, LOOM_TC_MAX_CLASSES, &a->dscp, msg, sizeof(msg)) < 0)
+			return loom_err_set(err, EINVAL, "tc enforcer: dscp: %s", msg);
+		return 0;
 	} else if (!strcmp(opt, "default")) {
-		const char *p = v;
+		unsigned long long x;
 
-		a->default_class = parse_num(&p, LOOM_TC_MAX_CLASSES);
-		if (a->default_class < 0 || *p)
+		if (loom_parse_u64(v, &x) < 0 || x >= LOOM_TC_MAX_CLASSES)
 			return loom_err_set(err, EINVAL,
 					    "tc enforcer: default: '%s' is not a class 0..%d", v,
 					    LOOM_TC_MAX_CLASSES - 1);
+		a->default_class = (long)x;
 	} else {
 		return loom_err_set(err, EINVAL,
 				    "tc enforcer: unknown option '%s' (iface, rate, dscp, default)",
@@ -427,7 +339,7 @@ static int parse_args(struct tcf_args *a, const char *args, struct loom_err *err
 	memset(a, 0, sizeof(*a));
 	a->rewrite_dscp = true;
 	a->default_class = -1;
-	dscp_default(a->dscp);
+	dp_dscp_map_default(&a->dscp);
 	for (char *save = NULL, *t = strtok_r(buf, " \t\n", &save); t && r == 0;
 	     t = strtok_r(NULL, " \t\n", &save)) {
 		if (++n > TCF_MAX_ARGS)
@@ -532,7 +444,7 @@ static int tcf_init(struct dp_enforcer *e, const char *args, uint32_t classes, s
 	o.classes = classes;
 	o.rate_bps = a.rate_bps;
 	o.rewrite_dscp = a.rewrite_dscp;
-	memcpy(o.dscp, a.dscp, sizeof(o.dscp));
+	memcpy(o.dscp, a.dscp.dscp, sizeof(o.dscp));
 	o.default_class = a.default_class >= 0 ? (uint32_t)a.default_class : classes - 1;
 	t->tc = ebpf_tc_new(&o, msg, sizeof(msg));
 	if (!t->tc) {
@@ -564,12 +476,6 @@ static void tcf_done(struct dp_enforcer *e)
 	free(t->unk);
 	free(t);
 	e->priv = NULL;
-}
-
-static int snap_flow_cmp(const void *a, const void *b)
-{
-	return dp_tuple_cmp(&((const struct dp_snapshot_flow *)a)->tuple,
-			    &((const struct dp_snapshot_flow *)b)->tuple);
 }
 
 /*
@@ -605,11 +511,6 @@ static int tcf_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
 	for (size_t k = 0; k < n; k++)
 		if (snap->flows[k].cls >= t->classes)
 			snap->flows[k].cls = t->classes - 1;
-	for (size_t k = 1; k < n; k++)
-		if (dp_tuple_cmp(&snap->flows[k - 1].tuple, &snap->flows[k].tuple) > 0) {
-			qsort(snap->flows, n, sizeof(*snap->flows), snap_flow_cmp);
-			break;
-		}
 	slot_of = malloc((n ? n : 1) * sizeof(*slot_of));
 	rm = malloc((oldn ? oldn : 1) * sizeof(*rm));
 	ent = malloc((n ? n : 1) * sizeof(*ent));

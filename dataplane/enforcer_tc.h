@@ -7,7 +7,7 @@
  *
  * A parsed struct tcf_args holds: iface NUL-terminated ("" when not given,
  * which init refuses); rate_bps 0 (not given: init asks the interface) or
- * positive; every dscp[] below 64; default_class -1 (not given) or below
+ * positive; every dscp.dscp[] below 64; default_class -1 (not given) or below
  * LOOM_TC_MAX_CLASSES. Nothing is checked against the system (the
  * interface, the number of classes): init does that.
  */
@@ -19,14 +19,15 @@
 #include <stdint.h>
 
 #include "common/errors.h"
+#include "dataplane/enforcer_args.h"
 #include "ebpf/loom_tc.h"
 
 struct tcf_args {
 	char iface[IF_NAMESIZE];
 	uint64_t rate_bps;
 	bool rewrite_dscp;
-	uint8_t dscp[LOOM_TC_MAX_CLASSES];
-	long default_class; /* -1: the lowest */
+	struct dp_dscp_map dscp; /* classes 0..LOOM_TC_MAX_CLASSES-1 */
+	long default_class;      /* -1: the lowest */
 };
 
 /*
@@ -36,5 +37,7 @@ struct tcf_args {
  * written only on success.
  */
 int dp_tc_args_parse(const char *args, struct tcf_args *ret, struct loom_err *err);
+
+_Static_assert(LOOM_TC_MAX_CLASSES == DP_DSCP_CLASSES, "a DSCP map covers the tc classes");
 
 #endif

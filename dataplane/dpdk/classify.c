@@ -315,7 +315,7 @@ static inline void note_unknown(struct dpf_unknown_sink *sink, const struct dpf_
 
 uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, uint16_t n,
 			    uint8_t *ret_class, struct dpf_counters *c,
-			    const struct dpf_dscp_map *dscp)
+			    const struct dp_dscp_map *dscp)
 {
 	struct dpf_key keys[RTE_HASH_LOOKUP_BULK_MAX];
 	const void *kp[RTE_HASH_LOOKUP_BULK_MAX];
@@ -364,7 +364,7 @@ uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, 
 
 				ret_class[idx[j]] = cls;
 				if (dscp)
-					set_dscp(m, m->l2_len, dpf_dscp_map_get(dscp, cls));
+					set_dscp(m, m->l2_len, dp_dscp_map_get(dscp, cls));
 				count(c, cls, bytes);
 				if (slot < c->nflows) {
 					DPF_COUNT_ADD(c->flows[slot].packets, 1);
@@ -374,7 +374,7 @@ uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, 
 			} else {
 				if (dscp)
 					set_dscp(m, m->l2_len,
-						 dpf_dscp_map_get(dscp, t->default_class));
+						 dp_dscp_map_get(dscp, t->default_class));
 				if (c->sink)
 					note_unknown(c->sink, &keys[j], bytes);
 				DPF_COUNT_ADD(c->unknown, 1);
@@ -425,77 +425,4 @@ static inline void set_dscp(struct rte_mbuf *m, uint32_t l3_off, uint8_t dscp)
 		ip[0] = (uint8_t)((ip[0] & 0xf0) | tc >> 4);
 		ip[1] = (uint8_t)((ip[1] & 0x0f) | (tc & 0x0f) << 4);
 	}
-}
-
-void dpf_dscp_map_default(struct dpf_dscp_map *map)
-{
-	for (unsigned int k = 0; k < DPF_MAX_CLASSES; k++)
-		map->dscp[k] = (uint8_t)(8 * (DPF_MAX_CLASSES - 1 - k));
-}
-
-/* Reads a decimal number < limit at *s, advancing *s; -1 when none or too big. */
-static long parse_num(const char **s, long limit)
-{
-	const char *p = *s;
-	long v = 0;
-
-	if (*p < '0' || *p > '9')
-		return -1;
-	while (*p >= '0' && *p <= '9') {
-		v = v * 10 + (*p - '0');
-		if (v >= limit)
-			return -1;
-		p++;
-	}
-	*s = p;
-	return v;
-}
-
-int dpf_dscp_map_parse(const char *s, struct dpf_dscp_map *ret_map, char *err, size_t errlen)
-{
-	struct dpf_dscp_map map;
-	bool seen[DPF_MAX_CLASSES] = {false};
-	const char *p = s;
-
-	if (!s || !*s) {
-		if (err && errlen)
-			snprintf(err, errlen, "empty DSCP map");
-		return -EINVAL;
-	}
-	dpf_dscp_map_default(&map);
-	for (;;) {
-		const char *item = p;
-		long cls, dscp;
-
-		cls = parse_num(&p, DPF_MAX_CLASSES);
-		if (cls < 0 || *p != ':') {
-			if (err && errlen)
-				snprintf(
-					err, errlen,
-					"DSCP map at offset %zu: expected CLASS:DSCP with class 0..%d",
-					(size_t)(item - s), DPF_MAX_CLASSES - 1);
-			return -EINVAL;
-		}
-		p++;
-		dscp = parse_num(&p, 64);
-		if (dscp < 0 || (*p != ',' && *p != '\0')) {
-			if (err && errlen)
-				snprintf(err, errlen,
-					 "DSCP map at offset %zu: class %ld needs a DSCP 0..63",
-					 (size_t)(item - s), cls);
-			return -EINVAL;
-		}
-		if (seen[cls]) {
-			if (err && errlen)
-				snprintf(err, errlen, "DSCP map: class %ld given twice", cls);
-			return -EINVAL;
-		}
-		seen[cls] = true;
-		map.dscp[cls] = (uint8_t)dscp;
-		if (*p == '\0')
-			break;
-		p++;
-	}
-	*ret_map = map;
-	return 0;
 }

@@ -29,6 +29,7 @@
 #include <rte_mbuf.h>
 
 #include "dataplane/dpdk/prioq.h"
+#include "dataplane/enforcer_args.h"
 #include "dataplane/table.h"
 
 /* Classes the fast path supports (strict-priority queues 0 .. 7). */
@@ -181,10 +182,9 @@ static inline void dpf_counters_set_sink(struct dpf_counters *c, struct dpf_unkn
  * still in cache; unparseable packets keep theirs). Counts everything into
  * c (this lcore's). Returns the number of packets classified as known flows.
  */
-struct dpf_dscp_map;
 uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, uint16_t n,
 			    uint8_t *ret_class, struct dpf_counters *c,
-			    const struct dpf_dscp_map *dscp);
+			    const struct dp_dscp_map *dscp);
 
 /*
  * Rewrites the DSCP (upper 6 bits of the IPv4 TOS / IPv6 traffic class) of
@@ -193,32 +193,5 @@ uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, 
  * when the header does not fit in the data or its version is not 4/6.
  */
 void dpf_set_dscp(struct rte_mbuf *m, uint32_t l3_off, uint8_t dscp);
-
-/* class -> DSCP. */
-struct dpf_dscp_map {
-	uint8_t dscp[DPF_MAX_CLASSES];
-};
-
-/*
- * Fills map with the default: class k -> CS(7 - k) = 8 * (7 - k), i.e.
- * class 0 -> 56 (CS7) ... class 7 -> 0 (CS0, best effort). Note CS6/CS7 are
- * conventionally network control; a site that uses them so should give its
- * own map (e.g. "0:46,1:34,2:26,...").
- */
-void dpf_dscp_map_default(struct dpf_dscp_map *map);
-
-/*
- * Parses "CLASS:DSCP[,CLASS:DSCP]..." (decimal, no spaces; class <
- * DPF_MAX_CLASSES, dscp < 64, each class at most once) over the default map.
- * Returns 0 with *ret_map, or -EINVAL with a message in err (errlen bytes,
- * err may be NULL) and *ret_map untouched.
- */
-int dpf_dscp_map_parse(const char *s, struct dpf_dscp_map *ret_map, char *err, size_t errlen);
-
-/* Returns map's DSCP for cls (cls >= DPF_MAX_CLASSES: 0). */
-static inline uint8_t dpf_dscp_map_get(const struct dpf_dscp_map *map, uint8_t cls)
-{
-	return cls < DPF_MAX_CLASSES ? map->dscp[cls] : 0;
-}
 
 #endif

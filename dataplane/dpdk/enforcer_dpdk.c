@@ -74,7 +74,7 @@ struct dpe {
 	struct dpf_shaper sh;
 	bool shaping;
 	uint32_t hw_dscp; /* atomic: the NIC marks DSCP (offload.h), skip it here */
-	struct dpf_dscp_map dscp;
+	struct dp_dscp_map dscp;
 	struct rte_rcu_qsbr *qsv;
 	struct dpe_wcounters wc;
 
@@ -338,30 +338,6 @@ static int parse_u64(const char *v, uint64_t max, uint64_t *ret)
 	return 0;
 }
 
-static int parse_rate(const char *v, uint64_t *ret_bps)
-{
-	char *end;
-	unsigned long long x;
-	uint64_t mul = 1;
-
-	if (!isdigit((unsigned char)v[0]))
-		return -EINVAL;
-	errno = 0;
-	x = strtoull(v, &end, 10);
-	if (errno)
-		return -EINVAL;
-	if (*end == 'k' || *end == 'K')
-		mul = 1000ull, end++;
-	else if (*end == 'M')
-		mul = 1000000ull, end++;
-	else if (*end == 'G')
-		mul = 1000000000ull, end++;
-	if (*end || x > UINT64_MAX / mul)
-		return -EINVAL;
-	*ret_bps = x * mul;
-	return 0;
-}
-
 /* Parses one OPTION=VALUE into o. */
 static int parse_option(struct dpe_opts *o, char *opt, struct loom_err *err)
 {
@@ -380,7 +356,7 @@ static int parse_option(struct dpe_opts *o, char *opt, struct loom_err *err)
 		else
 			o->tx_port = (uint16_t)x;
 	} else if (!strcmp(opt, "rate")) {
-		if (parse_rate(v, &o->rate_bps) < 0)
+		if (dp_parse_rate(v, &o->rate_bps) < 0)
 			return loom_err_set(err, EINVAL,
 					    "dpdk enforcer: rate: '%s' is not bit/s (k/M/G suffix)",
 					    v);
@@ -409,7 +385,7 @@ static int parse_option(struct dpe_opts *o, char *opt, struct loom_err *err)
 					    "dpdk enforcer: offload: '%s' is not auto, on or off",
 					    v);
 	} else if (!strcmp(opt, "dscp")) {
-		if (dpf_dscp_map_parse(v, &o->dscp, msg, sizeof(msg)) < 0)
+		if (dp_dscp_map_parse(v, DPF_MAX_CLASSES, &o->dscp, msg, sizeof(msg)) < 0)
 			return loom_err_set(err, EINVAL, "dpdk enforcer: dscp: %s", msg);
 	} else {
 		return loom_err_set(err, EINVAL, "dpdk enforcer: unknown option '%s'", opt);
@@ -432,7 +408,7 @@ int dpe_opts_parse(const char *opts, struct dpe_opts *ret, struct loom_err *err)
 	o.qsize = 1024;
 	o.bucket_bytes = 65536;
 	o.offload_mode = DPE_OFFLOAD_AUTO;
-	dpf_dscp_map_default(&o.dscp);
+	dp_dscp_map_default(&o.dscp);
 	for (char *save = NULL, *t = strtok_r(buf, " \t\n", &save); t && r == 0;
 	     t = strtok_r(NULL, " \t\n", &save)) {
 		if (++n > DPE_MAX_ARGS - 1)

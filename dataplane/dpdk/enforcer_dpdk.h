@@ -68,7 +68,7 @@ struct dpe_opts {
 	uint64_t bucket_bytes;
 	uint16_t burst;
 	uint32_t qsize;
-	struct dpf_dscp_map dscp;
+	struct dp_dscp_map dscp;
 	enum dpe_offload_mode offload_mode;
 };
 

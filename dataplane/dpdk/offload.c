@@ -182,7 +182,7 @@ struct dpf_offload *dpf_offload_probe(uint16_t port, char *why, size_t why_len)
 }
 
 int dpf_offload_sync(struct dpf_offload *o, const struct dp_snapshot *snap,
-		     const struct dpf_dscp_map *map, char *why, size_t why_len)
+		     const struct dp_dscp_map *map, char *why, size_t why_len)
 {
 	struct dp_snapshot old = {.n = o->n, .flows = o->flows};
 	size_t n = snap->n;
@@ -192,7 +192,7 @@ int dpf_offload_sync(struct dpf_offload *o, const struct dp_snapshot *snap,
 	bool *kept = calloc(o->n ? o->n : 1, sizeof(*kept));
 	bool *reused = calloc(n ? n : 1, sizeof(*reused));
 	struct rte_flow *catch_new[2] = {NULL, NULL};
-	uint8_t dflt = dpf_dscp_map_get(map, (uint8_t)snap->default_class);
+	uint8_t dflt = dp_dscp_map_get(map, (uint8_t)snap->default_class);
 	int r = 0;
 
 	if (!flows || !dscp || !rules || !kept || !reused) {
@@ -208,7 +208,7 @@ int dpf_offload_sync(struct dpf_offload *o, const struct dp_snapshot *snap,
 							     NULL;
 		size_t j = prev ? (size_t)(prev - o->flows) : 0;
 
-		dscp[i] = dpf_dscp_map_get(map, (uint8_t)f->cls);
+		dscp[i] = dp_dscp_map_get(map, (uint8_t)f->cls);
 		if (prev && o->dscp[j] == dscp[i] && o->rules[j]) {
 			rules[i] = o->rules[j];
 			kept[j] = true;

@@ -44,7 +44,7 @@ struct dpf_offload *dpf_offload_probe(uint16_t port, char *why, size_t why_len);
  * Returns 0, or -errno with the reason in why after destroying every rule.
  */
 int dpf_offload_sync(struct dpf_offload *o, const struct dp_snapshot *snap,
-		     const struct dpf_dscp_map *map, char *why, size_t why_len);
+		     const struct dp_dscp_map *map, char *why, size_t why_len);
 
 /* The number of rules installed now (flows plus catch-alls). */
 size_t dpf_offload_rules(const struct dpf_offload *o);

@@ -13,7 +13,7 @@
  *    offset. The EAL (--no-huge, in-process) and an mbuf pool are started
  *    once, on the first packet; when the EAL does not start, packets are
  *    skipped and strings still fuzzed.
- *  - odd: the rest is a string (NUL-terminated copy) for dpf_dscp_map_parse().
+ *  - odd: the rest is a string (NUL-terminated copy) for dp_dscp_map_parse() (dataplane/enforcer_args.h).
  *    It returns 0 or -EINVAL; a refusal leaves the map untouched and writes a
  *    message (NUL-terminated, also in a 4-byte buffer); every DSCP is < 64; a NULL or tiny err buffer gives the same
  *    result; an accepted map, written back as "0:D0,...,7:D7", parses to
@@ -148,7 +148,7 @@ out:
 
 static void fuzz_map(const uint8_t *data, size_t size)
 {
-	struct dpf_dscp_map map, map2, untouched;
+	struct dp_dscp_map map, map2, untouched;
 	char err[128], tiny[4], back[64];
 	char *s = malloc(size + 1);
 	int r, n = 0;
@@ -161,13 +161,13 @@ static void fuzz_map(const uint8_t *data, size_t size)
 	memset(&map, 0x5a, sizeof(map));
 	untouched = map;
 	memset(err, 0, sizeof(err));
-	r = dpf_dscp_map_parse(s, &map, err, sizeof(err));
+	r = dp_dscp_map_parse(s, DPF_MAX_CLASSES, &map, err, sizeof(err));
 	if (r != 0 && r != -EINVAL)
 		abort();
-	if (dpf_dscp_map_parse(s, &map2, NULL, 0) != r)
+	if (dp_dscp_map_parse(s, DPF_MAX_CLASSES, &map2, NULL, 0) != r)
 		abort();
 	memset(tiny, 'x', sizeof(tiny));
-	if (dpf_dscp_map_parse(s, &map2, tiny, sizeof(tiny)) != r)
+	if (dp_dscp_map_parse(s, DPF_MAX_CLASSES, &map2, tiny, sizeof(tiny)) != r)
 		abort();
 	if (r < 0) {
 		if (memcmp(&map, &untouched, sizeof(map)) != 0 || err[0] == '\0' ||
@@ -183,7 +183,8 @@ static void fuzz_map(const uint8_t *data, size_t size)
 			      map.dscp[k]);
 	}
 	memset(&map2, 0x5a, sizeof(map2));
-	if (dpf_dscp_map_parse(back, &map2, NULL, 0) != 0 || memcmp(&map, &map2, sizeof(map)) != 0)
+	if (dp_dscp_map_parse(back, DPF_MAX_CLASSES, &map2, NULL, 0) != 0 ||
+	    memcmp(&map, &map2, sizeof(map)) != 0)
 		abort();
 out:
 	free(s);

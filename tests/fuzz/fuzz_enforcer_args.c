@@ -59,7 +59,7 @@ static void tc_write(const struct tcf_args *a, char *out, size_t cap)
 		n += (size_t)snprintf(out + n, cap - n, "dscp=");
 		for (unsigned int k = 0; k < LOOM_TC_MAX_CLASSES; k++)
 			n += (size_t)snprintf(out + n, cap - n, "%s%u:%u", k ? "," : "", k,
-					      a->dscp[k]);
+					      a->dscp.dscp[k]);
 		n += (size_t)snprintf(out + n, cap - n, " ");
 	}
 	if (a->default_class >= 0)
@@ -73,7 +73,7 @@ static bool tc_same(const struct tcf_args *a, const struct tcf_args *b)
 	/* with dscp=none the map is whatever it was: not written back */
 	return !strcmp(a->iface, b->iface) && a->rate_bps == b->rate_bps &&
 	       a->rewrite_dscp == b->rewrite_dscp && a->default_class == b->default_class &&
-	       (!a->rewrite_dscp || !memcmp(a->dscp, b->dscp, sizeof(a->dscp)));
+	       (!a->rewrite_dscp || !memcmp(&a->dscp, &b->dscp, sizeof(a->dscp)));
 }
 
 static void fuzz_tc(const char *args)
@@ -97,7 +97,7 @@ static void fuzz_tc(const char *args)
 	if (a.default_class < -1 || a.default_class >= LOOM_TC_MAX_CLASSES)
 		abort();
 	for (unsigned int k = 0; k < LOOM_TC_MAX_CLASSES; k++)
-		if (a.dscp[k] >= 64)
+		if (a.dscp.dscp[k] >= 64)
 			abort();
 	tc_write(&a, out, sizeof(out));
 	if (dp_tc_args_parse(out, &again, &err) != 0 || !tc_same(&a, &again))

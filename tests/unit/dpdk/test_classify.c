@@ -624,10 +624,10 @@ static void test_classify_burst(void **state)
 
 	/* With a DSCP map: every parsed packet leaves with its class's DSCP, checksum fixed. */
 	{
-		struct dpf_dscp_map map;
+		struct dp_dscp_map map;
 		unsigned int marked = 0;
 
-		dpf_dscp_map_default(&map);
+		dp_dscp_map_default(&map);
 		for (uint32_t i = 0; i < n; i++)
 			pkts[i]->l2_len = 0;
 		assert_int_equal(dpf_classify_burst(t, pkts, (uint16_t)n, cls, &c, &map), 40);
@@ -647,7 +647,7 @@ static void test_classify_burst(void **state)
 			} else {
 				dscp = (uint8_t)(((ip[0] & 0x0f) << 4 | ip[1] >> 4) >> 2);
 			}
-			assert_int_equal(dscp, dpf_dscp_map_get(&map, cls[i]));
+			assert_int_equal(dscp, dp_dscp_map_get(&map, cls[i]));
 			marked++;
 		}
 		assert_true(marked > 40); /* known and unknown flows alike */
@@ -746,7 +746,7 @@ static void test_dscp_bounds(void **state)
 
 static void test_dscp_map(void **state)
 {
-	struct dpf_dscp_map map, def;
+	struct dp_dscp_map map, def;
 	char err[128];
 	static const char *const bad[] = {
 		"",
@@ -770,29 +770,31 @@ static void test_dscp_map(void **state)
 	};
 	(void)state;
 
-	dpf_dscp_map_default(&def);
+	dp_dscp_map_default(&def);
 	for (int k = 0; k < DPF_MAX_CLASSES; k++)
 		assert_int_equal(def.dscp[k], 8 * (7 - k));
-	assert_int_equal(dpf_dscp_map_get(&def, 0), 56);
-	assert_int_equal(dpf_dscp_map_get(&def, 200), 0);
+	assert_int_equal(dp_dscp_map_get(&def, 0), 56);
+	assert_int_equal(dp_dscp_map_get(&def, 200), 0);
 
-	assert_int_equal(dpf_dscp_map_parse("0:46,1:34,7:0", &map, err, sizeof(err)), 0);
+	assert_int_equal(
+		dp_dscp_map_parse("0:46,1:34,7:0", DPF_MAX_CLASSES, &map, err, sizeof(err)), 0);
 	assert_int_equal(map.dscp[0], 46);
 	assert_int_equal(map.dscp[1], 34);
 	assert_int_equal(map.dscp[2], def.dscp[2]);
 	assert_int_equal(map.dscp[7], 0);
-	assert_int_equal(dpf_dscp_map_parse("3:63", &map, NULL, 0), 0);
+	assert_int_equal(dp_dscp_map_parse("3:63", DPF_MAX_CLASSES, &map, NULL, 0), 0);
 	assert_int_equal(map.dscp[3], 63);
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct dpf_dscp_map m2 = map;
+		struct dp_dscp_map m2 = map;
 
 		err[0] = '\0';
-		assert_int_equal(dpf_dscp_map_parse(bad[i], &m2, err, sizeof(err)), -EINVAL);
+		assert_int_equal(dp_dscp_map_parse(bad[i], DPF_MAX_CLASSES, &m2, err, sizeof(err)),
+				 -EINVAL);
 		assert_true(err[0] != '\0');
 		assert_memory_equal(&m2, &map, sizeof(map)); /* untouched */
 	}
-	assert_int_equal(dpf_dscp_map_parse(NULL, &map, NULL, 0), -EINVAL);
+	assert_int_equal(dp_dscp_map_parse(NULL, DPF_MAX_CLASSES, &map, NULL, 0), -EINVAL);
 }
 
 int main(void)

@@ -33,7 +33,6 @@
  * unknown flow idle for TCF_UNKNOWN_IDLE collects is forgotten (and removed
  * from the program's LRU map, so it is announced again if it comes back).
  */
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <net/if.h>

@@ -167,12 +167,6 @@ struct dpf_counters {
  */
 void dpf_counters_init(struct dpf_counters *c, struct dpf_flow_counter *flows, uint32_t nflows);
 
-/* Attaches sink (the caller's; may be NULL) to c: see struct dpf_unknown_sink. */
-static inline void dpf_counters_set_sink(struct dpf_counters *c, struct dpf_unknown_sink *sink)
-{
-	c->sink = sink;
-}
-
 /*
  * Classifies n packets: parse, look up, and write each one's class to
  * ret_class[i] (the flow's class, or t's default class for unknown or

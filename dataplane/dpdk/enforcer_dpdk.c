@@ -4,7 +4,6 @@
  */
 #include "dataplane/dpdk/enforcer_dpdk.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -192,7 +191,7 @@ static struct dpe_state *state_new(struct dp_snapshot *snap, uint32_t default_cl
 		return NULL;
 	}
 	dpf_counters_init(&s->c, s->flows, (uint32_t)n);
-	dpf_counters_set_sink(&s->c, sink);
+	s->c.sink = sink;
 	return s;
 }
 
@@ -323,16 +322,12 @@ static int offload_start(struct dpe *d, struct loom_err *err)
 
 /* ---- the class ------------------------------------------------------------------------------- */
 
+/* A whole decimal number <= max (loom_parse_u64). */
 static int parse_u64(const char *v, uint64_t max, uint64_t *ret)
 {
-	char *end;
 	unsigned long long x;
 
-	if (!isdigit((unsigned char)v[0]))
-		return -EINVAL;
-	errno = 0;
-	x = strtoull(v, &end, 10);
-	if (errno || *end || x > max)
+	if (loom_parse_u64(v, &x) < 0 || x > max)
 		return -EINVAL;
 	*ret = x;
 	return 0;

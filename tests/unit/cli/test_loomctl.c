@@ -798,9 +798,10 @@ int main(void)
 	};
 
 	loomctl_path = getenv("LOOMCTL");
+	/* not this machine's precondition but the build's: meson test sets it */
 	if (!loomctl_path || access(loomctl_path, X_OK) != 0) {
-		fprintf(stderr, "LOOMCTL is not set to the loomctl binary; skipping\n");
-		return 77;
+		fprintf(stderr, "FAIL: LOOMCTL is not set to the loomctl binary\n");
+		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	return cmocka_run_group_tests(tests, fake_start, fake_stop);

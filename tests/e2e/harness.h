@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -50,6 +51,100 @@ static inline void h_sleep_ms(unsigned ms)
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 
 	nanosleep(&ts, NULL);
+}
+
+/* Prints the last 16 KiB of the file at path to stderr, under a header naming it. */
+static inline void h_print_log(const char *path)
+{
+	char buf[16384];
+	size_t n;
+	long size;
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		fprintf(stderr, "--- %s: %s\n", path, strerror(errno));
+		return;
+	}
+	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > (long)sizeof(buf) - 1)
+		fseek(f, size - (long)sizeof(buf) + 1, SEEK_SET);
+	else
+		fseek(f, 0, SEEK_SET);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	fprintf(stderr, "--- %s:\n%s--- end of %s\n", path, buf, path);
+}
+
+/*
+ * Whether the file at path (a spawned program's stderr) holds a sanitizer
+ * report: AddressSanitizer, LeakSanitizer, ThreadSanitizer, or UBSan's
+ * "runtime error:" (which does not change the exit status). The first such
+ * line is printed. A file that cannot be read counts as a report: the check
+ * must not pass because it saw nothing.
+ */
+static inline bool h_log_has_sanitizer_report(const char *path)
+{
+	static const char *const needles[] = {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+					      "WARNING: ThreadSanitizer", "runtime error:"};
+	char line[4096];
+	bool found = false;
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		fprintf(stderr, "cannot read %s for sanitizer reports: %s\n", path,
+			strerror(errno));
+		return true;
+	}
+	while (!found && fgets(line, sizeof(line), f))
+		for (size_t i = 0; i < sizeof(needles) / sizeof(needles[0]); i++)
+			if (strstr(line, needles[i])) {
+				fprintf(stderr, "sanitizer report in %s: %s", path, line);
+				found = true;
+				break;
+			}
+	fclose(f);
+	return found;
+}
+
+/*
+ * Checks how a process the test spawned ended. status is its wait status
+ * (-1: it did not end in time and was killed); it must have exited with
+ * want. log, unless NULL, is the file its stderr went to: it must hold no
+ * sanitizer report. 0, or -1 after printing what was wrong and the log's tail.
+ */
+static inline int h_check_exit(const char *what, int status, int want, const char *log)
+{
+	bool bad = true;
+
+	if (status == -1)
+		fprintf(stderr, "%s did not end in time and was killed\n", what);
+	else if (WIFSIGNALED(status))
+		fprintf(stderr, "%s was killed by signal %d (%s)\n", what, WTERMSIG(status),
+			strsignal(WTERMSIG(status)));
+	else if (!WIFEXITED(status))
+		fprintf(stderr, "%s did not exit (wait status 0x%x)\n", what, (unsigned)status);
+	else if (WEXITSTATUS(status) != want)
+		fprintf(stderr, "%s exited %d, expected %d\n", what, WEXITSTATUS(status), want);
+	else
+		bad = false;
+	if (log && h_log_has_sanitizer_report(log))
+		bad = true;
+	if (bad && log)
+		h_print_log(log);
+	return bad ? -1 : 0;
+}
+
+/* Whether this process may run on CPUs 0..n-1 (e.g. a DPDK EAL given "-l 0-1"). */
+static inline bool h_cpus_usable(int n)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (!CPU_ISSET(i, &set))
+			return false;
+	return true;
 }
 
 /* Makes the private directory and the paths; no process yet. */
@@ -137,14 +232,23 @@ static inline int h_loomd_start(struct h_loomd *h, const char *const *extra)
 		}
 		h_sleep_ms(20);
 	}
-	{
-		char cmd[400];
-
-		snprintf(cmd, sizeof(cmd), "cat %s >&2", h->log);
-		if (system(cmd) < 0)
-			perror("system");
-	}
+	h_print_log(h->log);
 	return -ETIMEDOUT;
+}
+
+/* Waits (bounded) for pid; its wait status, or -1 after killing it with SIGKILL. */
+static inline int h_wait(pid_t pid, uint64_t deadline_ms)
+{
+	int status;
+
+	while (h_mono_ms() < deadline_ms) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return status;
+		h_sleep_ms(10);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
 }
 
 /* Stops loomd with sig (SIGTERM: waits up to 10 s, then SIGKILL). Returns its wait status. */
@@ -167,6 +271,20 @@ static inline int h_loomd_stop(struct h_loomd *h, int sig)
 	waitpid(h->pid, &status, 0);
 	h->pid = 0;
 	return -1;
+}
+
+/*
+ * Stops loomd with SIGTERM and checks its end: exited 0, no sanitizer report
+ * in its log (every run of it in this directory). 0, or -1 after saying why.
+ */
+static inline int h_loomd_stop_clean(struct h_loomd *h)
+{
+	if (h->pid <= 0) {
+		fprintf(stderr, "loomd is not running (it ended before it was stopped)\n");
+		h_print_log(h->log);
+		return -1;
+	}
+	return h_check_exit("loomd", h_loomd_stop(h, SIGTERM), 0, h->log);
 }
 
 /* Stops loomd if running and removes the directory. */

@@ -359,19 +359,12 @@ static inline void nsx_sender(const struct nsx_race *r, int i, int ready_fd, int
 	_exit(0);
 }
 
-/* Waits (bounded) for pid; its exit status, or -1 after killing it. */
+/* Waits (bounded) for pid; its exit status, or -1 when it did not exit (killed). */
 static inline int nsx_wait(pid_t pid, uint64_t deadline_ms)
 {
-	int status;
+	int status = h_wait(pid, deadline_ms);
 
-	while (h_mono_ms() < deadline_ms) {
-		if (waitpid(pid, &status, WNOHANG) == pid)
-			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-		h_sleep_ms(10);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
-	return -1;
+	return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /*

@@ -337,7 +337,7 @@ static void run_policy(const char *policy)
 	printf("%s: %zu decisions identical (%u jobs, %u coflows, %u flows)\n", policy, rs.n,
 	       m->njobs, m->ncoflows, m->nflows);
 	close(fw);
-	assert_int_equal(WEXITSTATUS(h_loomd_stop(&h, SIGTERM)), 0);
+	assert_int_equal(h_loomd_stop_clean(&h), 0);
 	h_loomd_cleanup(&h);
 	free(reported);
 	free(done_sent);

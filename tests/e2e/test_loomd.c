@@ -440,7 +440,7 @@ static void test_done_jobs_expire(void **state)
 	assert_int_equal(json_array_size(jobs), 0);
 	json_decref(jobs);
 	loom_client_free(c);
-	assert_int_equal(WEXITSTATUS(h_loomd_stop(&H, SIGTERM)), 0);
+	assert_int_equal(h_loomd_stop_clean(&H), 0);
 }
 
 int main(void)

@@ -24,14 +24,20 @@
  * bytes the flows put on S's wire. With tc, nothing of the agent's may
  * remain on the interface after it exits.
  *
- * Skipped (77) without root, network namespaces, or the enforcer.
+ * main() exits 77 (skip) without root, network namespaces, the enforcer in
+ * this build, or the tools and kernel support it needs (dpdk: ethtool, CPUs
+ * 0-1 for the EAL; tc: tc(8), bpftool, BPF); once the tests run, an agent
+ * that does not start, or does not stop cleanly, fails them.
  */
+#include <linux/bpf.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/syscall.h>
 #include <cmocka.h>
 
 #include "netns.h"
+#include "tests/precond.h"
 
 #define RATE       "100M"
 #define FLOW_BYTES (6u << 20)
@@ -56,7 +62,7 @@ static const char *S, *R;
 #if defined(NETNS_DPDK)
 static const char *A;
 #endif
-static char AGENT_ADMIN[320];
+static char AGENT_ADMIN[320], AGENT_LOG[320];
 static pid_t AGENT;
 
 static const char *agent_path(void)
@@ -206,11 +212,8 @@ static pid_t start_agent(void)
 	snprintf(ctl, sizeof(ctl), "unix:%s", H.sock);
 	pid = fork();
 	if (pid == 0) {
-		char log[400];
-		int fd;
+		int fd = open(AGENT_LOG, O_WRONLY | O_CREAT | O_APPEND, 0644);
 
-		snprintf(log, sizeof(log), "%s/agent.log", H.dir);
-		fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
 		if (fd >= 0) {
 			dup2(fd, 1);
 			dup2(fd, 2);
@@ -383,23 +386,10 @@ static void race(uint16_t sa, uint16_t sb, struct nsx_race_result *res)
 static int setup(void **state)
 {
 	(void)state;
-	if (!nsx_usable()) {
-		print_message("skipped: needs root and network namespaces\n");
-		exit(77);
-	}
-	if (access(agent_path(), X_OK) != 0 || !agent_has_enforcer()) {
-		print_message("skipped: loom-agent has no " ENFORCER " enforcer in this build\n");
-		exit(77);
-	}
-#if defined(NETNS_DPDK)
-	if (system("ethtool --version >/dev/null 2>&1") != 0) {
-		print_message("skipped: no ethtool\n");
-		exit(77);
-	}
-#endif
 	if (h_loomd_prepare(&H) < 0)
 		return -1;
 	snprintf(AGENT_ADMIN, sizeof(AGENT_ADMIN), "%s/agent.sock", H.dir);
+	snprintf(AGENT_LOG, sizeof(AGENT_LOG), "%s/agent.log", H.dir);
 	if (make_topology() < 0)
 		return -1;
 	return h_loomd_start(&H, (const char *const[]){"hosts=2", "policy=fifo", NULL});
@@ -429,14 +419,16 @@ static void test_priorities_on_real_packets(void **state)
 	(void)state;
 	AGENT = start_agent();
 	assert_true(AGENT > 0);
-	for (int i = 0; i < 200 && access(AGENT_ADMIN, F_OK) != 0; i++) {
+	for (int i = 0; access(AGENT_ADMIN, F_OK) != 0; i++) {
 		if (waitpid(AGENT, &status, WNOHANG) == AGENT) {
 			AGENT = 0;
-			print_message("skipped: loom-agent (" ENFORCER
-				      ") could not start (exit %d): see "
-				      "%s/agent.log\n",
-				      WIFEXITED(status) ? WEXITSTATUS(status) : -1, H.dir);
-			skip();
+			h_check_exit("loom-agent (" ENFORCER ")", status, 0, AGENT_LOG);
+			fail_msg("loom-agent (" ENFORCER
+				 ") exited before its admin socket appeared");
+		}
+		if (i == 200) {
+			h_print_log(AGENT_LOG);
+			fail_msg("loom-agent (" ENFORCER ") made no admin socket in 10 s");
 		}
 		h_sleep_ms(50);
 	}
@@ -491,8 +483,9 @@ static void test_priorities_on_real_packets(void **state)
 	}
 #endif
 	kill(AGENT, SIGTERM);
-	assert_int_equal(nsx_wait(AGENT, h_mono_ms() + 5000), 0);
+	status = h_wait(AGENT, h_mono_ms() + 5000);
 	AGENT = 0;
+	assert_int_equal(h_check_exit("loom-agent (" ENFORCER ")", status, 0, AGENT_LOG), 0);
 #if defined(NETNS_TC)
 	{
 		char left[2048];
@@ -504,11 +497,68 @@ static void test_priorities_on_real_packets(void **state)
 #endif
 }
 
+static void test_loomd_exits_cleanly(void **state)
+{
+	(void)state;
+	assert_int_equal(h_loomd_stop_clean(&H), 0);
+}
+
+#if defined(NETNS_TC)
+/* Whether the kernel loads a tc program from us ("r0 = 0; exit"): no BPF here when not. */
+static bool bpf_usable(void)
+{
+	struct bpf_insn prog[] = {
+		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0},
+		{.code = BPF_JMP | BPF_EXIT},
+	};
+	union bpf_attr attr;
+	int fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_type = BPF_PROG_TYPE_SCHED_CLS;
+	attr.insns = (uint64_t)(uintptr_t)prog;
+	attr.insn_cnt = 2;
+	attr.license = (uint64_t)(uintptr_t) "GPL";
+	fd = (int)syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+#endif
+
+/* Why the tests cannot run on this machine, or NULL when they can. */
+static const char *missing_precondition(void)
+{
+	if (!nsx_usable())
+		return "needs root and network namespaces";
+	if (access(agent_path(), X_OK) != 0 || !agent_has_enforcer())
+		return "loom-agent has no " ENFORCER " enforcer in this build";
+#if defined(NETNS_DPDK)
+	if (system("ethtool --version >/dev/null 2>&1") != 0)
+		return "no ethtool";
+	if (!h_cpus_usable(2))
+		return "the EAL's lcores 0-1 are not both usable by this process";
+#else
+	if (system("tc -V >/dev/null 2>&1") != 0 || system("bpftool version >/dev/null 2>&1") != 0)
+		return "needs tc(8) and bpftool";
+	if (!bpf_usable())
+		return "the kernel loads no BPF tc program here";
+#endif
+	return NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_priorities_on_real_packets),
+		cmocka_unit_test(test_loomd_exits_cleanly),
 	};
+	const char *why = missing_precondition();
 
+	if (why) {
+		printf("skipped: %s\n", why);
+		return PRECOND_SKIP;
+	}
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -203,9 +203,7 @@ static void test_sigkill_restart(void **state)
 	close(ag2->fd);
 	json_decref(before);
 	json_decref(after);
-	status = h_loomd_stop(&h, SIGTERM);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(h_loomd_stop_clean(&h), 0);
 	h_loomd_cleanup(&h);
 	free(ag);
 	free(ag2);
@@ -224,12 +222,12 @@ static void test_ack_means_durable(void **state)
 	assert_int_equal(h_hello(fd, LOOM__ROLE__FRAMEWORK, 0, 1, 1), 0);
 	for (uint32_t j = 0; j < NJOBS; j++)
 		assert_int_equal(register_job(fd, 100 + j), 0);
-	h_loomd_stop(&h, SIGKILL);
+	assert_true(WIFSIGNALED(h_loomd_stop(&h, SIGKILL)));
 	close(fd);
 	assert_int_equal(h_loomd_start(&h, (const char *const[]){"hosts=4", NULL}), 0);
 	assert_int_equal(h_admin_int(&h, "stats", "jobs"), NJOBS);
 	assert_int_equal(h_admin_int(&h, "stats", "flows"), 2 * NJOBS);
-	h_loomd_stop(&h, SIGTERM);
+	assert_int_equal(h_loomd_stop_clean(&h), 0);
 	h_loomd_cleanup(&h);
 }
 
@@ -300,7 +298,7 @@ static void test_by_address_survives_restart(void **state)
 	env.body_case = LOOM__ENVELOPE__BODY_ANNOUNCE_FLOWS;
 	env.announce_flows = &af;
 	assert_int_equal(request(fd, &env), 0);
-	h_loomd_stop(&h, SIGKILL);
+	assert_true(WIFSIGNALED(h_loomd_stop(&h, SIGKILL)));
 	close(fd);
 	close(g2);
 	close(g3);
@@ -318,7 +316,7 @@ static void test_by_address_survives_restart(void **state)
 		assert_int_equal(json_integer_value(json_object_get(fl, "dst")), 3);
 	}
 	json_decref(cfs);
-	h_loomd_stop(&h, SIGTERM);
+	assert_int_equal(h_loomd_stop_clean(&h), 0);
 	h_loomd_cleanup(&h);
 }
 
@@ -356,7 +354,7 @@ static void test_large_table_in_chunks(void **state)
 	close(ag->fd);
 	close(fd);
 	free(ag);
-	h_loomd_stop(&h, SIGTERM);
+	assert_int_equal(h_loomd_stop_clean(&h), 0);
 	h_loomd_cleanup(&h);
 }
 

@@ -5,13 +5,17 @@
  * command line), then on --runs mutations of them (byte flips, inserted and
  * deleted spans, duplicated lines, interesting numbers), stopping after
  * --seconds at the latest. A crash or sanitizer report fails the test; the
- * input that caused it is written to ./fuzz-crash-<target> first.
+ * input that caused it is written to ./fuzz-crash-<target> first. A seed
+ * path that is not there or cannot be read, or a folder without seed files,
+ * is an error (exit 2): a renamed corpus must not leave an empty input to fuzz.
+ * With no SEED at all, the mutations start from the empty input.
  *
  *   fuzz_x [--runs N] [--seconds S] [--seed X] SEED...
  */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,52 +57,72 @@ static void save_crash(int sig)
 	raise(sig);
 }
 
-static void add_seed_file(const char *path)
+/* Reads the seed file at path (the first FUZZ_MAX_INPUT bytes). 0, or -1 after saying why. */
+static int add_seed_file(const char *path)
 {
 	FILE *f;
 	struct buf b = {0};
 	long n;
+	bool ok = false;
 
 	if (nseeds >= MAX_SEEDS)
-		return;
+		return 0; /* enough to start from */
 	f = fopen(path, "rb");
-	if (!f)
-		return;
+	if (!f) {
+		fprintf(stderr, "fuzz: seed %s: %s\n", path, strerror(errno));
+		return -1;
+	}
 	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
 		b.n = (size_t)n > FUZZ_MAX_INPUT ? FUZZ_MAX_INPUT : (size_t)n;
 		b.p = malloc(b.n + 1);
-		if (b.p && fread(b.p, 1, b.n, f) == b.n)
-			seeds[nseeds++] = b;
-		else
-			free(b.p);
+		ok = b.p && fread(b.p, 1, b.n, f) == b.n;
 	}
 	fclose(f);
+	if (!ok) {
+		fprintf(stderr, "fuzz: seed %s: cannot read it\n", path);
+		free(b.p);
+		return -1;
+	}
+	seeds[nseeds++] = b;
+	return 0;
 }
 
-static void add_seed(const char *path)
+/* Adds the seed file at path, or every regular file in the folder at path. 0 or -1 (said why). */
+static int add_seed(const char *path)
 {
 	struct stat st;
 	DIR *d;
 	struct dirent *de;
 	char child[4096];
+	size_t files = 0;
+	int r = 0;
 
-	if (stat(path, &st) != 0)
-		return;
-	if (!S_ISDIR(st.st_mode)) {
-		add_seed_file(path);
-		return;
+	if (stat(path, &st) != 0) {
+		fprintf(stderr, "fuzz: seed %s: %s\n", path, strerror(errno));
+		return -1;
 	}
+	if (!S_ISDIR(st.st_mode))
+		return add_seed_file(path);
 	d = opendir(path);
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
+	if (!d) {
+		fprintf(stderr, "fuzz: seed folder %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (r == 0 && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(child, sizeof(child), "%s/%s", path, de->d_name);
-		if (stat(child, &st) == 0 && S_ISREG(st.st_mode))
-			add_seed_file(child);
+		if (stat(child, &st) == 0 && S_ISREG(st.st_mode)) {
+			r = add_seed_file(child);
+			files++;
+		}
 	}
 	closedir(d);
+	if (r == 0 && files == 0) {
+		fprintf(stderr, "fuzz: seed folder %s has no seed files\n", path);
+		return -1;
+	}
+	return r;
 }
 
 static uint64_t rng_state;
@@ -192,8 +216,8 @@ int main(int argc, char **argv)
 			seconds = strtoul(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
 			seed = strtoull(argv[++i], NULL, 10);
-		else
-			add_seed(argv[i]);
+		else if (add_seed(argv[i]) < 0)
+			return 2;
 	}
 	signal(SIGSEGV, save_crash);
 	signal(SIGABRT, save_crash);

@@ -4,6 +4,10 @@
  * directory, talk to its admin socket, and play fake agents on its Unix
  * socket with the raw protocol (proto/wire.h). Everything is bounded in
  * time; the directory is removed and loomd killed at the end.
+ *
+ * Every daemon a test spawns is stopped through h_check_exit() (loomd:
+ * h_loomd_stop_clean()): it must have exited with the expected status and
+ * left no sanitizer report in the file its stderr went to.
  */
 #ifndef LOOM_TESTS_E2E_HARNESS_H
 #define LOOM_TESTS_E2E_HARNESS_H

@@ -200,6 +200,14 @@ static const struct gnn_backend_class *const classes[] = {
 #endif
 };
 
+#ifndef GNN_HAVE_CUDA
+int gnn_cuda_probe(struct gnn_err *err)
+{
+	return gnn_errf(err, ENOSYS, "cuda: this build has no CUDA backend (valid: %s)",
+			gnn_backend_names());
+}
+#endif
+
 const char *gnn_backend_names(void)
 {
 #ifdef GNN_HAVE_CUDA

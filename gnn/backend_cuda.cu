@@ -31,7 +31,9 @@
  * Built only when nvcc is found (meson option 'cuda'). init fails with
  * ENODEV and the runtime's reason when cudaGetDeviceCount reports an error
  * (35, cudaErrorInsufficientDriver, where there is no driver) or no device;
- * gnn_model_new() then falls back to "cpu".
+ * gnn_model_new() then falls back to "cpu". gnn_cuda_probe() (gnn.h) runs
+ * the same check and tells "no device or no driver" (-ENODEV) from any
+ * other error of the runtime (-EIO).
  */
 #include <errno.h>
 #include <math.h>
@@ -746,19 +748,33 @@ static void note(struct cuda_ctx *x, const char *what, int code, const char *why
 		snprintf(x->fail, sizeof(x->fail), "cuda: %s failed: %s (%d)", what, why, code);
 }
 
+int gnn_cuda_probe(struct gnn_err *err)
+{
+	int n = 0;
+	cudaError_t ce = cudaGetDeviceCount(&n);
+
+	if (ce == cudaErrorNoDevice || ce == cudaErrorInsufficientDriver)
+		return gnn_errf(err, ENODEV, "cuda: no usable device: cudaGetDeviceCount: %s (%d)",
+				cudaGetErrorString(ce), (int)ce);
+	if (ce != cudaSuccess)
+		return gnn_errf(err, EIO, "cuda: cudaGetDeviceCount failed: %s (%d)",
+				cudaGetErrorString(ce), (int)ce);
+	if (n <= 0)
+		return gnn_errf(err, ENODEV, "cuda: no CUDA device");
+	return 0;
+}
+
 static int cuda_init(void **ret_ctx, struct gnn_err *err)
 {
 	struct cuda_ctx *x;
 	struct cudaDeviceProp prop;
-	int n = 0, device;
-	cudaError_t ce = cudaGetDeviceCount(&n);
+	int device;
+	cudaError_t ce;
+	int r = gnn_cuda_probe(err);
 
 	*ret_ctx = NULL;
-	if (ce != cudaSuccess)
-		return gnn_errf(err, ENODEV, "cuda: no usable device: cudaGetDeviceCount: %s (%d)",
-				cudaGetErrorString(ce), (int)ce);
-	if (n <= 0)
-		return gnn_errf(err, ENODEV, "cuda: no CUDA device");
+	if (r < 0)
+		return -ENODEV; /* the probe wrote why */
 	x = (struct cuda_ctx *)calloc(1, sizeof(*x));
 	if (!x)
 		return gnn_errf(err, ENOMEM, "cuda: out of memory");

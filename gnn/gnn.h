@@ -192,6 +192,19 @@ const struct gnn_backend_class *gnn_backend_find(const char *name, struct gnn_er
 /* Returns the comma-separated names of the backends of this build ("cpu, naive[, cuda]"). */
 const char *gnn_backend_names(void);
 
+/*
+ * Probes what the "cuda" backend needs, without making a model. Returns 0
+ * when this build has the backend and the CUDA runtime counts at least one
+ * device; -ENOSYS when this build has no CUDA backend; -ENODEV when there is
+ * no device or no driver (cudaErrorNoDevice, cudaErrorInsufficientDriver, or
+ * a count of zero); -EIO for any other error of the runtime (a broken
+ * installation, a driver that does not match, ...). err says which, with
+ * the runtime's message and code. gnn_model_new() falls back to "cpu" on
+ * every one of these; a caller that must tell "no GPU here" from "a GPU that
+ * does not work" (a test) asks this first.
+ */
+int gnn_cuda_probe(struct gnn_err *err);
+
 /* ---- model ------------------------------------------------------------------------------ */
 
 struct gnn_model;

@@ -5,9 +5,12 @@
  * (relative to the tensor's largest gradient), in pipelined and plain
  * evaluation; every stored activation; a larger batch that grows the device
  * workspace; and an Adam step that moves the parameters the same way where
- * the gradient is clearly non-zero. Suite gpu: exits 77 (skipped) when
- * "cuda" falls back (no CUDA in this build, no driver, no device), printing
- * the reason.
+ * the gradient is clearly non-zero. Suite gpu. main() asks
+ * gnn_cuda_probe() before any test runs and exits 77 (skipped), printing the
+ * reason, only when this build has no CUDA backend or the machine has no
+ * device or no driver (cudaErrorNoDevice, cudaErrorInsufficientDriver). Any
+ * other failure, of the probe or of the "cuda" model after it (a fallback
+ * to "cpu" on a machine with a GPU), fails the test.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -79,13 +82,15 @@ static int setup(void **state)
 	struct gnn_err err;
 
 	fx.cuda = gnn_model_new(&cfg, "cuda", 3, &err);
-	if (!fx.cuda)
+	if (!fx.cuda) {
+		print_error("gnn cuda: model: %s\n", err.msg);
 		return -1;
+	}
 	if (gnn_model_fallback(fx.cuda)) {
-		/* A skip, not a failure: no CUDA in this build, no driver or no device. */
-		printf("gnn cuda: skipped: %s\n", gnn_model_fallback(fx.cuda));
-		gnn_model_free(fx.cuda);
-		exit(77);
+		/* main() found a device: a model that cannot use it is a failure */
+		print_error("gnn cuda: fell back to cpu on a machine with a GPU: %s\n",
+			    gnn_model_fallback(fx.cuda));
+		return -1;
 	}
 	printf("gnn cuda: %s\n", gnn_model_backend_info(fx.cuda));
 	fx.cpu = gnn_model_new(&cfg, "cpu", 3, &err);
@@ -284,6 +289,8 @@ static void test_adam_step(void **state)
 
 int main(void)
 {
+	struct gnn_err err = {{0}};
+	int r = gnn_cuda_probe(&err);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scores_and_gradients),
 		cmocka_unit_test(test_activations),
@@ -291,5 +298,14 @@ int main(void)
 		cmocka_unit_test(test_adam_step),
 	};
 
+	/* The machine's precondition: a CUDA build, a driver and a device. */
+	if (r == -ENOSYS || r == -ENODEV) {
+		printf("gnn cuda: skipped: %s\n", err.msg);
+		return 77;
+	}
+	if (r < 0) {
+		fprintf(stderr, "gnn cuda: the CUDA runtime fails on this machine: %s\n", err.msg);
+		return 1;
+	}
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -4,12 +4,22 @@
  * policy_new() with a message naming the file; decisions are valid,
  * deterministic and follow the scores (invert reverses them); the shipped
  * model loads by default; the training hook sees every decision.
+ * backend=cuda against cpu: at every decision of a cuda run, the graph's
+ * scores on a "cuda" model are within the gnn suite's tolerance of the
+ * "cpu" scores (1e-4 relative, test_gnn_cuda.c) and the ranking taken never
+ * puts a coflow ahead of one the cpu scores clearly higher; where no
+ * decision met a near-tie the run's weighted JCT equals the cpu run's
+ * exactly. Without a GPU the cuda models are cpu models and every
+ * comparison is exact.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,9 +165,134 @@ static void test_runs_deterministic(void **state)
 	(void)state;
 	run("gnn", fx.good, &a);
 	run("gnn", fx.good, &b);
+	assert_true(a > 0);
 	assert_true(a == b);
-	run("gnn:backend=cuda", fx.good, &b); /* falls back to cpu without a GPU */
-	assert_true(a > 0 && b > 0);
+}
+
+/* The gnn suite's score tolerance (tests/unit/gnn/test_gnn_cuda.c). */
+static bool score_close(float ref, float x)
+{
+	return fabsf(ref - x) <= 1e-4f * fmaxf(1e-3f, fabsf(ref));
+}
+
+struct cuda_cmp {
+	struct gnn_model *cpu, *cuda;
+	float ref[4096], got[4096];
+	uint32_t decisions, failures, near_ties;
+	char first[256];
+};
+
+static void cuda_cmp_fail(struct cuda_cmp *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->failures++ == 0) {
+		va_start(ap, fmt);
+		vsnprintf(c->first, sizeof(c->first), fmt, ap);
+		va_end(ap);
+	}
+}
+
+/*
+ * A decision of the cuda-backed policy: the graph's scores on the cpu and
+ * the cuda model, and the ranking taken against the cpu scores.
+ */
+static void cuda_record(void *ctx, const struct policy_graph *g, const uint32_t *perm, uint32_t n,
+			uint64_t now_ns)
+{
+	struct cuda_cmp *c = ctx;
+	struct gnn_err err = {{0}};
+	struct gnn_batch b = {
+		.nnodes = g->nnodes,
+		.nfeatures = POLICY_NFEATURES,
+		.features = g->x,
+		.njobs = g->njobs,
+		.job_start = g->job_start,
+		.nedges = g->nedges,
+		.edges = g->edges,
+	};
+
+	c->decisions++;
+	if (n != g->nsched || n > sizeof(c->ref) / sizeof(c->ref[0])) {
+		cuda_cmp_fail(c, "decision at %" PRIu64 " ns: %u ranked of %u", now_ns, n,
+			      g->nsched);
+		return;
+	}
+	if (gnn_forward(c->cpu, &b, g->sched, n, c->ref, &err) < 0 ||
+	    gnn_forward(c->cuda, &b, g->sched, n, c->got, &err) < 0) {
+		cuda_cmp_fail(c, "forward: %s", err.msg);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (!score_close(c->ref[i], c->got[i]))
+			cuda_cmp_fail(c, "at %" PRIu64 " ns score %u: cpu %.9g cuda %.9g", now_ns,
+				      i, c->ref[i], c->got[i]);
+	/* Highest first; a swap only between scores the tolerance cannot tell apart. */
+	for (uint32_t i = 0; i + 1 < n; i++) {
+		float hi = c->ref[perm[i]], lo = c->ref[perm[i + 1]];
+
+		if (hi > lo)
+			continue;
+		if (hi == lo &&
+		    g->node_coflow[g->sched[perm[i]]] < g->node_coflow[g->sched[perm[i + 1]]])
+			continue; /* the policy's tie-break: lower coflow first */
+		if (score_close(lo, hi))
+			c->near_ties++;
+		else
+			cuda_cmp_fail(c, "at %" PRIu64 " ns rank %u: cpu score %.9g before %.9g",
+				      now_ns, i, hi, lo);
+	}
+}
+
+static void test_cuda_matches_cpu(void **state)
+{
+	struct loom_err err = {{0}};
+	struct gnn_err gerr = {{0}};
+	struct cuda_cmp *c = calloc(1, sizeof(*c));
+	struct policy_gnn_hook hook = {.record = cuda_record};
+	struct policy *p;
+	struct sim_opts so;
+	struct sim_stats st;
+	double want, got = 0;
+	bool gpu = gnn_cuda_probe(&gerr) == 0;
+
+	(void)state;
+	assert_non_null(c);
+	hook.ctx = c;
+	print_message("cuda probe: %s\n", gpu ? "a device is there" : gerr.msg);
+	c->cpu = policy_gnn_model_load(fx.good, "cpu", &err);
+	c->cuda = policy_gnn_model_load(fx.good, "cuda", &err);
+	if (!c->cpu || !c->cuda)
+		fail_msg("model: %s", err.msg);
+	/* With a device, "cuda" runs on it; without one it is the cpu backend. */
+	if (gpu && gnn_model_fallback(c->cuda))
+		fail_msg("cuda model fell back on a machine with a GPU: %s",
+			 gnn_model_fallback(c->cuda));
+	print_message("cuda model: %s\n", gnn_model_backend_info(c->cuda));
+	run("gnn", fx.good, &want);
+	p = new_policy("gnn:backend=cuda", fx.good, &err);
+	if (!p)
+		fail_msg("gnn:backend=cuda: %s", err.msg);
+	assert_int_equal(policy_gnn_set_hook(p, &hook), 0);
+	sim_opts_default(&so);
+	so.check = true;
+	if (sim_run(fx.m, p, &so, &st, &err) < 0)
+		fail_msg("gnn:backend=cuda: %s", err.msg);
+	policy_free(p);
+	for (uint32_t j = 0; j < fx.m->njobs; j++)
+		got += fx.m->jobs[j].weight *
+		       (double)(fx.m->jobs[j].finish_ns - fx.m->jobs[j].arrival_ns);
+	print_message("cuda: %u decisions, %u near-ties, weighted JCT cpu %.6g cuda %.6g\n",
+		      c->decisions, c->near_ties, want, got);
+	policy_gnn_model_free(c->cpu);
+	policy_gnn_model_free(c->cuda);
+	if (c->failures)
+		fail_msg("%u mismatches with cpu; first: %s", c->failures, c->first);
+	assert_true(c->decisions > 0);
+	/* Same rankings at every decision: the same run, to the bit. */
+	if (c->near_ties == 0 || !gpu)
+		assert_true(got == want);
+	free(c);
 }
 
 /* One decision with every root coflow released: the order is the score order. */
@@ -280,6 +415,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_weights),
 		cmocka_unit_test(test_runs_deterministic),
+		cmocka_unit_test(test_cuda_matches_cpu),
 		cmocka_unit_test(test_invert_and_hook_order),
 		cmocka_unit_test(test_hooks),
 		cmocka_unit_test(test_shipped_model),

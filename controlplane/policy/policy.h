@@ -212,6 +212,7 @@ extern const struct policy_class policy_srjf;
 extern const struct policy_class policy_wsrjf;
 extern const struct policy_class policy_gnn;
 extern const struct policy_class policy_ensemble;
+extern const struct policy_class policy_lookahead;
 
 /* ---- the learned policy (gnn_policy.c) ------------------------------------------------- */
 

@@ -1,0 +1,744 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "controlplane/policy/fluid.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Capacity below this fraction of a port's rate counts as none (as in policy_madd). */
+#define FLUID_FREE_EPS 1e-9
+/* Events closer than this (relative) to the next one happen with it. */
+#define FLUID_T_REL 1e-9
+/* Releases due within this many seconds of now happen now (the engine counts whole ns). */
+#define FLUID_T_ABS 1e-9
+
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
+{
+	uint32_t ncap = *cap ? *cap : 64;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need)
+		ncap = ncap > UINT32_MAX / 2 ? need : ncap * 2;
+	q = realloc(*p, (size_t)ncap * elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = ncap;
+	return 0;
+}
+
+int pol_fluid_init(struct pol_fluid *f, const struct cp_model *m)
+{
+	uint32_t np = m->topo ? m->topo->nports : 0;
+
+	memset(f, 0, sizeof(*f));
+	if (!m->topo)
+		return -EINVAL;
+	f->nports = np;
+	f->nhosts = m->topo->nhosts;
+	f->racks = m->topo->nracks > 0;
+	f->nmodel = m->ncoflows;
+	f->cap_bps = calloc(np ? np : 1, sizeof(double));
+	f->free_bps = calloc(np ? np : 1, sizeof(double));
+	f->acc = calloc(np ? np : 1, sizeof(double));
+	f->port_stamp = calloc(np ? np : 1, sizeof(uint32_t));
+	f->local = malloc((m->ncoflows ? m->ncoflows : 1) * sizeof(uint32_t));
+	if (!f->cap_bps || !f->free_bps || !f->acc || !f->port_stamp || !f->local) {
+		pol_fluid_done(f);
+		return -ENOMEM;
+	}
+	for (uint32_t p = 0; p < np; p++)
+		f->cap_bps[p] = (double)m->topo->port_bps[p];
+	for (uint32_t c = 0; c < m->ncoflows; c++)
+		f->local[c] = CP_NONE;
+	return 0;
+}
+
+void pol_fluid_done(struct pol_fluid *f)
+{
+	free(f->cap_bps);
+	free(f->free_bps);
+	free(f->acc);
+	free(f->port_stamp);
+	free(f->cof);
+	free(f->local);
+	free(f->job);
+	free(f->dstart);
+	free(f->dport);
+	free(f->dbits);
+	free(f->kstart);
+	free(f->kchild);
+	free(f->kdelay_s);
+	free(f->state0);
+	free(f->parents0);
+	free(f->ready0_s);
+	free(f->earliest_s);
+	free(f->jleft0);
+	free(f->jweight);
+	free(f->jmodel);
+	free(f->tleft);
+	free(f->rbits);
+	free(f->drate);
+	free(f->rank);
+	free(f->rnow);
+	free(f->state);
+	free(f->parents);
+	free(f->ready_s);
+	free(f->rel0_s);
+	free(f->rel_s);
+	free(f->width);
+	free(f->act);
+	free(f->jleft);
+	free(f->jfinish_s);
+	free(f->key);
+	free(f->key2);
+	free(f->jkey);
+	free(f->path);
+	memset(f, 0, sizeof(*f));
+}
+
+/* Sizes the per-coflow and per-job arrays for n coflows and nj jobs. */
+static int size_coflows(struct pol_fluid *f, uint32_t n, uint32_t nj)
+{
+	if (n + 1 > f->ncap) {
+		uint32_t c = f->ncap;
+		size_t cap;
+
+		if (grow((void **)&f->cof, &c, n + 1, sizeof(uint32_t)) < 0)
+			return -ENOMEM;
+		cap = c;
+#define RE(field)                                                                                  \
+	do {                                                                                       \
+		void *q = realloc(f->field, cap * sizeof(*f->field));                              \
+		if (!q)                                                                            \
+			return -ENOMEM;                                                            \
+		f->field = q;                                                                      \
+	} while (0)
+		RE(job);
+		RE(dstart);
+		RE(kstart);
+		RE(state0);
+		RE(parents0);
+		RE(ready0_s);
+		RE(earliest_s);
+		RE(tleft);
+		RE(rank);
+		RE(rnow);
+		RE(state);
+		RE(parents);
+		RE(ready_s);
+		RE(rel0_s);
+		RE(rel_s);
+		RE(width);
+		RE(act);
+		RE(key);
+		RE(key2);
+		RE(path);
+		f->ncap = c;
+	}
+	if (nj + 1 > f->njcap) {
+		uint32_t c = f->njcap;
+		size_t cap;
+
+		if (grow((void **)&f->jleft0, &c, nj + 1, sizeof(uint32_t)) < 0)
+			return -ENOMEM;
+		cap = c;
+		RE(jweight);
+		RE(jmodel);
+		RE(jleft);
+		RE(jfinish_s);
+		RE(jkey);
+#undef RE
+		f->njcap = c;
+	}
+	return 0;
+}
+
+static int push_demand(struct pol_fluid *f, uint32_t *nd, uint32_t port, double bits)
+{
+	if (*nd + 1 > f->ndcap) {
+		uint32_t c = f->ndcap;
+		void *q;
+
+		if (grow((void **)&f->dport, &c, *nd + 1, sizeof(uint32_t)) < 0)
+			return -ENOMEM;
+		q = realloc(f->dbits, (size_t)c * sizeof(double));
+		if (!q)
+			return -ENOMEM;
+		f->dbits = q;
+		q = realloc(f->rbits, (size_t)c * sizeof(double));
+		if (!q)
+			return -ENOMEM;
+		f->rbits = q;
+		q = realloc(f->drate, (size_t)c * sizeof(double));
+		if (!q)
+			return -ENOMEM;
+		f->drate = q;
+		f->ndcap = c;
+	}
+	f->dport[*nd] = port;
+	f->dbits[*nd] = bits;
+	(*nd)++;
+	return 0;
+}
+
+/* Adds coflow c's bits still to move to its demand vector (entries from *nd on). */
+static int add_coflow_demand(struct pol_fluid *f, const struct cp_model *m, uint32_t c,
+			     uint32_t *nd)
+{
+	const struct cp_coflow *cf = &m->coflows[c];
+	bool active = cf->state == CP_COFLOW_ACTIVE;
+	uint32_t nfl = active ? cf->flows_left : cf->nflows;
+	uint32_t first = *nd;
+
+	if (++f->stamp == 0) {
+		memset(f->port_stamp, 0, f->nports * sizeof(uint32_t));
+		f->stamp = 1;
+	}
+	for (uint32_t k = 0; k < nfl; k++) {
+		uint32_t fi = active ? m->flow_slot[cf->first_flow + k] : cf->first_flow + k;
+		const struct cp_flow *fl = &m->flows[fi];
+		double bits;
+
+		if (fl->coflow != c) /* a reserved slot (loomd) */
+			continue;
+		bits = (active ? fl->remaining_bytes : (double)fl->bytes) * 8.0;
+		if (!(bits > 0))
+			continue;
+		for (uint32_t q = 0; q < fl->nports; q++) {
+			uint32_t p = fl->ports[q];
+
+			if (f->port_stamp[p] != f->stamp) {
+				f->port_stamp[p] = f->stamp;
+				if (push_demand(f, nd, p, 0) < 0)
+					return -ENOMEM;
+			}
+			f->acc[p] += bits;
+		}
+	}
+	for (uint32_t e = first; e < *nd; e++) {
+		f->dbits[e] = f->acc[f->dport[e]];
+		f->acc[f->dport[e]] = 0;
+	}
+	return 0;
+}
+
+static double ns_from(uint64_t t_ns, uint64_t now_ns)
+{
+	if (t_ns >= now_ns)
+		return (double)(t_ns - now_ns) * 1e-9;
+	return -(double)(now_ns - t_ns) * 1e-9;
+}
+
+int pol_fluid_build(struct pol_fluid *f, const struct cp_model *m, uint64_t now_ns)
+{
+	uint32_t n = 0, nj = 0, nd = 0, nk = 0;
+
+	for (uint32_t i = 0; i < f->n; i++)
+		f->local[f->cof[i]] = CP_NONE;
+	f->n = 0;
+	/* Count first, so every array is sized once. */
+	for (uint32_t j = 0; j < m->njobs; j++) {
+		const struct cp_job *jb = &m->jobs[j];
+
+		if (jb->state != CP_JOB_RUNNING)
+			continue;
+		nj++;
+		n += jb->coflows_left;
+	}
+	if (size_coflows(f, n, nj) < 0)
+		return -ENOMEM;
+	n = 0;
+	nj = 0;
+	f->dstart[0] = 0;
+	for (uint32_t j = 0; j < m->njobs; j++) {
+		const struct cp_job *jb = &m->jobs[j];
+
+		if (jb->state != CP_JOB_RUNNING)
+			continue;
+		f->jweight[nj] = jb->weight;
+		f->jmodel[nj] = j;
+		f->jleft0[nj] = 0;
+		for (uint32_t c = jb->first_coflow; c < jb->first_coflow + jb->ncoflows; c++) {
+			const struct cp_coflow *cf = &m->coflows[c];
+
+			if (cf->state == CP_COFLOW_DONE)
+				continue;
+			f->cof[n] = c;
+			f->local[c] = n;
+			f->job[n] = nj;
+			f->state0[n] = (uint8_t)cf->state;
+			f->parents0[n] = cf->parents_left;
+			f->ready0_s[n] = ns_from(cf->ready_ns, now_ns);
+			f->rel0_s[n] =
+				cf->state == CP_COFLOW_ACTIVE ? ns_from(cf->release_ns, now_ns) : 0;
+			f->width[n] = cf->nflows;
+			f->earliest_s[n] = ns_from(jb->arrival_ns, now_ns) +
+					   (double)cf->release_offset_ns * 1e-9;
+			if (add_coflow_demand(f, m, c, &nd) < 0)
+				return -ENOMEM;
+			f->dstart[n + 1] = nd;
+			f->jleft0[nj]++;
+			n++;
+		}
+		nj++;
+	}
+	f->n = n;
+	f->nj = nj;
+	/* Child edges among the snapshot's coflows. */
+	f->kstart[0] = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct cp_coflow *cf = &m->coflows[f->cof[i]];
+
+		for (uint32_t k = 0; k < cf->nchildren; k++) {
+			const struct cp_edge *e = &m->edges[m->child_edge[cf->first_child + k]];
+			uint32_t ch = f->local[e->child];
+
+			if (ch == CP_NONE)
+				continue;
+			if (nk + 1 > f->nkcap) {
+				uint32_t c = f->nkcap;
+				void *q;
+
+				if (grow((void **)&f->kchild, &c, nk + 1, sizeof(uint32_t)) < 0)
+					return -ENOMEM;
+				q = realloc(f->kdelay_s, (size_t)c * sizeof(double));
+				if (!q)
+					return -ENOMEM;
+				f->kdelay_s = q;
+				f->nkcap = c;
+			}
+			f->kchild[nk] = ch;
+			f->kdelay_s[nk] = (double)e->delay_ns * 1e-9;
+			nk++;
+		}
+		f->kstart[i + 1] = nk;
+	}
+	return (int)n;
+}
+
+/* Inserts coflow i into the schedulable list, ordered by (rnow, index). */
+static void act_insert(struct pol_fluid *f, uint32_t i)
+{
+	uint32_t pos = f->nact;
+
+	while (pos > 0) {
+		uint32_t o = f->act[pos - 1];
+
+		if (f->rnow[o] < f->rnow[i] || (f->rnow[o] == f->rnow[i] && o < i))
+			break;
+		f->act[pos] = o;
+		pos--;
+	}
+	f->act[pos] = i;
+	f->nact++;
+}
+
+/* Port classes for the backfill's conservation rule. */
+static inline bool host_up(const struct pol_fluid *f, uint32_t p)
+{
+	return p < f->nhosts;
+}
+
+static inline bool host_down(const struct pol_fluid *f, uint32_t p)
+{
+	return p >= f->nhosts && p < 2 * f->nhosts;
+}
+
+/*
+ * Rates for the schedulable list, in order: MADD (every port demand of a
+ * coflow finishes at its bottleneck time on the capacity left; a coflow with
+ * a saturated port gets nothing), then backfill in the same order: each
+ * coflow's demands take what their ports have left, the uplink and downlink
+ * sides scaled to the smaller of the two (a bit leaves one uplink and enters
+ * one downlink), as the engine's greedy per-flow backfill does in sum. On a
+ * fabric with racks the backfill is left out (it cannot be balanced port by
+ * port there), which only makes the model more pessimistic.
+ */
+static void allocate(struct pol_fluid *f)
+{
+	memcpy(f->free_bps, f->cap_bps, f->nports * sizeof(double));
+	for (uint32_t a = 0; a < f->nact; a++) {
+		uint32_t i = f->act[a];
+		double g = 0; /* seconds to finish at the bottleneck */
+		bool blocked = false;
+
+		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
+			uint32_t p = f->dport[e];
+
+			f->drate[e] = 0;
+			if (!(f->rbits[e] > 0))
+				continue;
+			if (f->free_bps[p] <= FLUID_FREE_EPS * f->cap_bps[p])
+				blocked = true;
+			else if (f->rbits[e] / f->free_bps[p] > g)
+				g = f->rbits[e] / f->free_bps[p];
+		}
+		if (blocked || !(g > 0))
+			continue;
+		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
+			uint32_t p = f->dport[e];
+
+			f->drate[e] = f->rbits[e] / g;
+			f->free_bps[p] -= f->drate[e];
+			if (f->free_bps[p] < 0)
+				f->free_bps[p] = 0;
+		}
+	}
+	if (f->racks)
+		return;
+	for (uint32_t a = 0; a < f->nact; a++) {
+		uint32_t i = f->act[a];
+		double up = 0, down = 0, su, sd;
+
+		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
+			uint32_t p = f->dport[e];
+
+			if (!(f->rbits[e] > 0) || f->free_bps[p] <= FLUID_FREE_EPS * f->cap_bps[p])
+				continue;
+			if (host_up(f, p))
+				up += f->free_bps[p];
+			else if (host_down(f, p))
+				down += f->free_bps[p];
+		}
+		if (!(up > 0) || !(down > 0))
+			continue;
+		su = up > down ? down / up : 1;
+		sd = down > up ? up / down : 1;
+		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
+			uint32_t p = f->dport[e];
+			double extra;
+
+			if (!(f->rbits[e] > 0) || f->free_bps[p] <= FLUID_FREE_EPS * f->cap_bps[p])
+				continue;
+			extra = f->free_bps[p] * (host_up(f, p) ? su : sd);
+			f->drate[e] += extra;
+			f->free_bps[p] -= extra;
+			if (f->free_bps[p] < 0)
+				f->free_bps[p] = 0;
+		}
+	}
+}
+
+/* Seconds until coflow i's last demand drains at the current rates (INFINITY: never). */
+static double time_left_s(const struct pol_fluid *f, uint32_t i)
+{
+	double t = 0;
+
+	for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
+		if (!(f->rbits[e] > 0))
+			continue;
+		if (!(f->drate[e] > 0))
+			return INFINITY;
+		if (f->rbits[e] / f->drate[e] > t)
+			t = f->rbits[e] / f->drate[e];
+	}
+	return t;
+}
+
+static void job_coflow_done(struct pol_fluid *f, uint32_t i, double t)
+{
+	uint32_t j = f->job[i];
+
+	if (--f->jleft[j] == 0)
+		f->jfinish_s[j] = t;
+}
+
+/* Coflow i finished at t: its children may become ready. */
+static void complete(struct pol_fluid *f, uint32_t i, double t)
+{
+	f->state[i] = CP_COFLOW_DONE;
+	for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
+		f->rbits[e] = 0;
+	for (uint32_t k = f->kstart[i]; k < f->kstart[i + 1]; k++) {
+		uint32_t ch = f->kchild[k];
+		double r = t + f->kdelay_s[k];
+
+		if (f->ready_s[ch] < r)
+			f->ready_s[ch] = r;
+		f->rnow[ch] = f->rnow[i];
+		if (--f->parents[ch] == 0) {
+			if (f->ready_s[ch] < f->earliest_s[ch])
+				f->ready_s[ch] = f->earliest_s[ch];
+			f->state[ch] = CP_COFLOW_READY;
+		}
+	}
+	job_coflow_done(f, i, t);
+}
+
+/* Releases every READY coflow due by t; a coflow with nothing to move completes at once. */
+static void release_due(struct pol_fluid *f, double t)
+{
+	bool again = true;
+
+	while (again) {
+		again = false;
+		for (uint32_t i = 0; i < f->n; i++) {
+			if (f->state[i] != CP_COFLOW_READY || f->ready_s[i] > t + FLUID_T_ABS)
+				continue;
+			if (f->dstart[i] == f->dstart[i + 1]) {
+				complete(f, i, t);
+				again = true;
+				continue;
+			}
+			f->state[i] = CP_COFLOW_ACTIVE;
+			f->rel_s[i] = t;
+			act_insert(f, i);
+		}
+	}
+}
+
+/* Seconds coflow i needs alone on the empty fabric for what it has left. */
+static double bottleneck_s(const struct pol_fluid *f, uint32_t i)
+{
+	double b = 0;
+
+	for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
+		if (f->rbits[e] / f->cap_bps[f->dport[e]] > b)
+			b = f->rbits[e] / f->cap_bps[f->dport[e]];
+	return b;
+}
+
+/* Remaining critical path of coflow i: its bottleneck, then its longest child path. */
+static double path_s(struct pol_fluid *f, uint32_t i)
+{
+	double tail = 0;
+
+	if (f->path[i] >= 0)
+		return f->path[i];
+	for (uint32_t k = f->kstart[i]; k < f->kstart[i + 1]; k++) {
+		double t = f->kdelay_s[k] + path_s(f, f->kchild[k]);
+
+		if (t > tail)
+			tail = t;
+	}
+	f->path[i] = bottleneck_s(f, i) + tail;
+	return f->path[i];
+}
+
+/* Job j's bottleneck over all its unfinished coflows, s (snapshot coflows of a job are contiguous). */
+static double job_bottleneck_s(struct pol_fluid *f, uint32_t first, uint32_t j)
+{
+	double worst = 0;
+	uint32_t end = first;
+
+	while (end < f->n && f->job[end] == j)
+		end++;
+	for (uint32_t i = first; i < end; i++) {
+		if (f->state[i] == CP_COFLOW_DONE)
+			continue;
+		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
+			uint32_t p = f->dport[e];
+			double t;
+
+			f->acc[p] += f->rbits[e];
+			t = f->acc[p] / f->cap_bps[p];
+			if (t > worst)
+				worst = t;
+		}
+	}
+	for (uint32_t i = first; i < end; i++)
+		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
+			f->acc[f->dport[e]] = 0;
+	return worst;
+}
+
+static int cmp_keys(const void *a, const void *b, void *arg)
+{
+	const struct pol_fluid *f = arg;
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+
+	if (f->key[i] != f->key[j])
+		return f->key[i] < f->key[j] ? -1 : 1;
+	if (f->key2[i] != f->key2[j])
+		return f->key2[i] < f->key2[j] ? -1 : 1;
+	/* as the policies break ties (pol_sort_active): earlier release, then index */
+	if (f->rel_s[i] != f->rel_s[j])
+		return f->rel_s[i] < f->rel_s[j] ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+/* Re-sorts the schedulable list by rule. */
+static void rerank(struct pol_fluid *f, enum pol_fluid_rule rule)
+{
+	if (rule == POL_FLUID_FROZEN || f->nact < 2)
+		return;
+	if (rule == POL_FLUID_SRJF || rule == POL_FLUID_WSRJF || rule == POL_FLUID_CPF ||
+	    rule == POL_FLUID_WCPF) {
+		for (uint32_t i = 0; i < f->n; i++)
+			f->path[i] = -1;
+		for (uint32_t j = 0; j < f->nj; j++)
+			f->jkey[j] = -1;
+	}
+	for (uint32_t a = 0; a < f->nact; a++) {
+		uint32_t i = f->act[a], j = f->job[i];
+
+		f->key2[i] = 0;
+		switch (rule) {
+		case POL_FLUID_SEBF:
+			f->key[i] = bottleneck_s(f, i);
+			break;
+		case POL_FLUID_WSEBF:
+			f->key[i] = bottleneck_s(f, i) / f->jweight[j];
+			break;
+		case POL_FLUID_LCF: {
+			double bits = 0;
+
+			/* every port's demand: twice the bits on the big switch, a constant factor */
+			for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
+				bits += f->rbits[e];
+			f->key[i] = bits;
+			break;
+		}
+		case POL_FLUID_SRJF:
+		case POL_FLUID_WSRJF:
+			if (f->jkey[j] < 0) {
+				uint32_t first = i;
+
+				while (first > 0 && f->job[first - 1] == j)
+					first--;
+				f->jkey[j] = job_bottleneck_s(f, first, j);
+				if (rule == POL_FLUID_WSRJF)
+					f->jkey[j] /= f->jweight[j];
+			}
+			f->key[i] = f->jkey[j];
+			f->key2[i] = -path_s(f, i);
+			break;
+		case POL_FLUID_FIFO:
+			f->key[i] = f->rel_s[i];
+			break;
+		case POL_FLUID_NCF:
+			f->key[i] = f->width[i];
+			break;
+		case POL_FLUID_CPF:
+			f->key[i] = -path_s(f, i);
+			break;
+		case POL_FLUID_WCPF:
+			f->key[i] = -f->jweight[j] * path_s(f, i);
+			break;
+		case POL_FLUID_FROZEN:
+		case POL_FLUID_NRULES:
+			break;
+		}
+	}
+	qsort_r(f->act, f->nact, sizeof(*f->act), cmp_keys, f);
+}
+
+/* Puts the rollout state back to the snapshot; the schedulable list by rank. */
+static void reset(struct pol_fluid *f)
+{
+	f->nact = 0;
+	for (uint32_t j = 0; j < f->nj; j++) {
+		f->jleft[j] = f->jleft0[j];
+		f->jfinish_s[j] = -1;
+	}
+	memcpy(f->rbits, f->dbits, f->dstart[f->n] * sizeof(double));
+	for (uint32_t i = 0; i < f->n; i++) {
+		f->tleft[i] = INFINITY;
+		f->rnow[i] = f->rank[i];
+		f->state[i] = f->state0[i];
+		f->parents[i] = f->parents0[i];
+		f->ready_s[i] = f->ready0_s[i];
+		f->rel_s[i] = f->rel0_s[i];
+	}
+}
+
+uint32_t pol_fluid_order(struct pol_fluid *f, enum pol_fluid_rule rule, uint32_t *ret_order)
+{
+	for (uint32_t i = 0; i < f->n; i++)
+		f->rank[i] = 0;
+	reset(f);
+	for (uint32_t i = 0; i < f->n; i++)
+		if (f->state[i] == CP_COFLOW_ACTIVE)
+			f->act[f->nact++] = i;
+	rerank(f, rule);
+	for (uint32_t a = 0; a < f->nact; a++)
+		ret_order[a] = f->cof[f->act[a]];
+	return f->nact;
+}
+
+double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horizon_s)
+{
+	double t = 0, cost = 0, end = horizon_s > 0 ? horizon_s : INFINITY;
+	bool resort = false;
+	uint32_t jobs_left;
+
+	f->first_s = INFINITY;
+	reset(f);
+	for (uint32_t i = 0; i < f->n; i++) {
+		if (f->state[i] != CP_COFLOW_ACTIVE)
+			continue;
+		if (f->dstart[i] == f->dstart[i + 1]) {
+			complete(f, i, 0);
+			continue;
+		}
+		act_insert(f, i);
+	}
+	release_due(f, 0);
+	for (;;) {
+		double dt = end - t; /* time to the next event */
+		uint32_t w = 0;
+
+		if (resort)
+			rerank(f, rule);
+		allocate(f);
+		for (uint32_t a = 0; a < f->nact; a++) {
+			uint32_t i = f->act[a];
+
+			f->tleft[i] = time_left_s(f, i);
+			if (f->tleft[i] < dt)
+				dt = f->tleft[i];
+			/* a demand that drains frees its port's capacity for the others */
+			for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
+				if (f->rbits[e] > 0 && f->drate[e] > 0 &&
+				    f->rbits[e] / f->drate[e] < dt)
+					dt = f->rbits[e] / f->drate[e];
+		}
+		for (uint32_t i = 0; i < f->n; i++)
+			if (f->state[i] == CP_COFLOW_READY && f->ready_s[i] - t < dt)
+				dt = f->ready_s[i] > t ? f->ready_s[i] - t : 0;
+		if (!isfinite(dt))
+			break; /* nothing can move and nothing is due: leave the rest unfinished */
+		/* Completions are decided on durations, not on the clock (no drift at large t). */
+		t += dt;
+		resort = false;
+		for (uint32_t a = 0; a < f->nact; a++) {
+			uint32_t i = f->act[a];
+
+			if (f->tleft[i] <= dt * (1 + FLUID_T_REL)) {
+				complete(f, i, t);
+				resort = true;
+				continue;
+			}
+			for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
+				if (!(f->drate[e] > 0))
+					continue;
+				if (f->rbits[e] <= f->drate[e] * dt * (1 + FLUID_T_REL))
+					f->rbits[e] = 0;
+				else
+					f->rbits[e] -= f->drate[e] * dt;
+			}
+			f->act[w++] = i;
+		}
+		f->nact = w;
+		release_due(f, t);
+		if (f->nact != w)
+			resort = true;
+		/* The order given holds until the first completion or release. */
+		if (resort && !isfinite(f->first_s))
+			f->first_s = t;
+		if (t >= end)
+			break;
+		jobs_left = 0;
+		for (uint32_t j = 0; j < f->nj; j++)
+			jobs_left += f->jleft[j] > 0;
+		if (jobs_left == 0)
+			break;
+	}
+	for (uint32_t j = 0; j < f->nj; j++)
+		cost += f->jweight[j] * (f->jfinish_s[j] >= 0 ? f->jfinish_s[j] : t);
+	return cost;
+}

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * controlplane/policy/fluid: a coflow-level fluid model of the fabric, the
+ * forward model of the lookahead policy (private to controlplane/policy).
+ *
+ * A snapshot of a running model is taken at one instant (pol_fluid_build):
+ * every unfinished coflow of every job that has arrived, as a sparse vector
+ * of the bits it still has to move through each port, its DAG edges with
+ * their compute delays, and its release state. Jobs that have not arrived
+ * are not in it: the model knows only what a live controller knows.
+ *
+ * A rollout (pol_fluid_run) then plays the snapshot forward. Between events
+ * rates are constant: the schedulable coflows, in priority order, first get
+ * MADD (each port demand of a coflow at the rate that finishes them all at
+ * its bottleneck time on the capacity earlier coflows left; a coflow with a
+ * saturated port gets nothing), then the capacity left is backfilled in the
+ * same order, a coflow's uplink and downlink sides balanced (every bit leaves
+ * one uplink and enters one downlink). Events: a coflow completes, a demand
+ * drains (its port's capacity goes to the others, as a finished flow's does
+ * in the engine), a coflow is released (its parents done, plus the edge's
+ * compute delay). The first interval follows the ranks given; from the first
+ * completion or release on, a rule re-orders (enum pol_fluid_rule), as the
+ * base policy would when the engine consults it.
+ *
+ * What it leaves out, against the flow-level engine (controlplane/sim): the
+ * flows inside a coflow (a coflow's demand on one port is one number, so its
+ * backfill is balanced per side rather than flow by flow, and per-flow
+ * max-min inside a coflow is not modelled); rack ports get no backfill;
+ * completions are not rounded to nanoseconds. With one flow per coflow on a
+ * big switch it is the engine (test_lookahead checks it to 1e-6); on
+ * generated multi-stage workloads its weighted JCT is within about 1% of
+ * the engine's (docs/policies.md).
+ *
+ * Invariants: all scratch is sized at build; a run allocates nothing and
+ * does not change the snapshot, so runs with different ranks are independent
+ * and deterministic.
+ */
+#ifndef LOOM_CONTROLPLANE_POLICY_FLUID_H
+#define LOOM_CONTROLPLANE_POLICY_FLUID_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "controlplane/model/model.h"
+
+/*
+ * How a rollout completes the order after its first interval: the ranks it
+ * was given, frozen (released coflows inherit their parent's), or re-sorted
+ * at every event by a heuristic computed on the fluid state.
+ */
+enum pol_fluid_rule {
+	POL_FLUID_FROZEN = 0,
+	POL_FLUID_SEBF,  /* smallest remaining bottleneck x * max_p D_p / cap_p first */
+	POL_FLUID_LCF,   /* least remaining bits first */
+	POL_FLUID_SRJF,  /* jobs by remaining job bottleneck; in a job, longest remaining path */
+	POL_FLUID_WSRJF, /* the same with the job bottleneck divided by its weight */
+	POL_FLUID_WSEBF, /* sebf's bottleneck divided by the job's weight (Smith's rule) */
+	POL_FLUID_FIFO,  /* earliest release first */
+	POL_FLUID_NCF,   /* fewest flows first */
+	POL_FLUID_CPF,   /* longest remaining critical path first */
+	POL_FLUID_WCPF,  /* largest weight x remaining critical path first */
+	POL_FLUID_NRULES,
+};
+
+struct pol_fluid {
+	/* the fabric */
+	uint32_t nports, nhosts;
+	bool racks;
+	double *cap_bps; /* nports */
+	double *free_bps;
+	double *acc; /* nports: scratch while building, all zero between uses */
+	uint32_t *port_stamp;
+	uint32_t stamp;
+
+	/* the snapshot: n coflows of nj jobs */
+	uint32_t n, nj;
+	uint32_t *cof;      /* n: model coflow index */
+	uint32_t *local;    /* model ncoflows: compact index, CP_NONE when not in the snapshot */
+	uint32_t *job;      /* n: compact job index */
+	uint32_t *dstart;   /* n + 1: demand entries of coflow i are [dstart[i], dstart[i+1]) */
+	uint32_t *dport;    /* demand entries: port */
+	double *dbits;      /* demand entries: bits left at the snapshot */
+	double *rbits;      /* demand entries: bits left in the rollout */
+	double *drate;      /* demand entries: current rate, bits/s */
+	uint32_t *kstart;   /* n + 1: child edges of coflow i are [kstart[i], kstart[i+1]) */
+	uint32_t *kchild;   /* child edges: compact child */
+	double *kdelay_s;   /* child edges: compute delay */
+	uint8_t *state0;    /* n: CP_COFLOW_WAITING, READY or ACTIVE at the snapshot */
+	uint32_t *parents0; /* n: unfinished parents at the snapshot */
+	double *ready0_s;   /* n: earliest release from the snapshot's parents, s from now */
+	double *rel0_s;     /* n: release time of an ACTIVE coflow, s from now (<= 0) */
+	uint32_t *width;    /* n: flows */
+	double *earliest_s; /* n: job arrival + release offset, s from now (may be < 0) */
+	uint32_t *jleft0;   /* nj: unfinished coflows at the snapshot */
+	double *jweight;    /* nj */
+	uint32_t *jmodel;   /* nj: model job index */
+	uint32_t ncap, ndcap, nkcap, njcap, nmodel; /* capacities */
+
+	/* rollout state */
+	double *tleft;  /* n: seconds to finish at the current rates */
+	double *rank;   /* n: priority, lower first (input of pol_fluid_run) */
+	double *rnow;   /* n: rank in the rollout (inherited on release) */
+	uint8_t *state; /* n */
+	uint32_t *parents;
+	double *ready_s;
+	double *rel_s; /* n: release time in the rollout */
+	uint32_t *act; /* schedulable coflows, by (rnow, index) */
+	uint32_t nact;
+	uint32_t *jleft;
+	double *jfinish_s;  /* nj: completion, s from now; < 0 while unfinished */
+	double first_s;     /* the last run's first interval: when its first event came, s */
+	double *key, *key2; /* n: re-sort keys */
+	double *jkey;       /* nj */
+	double *path;       /* n: remaining critical path, s (-1: not computed) */
+};
+
+/* Readies f for models on m's fabric (bound). 0 or -errno. Free with pol_fluid_done(). */
+int pol_fluid_init(struct pol_fluid *f, const struct cp_model *m);
+void pol_fluid_done(struct pol_fluid *f);
+
+/*
+ * Takes the snapshot of m at now_ns (m synced: remaining bytes exact).
+ * Returns the number of coflows in it, or -ENOMEM.
+ */
+int pol_fluid_build(struct pol_fluid *f, const struct cp_model *m, uint64_t now_ns);
+
+/*
+ * Plays the snapshot forward with f->rank[i] set by the caller for every
+ * coflow of the snapshot: the order until the first event; after it, rule
+ * orders (POL_FLUID_FROZEN: the ranks stay, a coflow released in the rollout
+ * takes the rank of the parent that released it). Stops when every job of the snapshot is done or at horizon_s
+ * (> 0; 0 = no horizon). Returns the cost: the sum over the snapshot's jobs
+ * of weight x the time each spends unfinished from now until the end (its
+ * weighted JCT from now on with no horizon). Job completion times (s from
+ * now, or -1 when unfinished at the horizon) are left in f->jfinish_s.
+ */
+double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horizon_s);
+
+/*
+ * The order rule gives the snapshot's schedulable coflows now, as model
+ * coflow indices into ret_order (room for the snapshot's coflows); returns
+ * their count. Overwrites f->rank.
+ */
+uint32_t pol_fluid_order(struct pol_fluid *f, enum pol_fluid_rule rule, uint32_t *ret_order);
+
+#endif

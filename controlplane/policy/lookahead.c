@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lookahead: decision-time rollouts on top of a base policy (Bertsekas and
+ * Castanon, "Rollout algorithms for stochastic scheduling problems", Journal
+ * of Heuristics 1999; Bertsekas, Tsitsiklis and Wu, "Rollout algorithms for
+ * combinatorial optimization", 1997).
+ *
+ * At each decision the base policy orders the schedulable coflows, and a
+ * few candidate orders are played forward in the fluid model of the fabric
+ * (fluid.h) from the current state of every job that has arrived, until they
+ * are all done (or for `horizon` seconds). The cost of a rollout is the
+ * jobs' weighted unfinished time from now (their weighted JCT); the cheapest
+ * candidate wins if it beats the base's own order by `margin` (relative),
+ * else the base's decision stands untouched. The candidates:
+ *   - the base's order, completed by the base's rule: inside a rollout the
+ *     order holds until the first completion or release, then the fluid
+ *     model re-sorts by the rule that reproduces the base (sebf, lcf, srjf,
+ *     wsrjf, fifo, ncf, cpf, wcpf; sebf stands in for sincronia and scf;
+ *     the other bases' order stays frozen, coflows released later taking
+ *     their parent's place);
+ *   - with mix=1, the whole orders of the fluid model's sebf, wsebf (Smith's
+ *     ratio: bottleneck / job weight), lcf, srjf and wsrjf, each completed by
+ *     its own rule (a rollout over several heuristics: the result is at
+ *     least as good, in the model, as the best of them from here);
+ *   - for each of the first `depth` places of the best order so far, its top
+ *     k moved up to that place.
+ *
+ * The cost-improvement property of rollouts follows: each decision's winner
+ * costs, in the model, no more than continuing the base (or the heuristic it
+ * chose last time, which is a candidate again), so where the model is exact
+ * and every job is known the run costs no more than the base's
+ * (test_lookahead checks it on random instances).
+ *
+ * A changed order gets MADD rates (what the rollouts modelled) and a wake-up
+ * at the end of its rollout's first interval: if the fabric brings no event
+ * by then, the policy decides again then, as the rollout assumed. The
+ * base's classes, wake-ups and watches are kept. Only jobs that have arrived
+ * are rolled out: the policy knows what a live controller knows.
+ * Deterministic: no randomness is drawn.
+ */
+#include "controlplane/policy/policy.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "controlplane/policy/fluid.h"
+#include "controlplane/policy/util.h"
+
+enum {
+	OPT_BASE,
+	OPT_K,
+	OPT_DEPTH,
+	OPT_HORIZON,
+	OPT_COMPLETE,
+	OPT_MARGIN,
+	OPT_MIX,
+};
+
+/* Bases: every registered policy whose decisions depend only on the model's state. */
+static const char *const base_choices[] = {
+	"sincronia", "sebf", "wsrjf", "srjf", "scf",   "lcf",       "ncf", "fifo",
+	"fair",      "cpf",  "wcpf",  "gnn",  "dclas", "dclas-job", NULL,
+};
+
+/* Index i > 0 is enum pol_fluid_rule i - 1. */
+static const char *const complete_choices[] = {"auto",  "frozen", "sebf", "lcf", "srjf", "wsrjf",
+					       "wsebf", "fifo",   "ncf",  "cpf", "wcpf", NULL};
+
+/* complete=auto: the fluid rule standing in for each base, by base name. */
+static enum pol_fluid_rule auto_rule(const char *base)
+{
+	static const struct {
+		const char *base;
+		enum pol_fluid_rule rule;
+	} map[] = {
+		{"sebf", POL_FLUID_SEBF}, {"sincronia", POL_FLUID_SEBF}, {"lcf", POL_FLUID_LCF},
+		{"scf", POL_FLUID_SEBF},  {"srjf", POL_FLUID_SRJF},      {"wsrjf", POL_FLUID_WSRJF},
+		{"fifo", POL_FLUID_FIFO}, {"ncf", POL_FLUID_NCF},        {"cpf", POL_FLUID_CPF},
+		{"wcpf", POL_FLUID_WCPF},
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (strcmp(map[i].base, base) == 0)
+			return map[i].rule;
+	return POL_FLUID_FROZEN;
+}
+
+/* mix=1: the strong heuristics whose whole orders are rolled out too. */
+static const enum pol_fluid_rule mix_rules[] = {
+	POL_FLUID_SEBF, POL_FLUID_WSEBF, POL_FLUID_LCF, POL_FLUID_SRJF, POL_FLUID_WSRJF,
+};
+
+static const struct policy_opt_def la_opts[] = {
+	[OPT_BASE] = {"base", "policy whose order is improved (and completes the rollouts)",
+		      POLICY_OPT_ENUM, 0, 0, 0, base_choices},
+	[OPT_K] = {"k", "candidates for each place: the base's top k", POLICY_OPT_INT, 4, 1, 64,
+		   NULL},
+	[OPT_DEPTH] = {"depth", "places chosen by rollouts (the rest as the base orders)",
+		       POLICY_OPT_INT, 1, 1, 8, NULL},
+	[OPT_HORIZON] = {"horizon",
+			 "seconds each rollout looks ahead (0: until the known jobs end)",
+			 POLICY_OPT_NUM, 0, 0, 1e9, NULL},
+	[OPT_COMPLETE] = {"complete",
+			  "how rollouts order after their first event: auto (the base's rule where "
+			  "the fluid model has one, sebf for sincronia, else frozen) or a rule",
+			  POLICY_OPT_ENUM, 0, 0, 0, complete_choices},
+	[OPT_MARGIN] = {"margin",
+			"a candidate replaces the base's choice only if its rollout costs this "
+			"fraction less",
+			POLICY_OPT_NUM, 0.001, 0, 1, NULL},
+	[OPT_MIX] = {"mix",
+		     "also roll out the whole orders of the fluid model's sebf, wsebf, lcf, srjf "
+		     "and wsrjf, each completed by itself",
+		     POLICY_OPT_BOOL, 1, 0, 1, NULL},
+};
+
+struct la {
+	struct policy *base;
+	uint32_t k, depth;
+	double horizon_s, margin;
+	enum pol_fluid_rule rule;
+	struct pol_fluid fl;
+	struct pol_scratch s;
+	struct policy_decision bd; /* the base's decision */
+	uint32_t *order;           /* ncoflows: the order being built */
+	uint32_t *cand;            /* ncoflows: a candidate order */
+	uint32_t *best;            /* ncoflows: the best whole order so far */
+	bool mix;
+	double *job_rank; /* njobs */
+	uint64_t rollouts;
+};
+
+static void la_free(struct la *x)
+{
+	policy_free(x->base);
+	pol_fluid_done(&x->fl);
+	pol_scratch_done(&x->s);
+	policy_decision_done(&x->bd);
+	free(x->order);
+	free(x->cand);
+	free(x->best);
+	free(x->job_rank);
+	free(x);
+}
+
+static int la_init(struct policy *p, const struct cp_model *m)
+{
+	struct la *x = calloc(1, sizeof(*x));
+	size_t nc = m->ncoflows ? m->ncoflows : 1;
+	struct policy_params bp = p->params;
+	struct loom_err err = {0};
+	int r;
+
+	if (!x)
+		return -ENOMEM;
+	x->k = (uint32_t)p->opt[OPT_K];
+	x->depth = (uint32_t)p->opt[OPT_DEPTH];
+	x->horizon_s = p->opt[OPT_HORIZON];
+	x->margin = p->opt[OPT_MARGIN];
+	x->mix = p->opt[OPT_MIX] != 0;
+	if (p->opt[OPT_COMPLETE] == 0)
+		x->rule = auto_rule(base_choices[(int)p->opt[OPT_BASE]]);
+	else
+		x->rule = (enum pol_fluid_rule)((int)p->opt[OPT_COMPLETE] - 1);
+	x->base = policy_new(base_choices[(int)p->opt[OPT_BASE]], &bp, m, &err);
+	if (!x->base) {
+		r = -errno;
+		loom_err_set(&p->init_err, -r, "base: %s", err.msg);
+		la_free(x);
+		return r;
+	}
+	p->decide_on_flow_done = x->base->decide_on_flow_done;
+	r = pol_fluid_init(&x->fl, m);
+	if (r == 0)
+		r = pol_scratch_init(&x->s, m);
+	if (r == 0)
+		r = policy_decision_init(&x->bd, m);
+	if (r < 0) {
+		la_free(x);
+		return r;
+	}
+	x->order = calloc(nc, sizeof(*x->order));
+	x->cand = calloc(nc, sizeof(*x->cand));
+	x->best = calloc(nc, sizeof(*x->best));
+	x->job_rank = calloc(m->njobs ? m->njobs : 1, sizeof(*x->job_rank));
+	if (!x->order || !x->cand || !x->best || !x->job_rank) {
+		la_free(x);
+		return -ENOMEM;
+	}
+	p->priv = x;
+	return 0;
+}
+
+static void la_done(struct policy *p)
+{
+	if (p->priv)
+		la_free(p->priv);
+	p->priv = NULL;
+}
+
+static void la_on_event(struct policy *p, const struct cp_model *m, const struct cp_event *ev)
+{
+	struct la *x = p->priv;
+
+	policy_on_event(x->base, m, ev);
+}
+
+/* Rolls the order o[0 .. n) out in the fluid snapshot; returns its cost. */
+static double rollout(struct la *x, const struct cp_model *m, const uint32_t *o, uint32_t n,
+		      enum pol_fluid_rule rule)
+{
+	struct pol_fluid *f = &x->fl;
+
+	for (uint32_t j = 0; j < m->njobs; j++)
+		x->job_rank[j] = INFINITY;
+	for (uint32_t q = n; q-- > 0;)
+		x->job_rank[m->coflows[o[q]].job] = (double)q;
+	/* Not yet schedulable: after everything ordered, its job's place, else by job. */
+	for (uint32_t i = 0; i < f->n; i++) {
+		uint32_t jm = m->coflows[f->cof[i]].job;
+
+		f->rank[i] = isfinite(x->job_rank[jm]) ? x->job_rank[jm] + 0.5 : (double)n + jm;
+	}
+	for (uint32_t q = 0; q < n; q++)
+		f->rank[f->local[o[q]]] = (double)q;
+	x->rollouts++;
+	return pol_fluid_run(f, rule, x->horizon_s);
+}
+
+/* Copies the parts of decision s that order-independent consumers read into d. */
+static void copy_decision(struct policy_decision *d, const struct policy_decision *s,
+			  const struct cp_model *m)
+{
+	d->norder = s->norder;
+	memcpy(d->order, s->order, s->norder * sizeof(*d->order));
+	d->has_classes = s->has_classes;
+	if (s->has_classes)
+		memcpy(d->class_of, s->class_of, s->norder * sizeof(*d->class_of));
+	d->has_rates = s->has_rates;
+	if (s->has_rates)
+		for (uint32_t a = 0; a < m->nactive; a++) {
+			const struct cp_coflow *cf = &m->coflows[m->active[a]];
+
+			for (uint32_t k = 0; k < cf->flows_left; k++) {
+				uint32_t fi = m->flow_slot[cf->first_flow + k];
+
+				d->rate_bps[fi] = s->rate_bps[fi];
+			}
+		}
+	d->wakeup_ns = s->wakeup_ns;
+	d->nwatch = s->nwatch;
+	memcpy(d->watch, s->watch, s->nwatch * sizeof(*d->watch));
+}
+
+static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns,
+		     struct policy_decision *d)
+{
+	struct la *x = p->priv;
+	enum pol_fluid_rule rule, best_rule = POL_FLUID_FROZEN;
+	double base_cost, best_cost = INFINITY, best_hold = INFINITY;
+	double hold_s; /* how long the chosen order holds in its rollout */
+	bool changed = false;
+	uint32_t n;
+	int r;
+
+	policy_decision_clear(&x->bd);
+	r = policy_decide(x->base, m, now_ns, &x->bd);
+	if (r < 0)
+		return r;
+	n = x->bd.norder;
+	if (n < 2 || x->k < 2) {
+		copy_decision(d, &x->bd, m);
+		return 0;
+	}
+	r = pol_fluid_build(&x->fl, m, now_ns);
+	if (r < 0)
+		return r;
+	memcpy(x->order, x->bd.order, n * sizeof(*x->order));
+	rule = x->rule;
+	base_cost = rollout(x, m, x->order, n, rule);
+	hold_s = x->fl.first_s;
+	/* Whole orders of the fluid model's heuristics, each completed by itself. */
+	for (size_t q = 0; x->mix && q < sizeof(mix_rules) / sizeof(mix_rules[0]); q++) {
+		enum pol_fluid_rule h = mix_rules[q];
+		double cost;
+
+		if (pol_fluid_order(&x->fl, h, x->cand) != n)
+			continue;
+		cost = rollout(x, m, x->cand, n, h);
+		if (cost < base_cost * (1 - x->margin - 1e-12) && cost < best_cost) {
+			memcpy(x->best, x->cand, n * sizeof(*x->best));
+			best_cost = cost;
+			best_rule = h;
+			best_hold = x->fl.first_s;
+		}
+	}
+	if (isfinite(best_cost)) {
+		memcpy(x->order, x->best, n * sizeof(*x->order));
+		rule = best_rule;
+		base_cost = best_cost;
+		hold_s = best_hold;
+		changed = true;
+	}
+	/* Then each place in turn: the top k of the order so far, moved up. */
+	for (uint32_t pos = 0; pos < x->depth && pos + 1 < n; pos++) {
+		uint32_t best = 0;
+		double pos_cost = base_cost, pos_hold = hold_s;
+
+		for (uint32_t i = 1; i < x->k && pos + i < n; i++) {
+			double cost;
+
+			memcpy(x->cand, x->order, n * sizeof(*x->cand));
+			memmove(&x->cand[pos + 1], &x->cand[pos], i * sizeof(*x->cand));
+			x->cand[pos] = x->order[pos + i];
+			cost = rollout(x, m, x->cand, n, rule);
+			if (cost < pos_cost && cost < base_cost * (1 - x->margin - 1e-12)) {
+				pos_cost = cost;
+				best = i;
+				pos_hold = x->fl.first_s;
+			}
+		}
+		if (best) {
+			uint32_t c = x->order[pos + best];
+
+			memmove(&x->order[pos + 1], &x->order[pos], best * sizeof(*x->order));
+			x->order[pos] = c;
+			changed = true;
+			base_cost = pos_cost;
+			hold_s = pos_hold;
+		}
+	}
+	copy_decision(d, &x->bd, m);
+	if (!changed)
+		return 0;
+	memcpy(d->order, x->order, n * sizeof(*d->order));
+	/*
+	 * The rollout kept this order only until its first event; if the fabric
+	 * brings no event by then, decide again then (the rollout's assumption).
+	 */
+	if (isfinite(hold_s)) {
+		double w = ceil(hold_s * 1e9);
+		uint64_t at = w < 1                                 ? now_ns + 1 :
+			      w >= (double)(CP_TIME_NEVER - now_ns) ? CP_TIME_NEVER :
+								      now_ns + (uint64_t)w;
+
+		if (at < d->wakeup_ns)
+			d->wakeup_ns = at;
+	}
+	/* The rollouts modelled MADD with backfill: that is what the fabric gets. */
+	d->has_rates = true;
+	policy_madd(m, d->order, n, x->s.free_bps, x->s.port_load, d->rate_bps);
+	return 0;
+}
+
+const struct policy_class policy_lookahead = {
+	.name = "lookahead",
+	.summary = "decision-time rollouts of the base's top-k choices in a fluid model of the "
+		   "fabric; keeps the cheapest",
+	.clairvoyant = true,
+	.opts = la_opts,
+	.nopts = sizeof(la_opts) / sizeof(la_opts[0]),
+	.init = la_init,
+	.done = la_done,
+	.on_event = la_on_event,
+	.decide = la_decide,
+};

@@ -216,7 +216,8 @@ static void usage(FILE *f)
 		"Times one policy_decide() call of each registered policy with N schedulable\n"
 		"coflows on a 150-port big switch; prints p50/p99 in microseconds.\n"
 		"\n"
-		"  -p, --policy NAME   only this policy (default: all registered)\n"
+		"  -p, --policy SPEC   only this policy, with options (e.g. lookahead:base=wsrjf;\n"
+		"                      default: every registered policy with its defaults)\n"
 		"  -s, --sizes LIST    comma-separated N values, 1..%u (default 10,100,1000)\n"
 		"  -r, --reps R        timed calls per (policy, N) (default 1000 for N <= 100,\n"
 		"                      200 above)\n"
@@ -256,22 +257,21 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
 	};
 	unsigned long long v;
-	size_t n;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "p:s:r:c:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p':
-			if (!policy_class_find(optarg)) {
-				const struct policy_class *const *cls = policy_class_list(&n);
+		case 'p': {
+			double opt[POLICY_MAX_OPTS];
+			struct loom_err err;
 
-				log_err("--policy: unknown policy '%s'; known policies:", optarg);
-				for (size_t i = 0; i < n; i++)
-					fprintf(stderr, "  %s\n", cls[i]->name);
+			if (policy_spec_parse(optarg, NULL, opt, &err) < 0) {
+				log_err("--policy: %s", err.msg);
 				return -EINVAL;
 			}
 			a->policy = optarg;
 			break;
+		}
 		case 's':
 			if (parse_sizes(optarg, a) < 0)
 				return -EINVAL;
@@ -358,20 +358,19 @@ int main(int argc, char **argv)
 	if (csv)
 		fprintf(csv, "policy,n,p50_us,p99_us,reps\n");
 	cls = policy_class_list(&ncls);
-	for (size_t k = 0; k < ncls; k++) {
-		if (a.policy && strcmp(a.policy, cls[k]->name) != 0)
-			continue;
+	for (size_t k = 0; k < (a.policy ? 1 : ncls); k++) {
+		const char *spec = a.policy ? a.policy : cls[k]->name;
+
 		for (uint32_t i = 0; i < a.nsizes; i++) {
 			uint32_t n = a.sizes[i], reps = a.reps ? a.reps : n <= 100 ? 1000 : 200;
 			double p50, p99;
 
-			if (bench_one(cls[k]->name, models[i], n, reps, &p50, &p99) < 0)
+			if (bench_one(spec, models[i], n, reps, &p50, &p99) < 0)
 				goto out;
-			printf("| %s | %u | %.2f | %.2f |\n", cls[k]->name, n, p50, p99);
+			printf("| %s | %u | %.2f | %.2f |\n", spec, n, p50, p99);
 			fflush(stdout);
 			if (csv)
-				fprintf(csv, "%s,%u,%.3f,%.3f,%u\n", cls[k]->name, n, p50, p99,
-					reps);
+				fprintf(csv, "%s,%u,%.3f,%.3f,%u\n", spec, n, p50, p99, reps);
 		}
 	}
 	ret = 0;

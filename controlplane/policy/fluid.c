@@ -10,6 +10,10 @@
 #define FLUID_FREE_EPS 1e-9
 /* Events closer than this (relative) to the next one happen with it. */
 #define FLUID_T_REL 1e-9
+/* Demand drains within this fraction of the first one's time share its event. */
+#ifndef FLUID_DRAIN_REL
+#define FLUID_DRAIN_REL 0.1
+#endif
 /* Releases due within this many seconds of now happen now (the engine counts whole ns). */
 #define FLUID_T_ABS 1e-9
 
@@ -46,7 +50,11 @@ int pol_fluid_init(struct pol_fluid *f, const struct cp_model *m)
 	f->acc = calloc(np ? np : 1, sizeof(double));
 	f->port_stamp = calloc(np ? np : 1, sizeof(uint32_t));
 	f->local = malloc((m->ncoflows ? m->ncoflows : 1) * sizeof(uint32_t));
-	if (!f->cap_bps || !f->free_bps || !f->acc || !f->port_stamp || !f->local) {
+	f->bs_load = calloc(np ? np : 1, sizeof(double));
+	f->bs_pfirst = calloc(np + 1, sizeof(uint32_t));
+	f->bs_fill = calloc(np ? np : 1, sizeof(uint32_t));
+	if (!f->cap_bps || !f->free_bps || !f->acc || !f->port_stamp || !f->local || !f->bs_load ||
+	    !f->bs_pfirst || !f->bs_fill) {
 		pol_fluid_done(f);
 		return -ENOMEM;
 	}
@@ -97,6 +105,13 @@ void pol_fluid_done(struct pol_fluid *f)
 	free(f->key2);
 	free(f->jkey);
 	free(f->path);
+	free(f->bs_load);
+	free(f->bs_pfirst);
+	free(f->bs_fill);
+	free(f->bs_coflow);
+	free(f->bs_bits);
+	free(f->bs_w);
+	free(f->bs_placed);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -137,6 +152,8 @@ static int size_coflows(struct pol_fluid *f, uint32_t n, uint32_t nj)
 		RE(key);
 		RE(key2);
 		RE(path);
+		RE(bs_w);
+		RE(bs_placed);
 		f->ncap = c;
 	}
 	if (nj + 1 > f->njcap) {
@@ -177,6 +194,14 @@ static int push_demand(struct pol_fluid *f, uint32_t *nd, uint32_t port, double 
 		if (!q)
 			return -ENOMEM;
 		f->drate = q;
+		q = realloc(f->bs_bits, (size_t)c * sizeof(double));
+		if (!q)
+			return -ENOMEM;
+		f->bs_bits = q;
+		q = realloc(f->bs_coflow, (size_t)c * sizeof(uint32_t));
+		if (!q)
+			return -ENOMEM;
+		f->bs_coflow = q;
 		f->ndcap = c;
 	}
 	f->dport[*nd] = port;
@@ -374,15 +399,16 @@ static void allocate(struct pol_fluid *f)
 				continue;
 			if (f->free_bps[p] <= FLUID_FREE_EPS * f->cap_bps[p])
 				blocked = true;
-			else if (f->rbits[e] / f->free_bps[p] > g)
+			else if (f->rbits[e] > g * f->free_bps[p]) /* divide only on a new max */
 				g = f->rbits[e] / f->free_bps[p];
 		}
 		if (blocked || !(g > 0))
 			continue;
+		g = 1 / g;
 		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
 			uint32_t p = f->dport[e];
 
-			f->drate[e] = f->rbits[e] / g;
+			f->drate[e] = f->rbits[e] * g;
 			f->free_bps[p] -= f->drate[e];
 			if (f->free_bps[p] < 0)
 				f->free_bps[p] = 0;
@@ -423,18 +449,28 @@ static void allocate(struct pol_fluid *f)
 	}
 }
 
-/* Seconds until coflow i's last demand drains at the current rates (INFINITY: never). */
-static double time_left_s(const struct pol_fluid *f, uint32_t i)
+/*
+ * Seconds until coflow i's last demand drains at the current rates (INFINITY:
+ * never); lowers *drain to the time its first demand drains.
+ */
+static double time_left_s(const struct pol_fluid *f, uint32_t i, double *drain)
 {
 	double t = 0;
 
 	for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
+		double d;
+
 		if (!(f->rbits[e] > 0))
 			continue;
-		if (!(f->drate[e] > 0))
-			return INFINITY;
-		if (f->rbits[e] / f->drate[e] > t)
-			t = f->rbits[e] / f->drate[e];
+		if (!(f->drate[e] > 0)) {
+			t = INFINITY;
+			continue;
+		}
+		d = f->rbits[e] / f->drate[e];
+		if (d > t)
+			t = d;
+		if (d < *drain)
+			*drain = d;
 	}
 	return t;
 }
@@ -443,8 +479,10 @@ static void job_coflow_done(struct pol_fluid *f, uint32_t i, double t)
 {
 	uint32_t j = f->job[i];
 
-	if (--f->jleft[j] == 0)
+	if (--f->jleft[j] == 0) {
 		f->jfinish_s[j] = t;
+		f->jobs_open--;
+	}
 }
 
 /* Coflow i finished at t: its children may become ready. */
@@ -464,6 +502,7 @@ static void complete(struct pol_fluid *f, uint32_t i, double t)
 			if (f->ready_s[ch] < f->earliest_s[ch])
 				f->ready_s[ch] = f->earliest_s[ch];
 			f->state[ch] = CP_COFLOW_READY;
+			f->nready++;
 		}
 	}
 	job_coflow_done(f, i, t);
@@ -474,11 +513,12 @@ static void release_due(struct pol_fluid *f, double t)
 {
 	bool again = true;
 
-	while (again) {
+	while (again && f->nready > 0) {
 		again = false;
 		for (uint32_t i = 0; i < f->n; i++) {
 			if (f->state[i] != CP_COFLOW_READY || f->ready_s[i] > t + FLUID_T_ABS)
 				continue;
+			f->nready--;
 			if (f->dstart[i] == f->dstart[i + 1]) {
 				complete(f, i, t);
 				again = true;
@@ -546,6 +586,97 @@ static double job_bottleneck_s(struct pol_fluid *f, uint32_t first, uint32_t j)
 	return worst;
 }
 
+/*
+ * Sincronia's BSSI over the schedulable list (controlplane/policy/sincronia.c
+ * on the fluid state): fills the order from the back; key[i] = position.
+ */
+static void bssi(struct pol_fluid *f)
+{
+	uint32_t left = f->nact, front = 0;
+
+	memset(f->bs_pfirst, 0, (f->nports + 1) * sizeof(uint32_t));
+	for (uint32_t a = 0; a < f->nact; a++) {
+		uint32_t i = f->act[a];
+
+		f->bs_w[i] = f->jweight[f->job[i]];
+		f->bs_placed[i] = 0;
+		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
+			if (f->rbits[e] > 0) {
+				f->bs_pfirst[f->dport[e] + 1]++;
+				f->bs_load[f->dport[e]] += f->rbits[e];
+			}
+	}
+	for (uint32_t p = 0; p < f->nports; p++)
+		f->bs_pfirst[p + 1] += f->bs_pfirst[p];
+	memcpy(f->bs_fill, f->bs_pfirst, f->nports * sizeof(uint32_t));
+	for (uint32_t a = 0; a < f->nact; a++) {
+		uint32_t i = f->act[a];
+
+		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
+			if (f->rbits[e] > 0) {
+				uint32_t k = f->bs_fill[f->dport[e]]++;
+
+				f->bs_coflow[k] = i;
+				f->bs_bits[k] = f->rbits[e];
+			}
+	}
+	while (left > 0) {
+		uint32_t b = 0, last = CP_NONE;
+		double best = -1, ratio = INFINITY, dl = 0;
+
+		for (uint32_t p = 0; p < f->nports; p++)
+			if (f->bs_load[p] > best) {
+				best = f->bs_load[p];
+				b = p;
+			}
+		if (!(best > 0))
+			break;
+		for (uint32_t k = f->bs_pfirst[b]; k < f->bs_pfirst[b + 1]; k++) {
+			uint32_t i = f->bs_coflow[k];
+			double v;
+
+			if (f->bs_placed[i])
+				continue;
+			v = f->bs_w[i] / f->bs_bits[k];
+			/* ties: the later release goes last */
+			if (v < ratio ||
+			    (v == ratio && last != CP_NONE && f->rel_s[i] > f->rel_s[last])) {
+				ratio = v;
+				last = i;
+				dl = f->bs_bits[k];
+			}
+		}
+		if (last == CP_NONE)
+			break;
+		for (uint32_t k = f->bs_pfirst[b]; k < f->bs_pfirst[b + 1]; k++) {
+			uint32_t i = f->bs_coflow[k];
+
+			if (f->bs_placed[i] || i == last)
+				continue;
+			f->bs_w[i] -= f->bs_w[last] * f->bs_bits[k] / dl;
+			if (f->bs_w[i] < 0)
+				f->bs_w[i] = 0;
+		}
+		f->bs_placed[last] = 1;
+		for (uint32_t e = f->dstart[last]; e < f->dstart[last + 1]; e++) {
+			f->bs_load[f->dport[e]] -= f->rbits[e];
+			if (f->bs_load[f->dport[e]] < 0)
+				f->bs_load[f->dport[e]] = 0;
+		}
+		f->key[last] = --left;
+	}
+	/* nothing left to send (or float residue): first, in release order */
+	for (uint32_t a = 0; a < f->nact; a++) {
+		uint32_t i = f->act[a];
+
+		if (!f->bs_placed[i])
+			f->key[i] = (double)front++ - (double)f->nact;
+	}
+	for (uint32_t a = 0; a < f->nact; a++)
+		for (uint32_t e = f->dstart[f->act[a]]; e < f->dstart[f->act[a] + 1]; e++)
+			f->bs_load[f->dport[e]] = 0;
+}
+
 static int cmp_keys(const void *a, const void *b, void *arg)
 {
 	const struct pol_fluid *f = arg;
@@ -572,6 +703,13 @@ static void rerank(struct pol_fluid *f, enum pol_fluid_rule rule)
 			f->path[i] = -1;
 		for (uint32_t j = 0; j < f->nj; j++)
 			f->jkey[j] = -1;
+	}
+	if (rule == POL_FLUID_BSSI) {
+		for (uint32_t a = 0; a < f->nact; a++)
+			f->key2[f->act[a]] = 0;
+		bssi(f);
+		qsort_r(f->act, f->nact, sizeof(*f->act), cmp_keys, f);
+		return;
 	}
 	for (uint32_t a = 0; a < f->nact; a++) {
 		uint32_t i = f->act[a], j = f->job[i];
@@ -620,6 +758,7 @@ static void rerank(struct pol_fluid *f, enum pol_fluid_rule rule)
 			f->key[i] = -f->jweight[j] * path_s(f, i);
 			break;
 		case POL_FLUID_FROZEN:
+		case POL_FLUID_BSSI:
 		case POL_FLUID_NRULES:
 			break;
 		}
@@ -631,9 +770,12 @@ static void rerank(struct pol_fluid *f, enum pol_fluid_rule rule)
 static void reset(struct pol_fluid *f)
 {
 	f->nact = 0;
+	f->nready = 0;
+	f->jobs_open = 0;
 	for (uint32_t j = 0; j < f->nj; j++) {
 		f->jleft[j] = f->jleft0[j];
 		f->jfinish_s[j] = -1;
+		f->jobs_open += f->jleft[j] > 0;
 	}
 	memcpy(f->rbits, f->dbits, f->dstart[f->n] * sizeof(double));
 	for (uint32_t i = 0; i < f->n; i++) {
@@ -643,6 +785,7 @@ static void reset(struct pol_fluid *f)
 		f->parents[i] = f->parents0[i];
 		f->ready_s[i] = f->ready0_s[i];
 		f->rel_s[i] = f->rel0_s[i];
+		f->nready += f->state[i] == CP_COFLOW_READY;
 	}
 }
 
@@ -664,7 +807,6 @@ double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horiz
 {
 	double t = 0, cost = 0, end = horizon_s > 0 ? horizon_s : INFINITY;
 	bool resort = false;
-	uint32_t jobs_left;
 
 	f->first_s = INFINITY;
 	reset(f);
@@ -679,7 +821,8 @@ double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horiz
 	}
 	release_due(f, 0);
 	for (;;) {
-		double dt = end - t; /* time to the next event */
+		double dt = end - t;     /* time to the next event */
+		double drain = INFINITY; /* time to the first demand that drains */
 		uint32_t w = 0;
 
 		if (resort)
@@ -688,16 +831,19 @@ double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horiz
 		for (uint32_t a = 0; a < f->nact; a++) {
 			uint32_t i = f->act[a];
 
-			f->tleft[i] = time_left_s(f, i);
+			/* a demand that drains frees its port's capacity for the others */
+			f->tleft[i] = time_left_s(f, i, &drain);
 			if (f->tleft[i] < dt)
 				dt = f->tleft[i];
-			/* a demand that drains frees its port's capacity for the others */
-			for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
-				if (f->rbits[e] > 0 && f->drate[e] > 0 &&
-				    f->rbits[e] / f->drate[e] < dt)
-					dt = f->rbits[e] / f->drate[e];
 		}
-		for (uint32_t i = 0; i < f->n; i++)
+		/*
+		 * Drains close together are taken as one event: the step runs a little
+		 * past the first of them, whose capacity idles for the difference
+		 * (pessimistic), so that wide coflows do not cost an event per port.
+		 */
+		if (drain * (1 + FLUID_DRAIN_REL) < dt)
+			dt = drain * (1 + FLUID_DRAIN_REL);
+		for (uint32_t i = 0; f->nready > 0 && i < f->n; i++)
 			if (f->state[i] == CP_COFLOW_READY && f->ready_s[i] - t < dt)
 				dt = f->ready_s[i] > t ? f->ready_s[i] - t : 0;
 		if (!isfinite(dt))
@@ -732,10 +878,7 @@ double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horiz
 			f->first_s = t;
 		if (t >= end)
 			break;
-		jobs_left = 0;
-		for (uint32_t j = 0; j < f->nj; j++)
-			jobs_left += f->jleft[j] > 0;
-		if (jobs_left == 0)
+		if (f->jobs_open == 0)
 			break;
 	}
 	for (uint32_t j = 0; j < f->nj; j++)

@@ -59,6 +59,7 @@ enum pol_fluid_rule {
 	POL_FLUID_NCF,   /* fewest flows first */
 	POL_FLUID_CPF,   /* longest remaining critical path first */
 	POL_FLUID_WCPF,  /* largest weight x remaining critical path first */
+	POL_FLUID_BSSI,  /* Sincronia's bottleneck-select-scale-iterate, job weights */
 	POL_FLUID_NRULES,
 };
 
@@ -107,11 +108,20 @@ struct pol_fluid {
 	uint32_t *act; /* schedulable coflows, by (rnow, index) */
 	uint32_t nact;
 	uint32_t *jleft;
-	double *jfinish_s;  /* nj: completion, s from now; < 0 while unfinished */
+	uint32_t nready, jobs_open; /* READY coflows, unfinished jobs */
+	double *jfinish_s;          /* nj: completion, s from now; < 0 while unfinished */
 	double first_s;     /* the last run's first interval: when its first event came, s */
 	double *key, *key2; /* n: re-sort keys */
 	double *jkey;       /* nj */
 	double *path;       /* n: remaining critical path, s (-1: not computed) */
+	/* BSSI scratch */
+	double *bs_load;     /* nports */
+	uint32_t *bs_pfirst; /* nports + 1: schedulable demands grouped by port */
+	uint32_t *bs_fill;   /* nports */
+	uint32_t *bs_coflow; /* demand entries, grouped by port: coflow */
+	double *bs_bits;     /* and its bits there */
+	double *bs_w;        /* n: scaled weights */
+	uint8_t *bs_placed;  /* n */
 };
 
 /* Readies f for models on m's fabric (bound). 0 or -errno. Free with pol_fluid_done(). */

@@ -15,7 +15,7 @@
  *   - the base's order, completed by the base's rule: inside a rollout the
  *     order holds until the first completion or release, then the fluid
  *     model re-sorts by the rule that reproduces the base (sebf, lcf, srjf,
- *     wsrjf, fifo, ncf, cpf, wcpf; sebf stands in for sincronia and scf;
+ *     wsrjf, fifo, ncf, cpf, wcpf; bssi is sincronia's, sebf stands in for scf;
  *     the other bases' order stays frozen, coflows released later taking
  *     their parent's place);
  *   - with mix=1, the whole orders of the fluid model's sebf, wsebf (Smith's
@@ -66,8 +66,9 @@ static const char *const base_choices[] = {
 };
 
 /* Index i > 0 is enum pol_fluid_rule i - 1. */
-static const char *const complete_choices[] = {"auto",  "frozen", "sebf", "lcf", "srjf", "wsrjf",
-					       "wsebf", "fifo",   "ncf",  "cpf", "wcpf", NULL};
+static const char *const complete_choices[] = {"auto",  "frozen", "sebf", "lcf", "srjf",
+					       "wsrjf", "wsebf",  "fifo", "ncf", "cpf",
+					       "wcpf",  "bssi",   NULL};
 
 /* complete=auto: the fluid rule standing in for each base, by base name. */
 static enum pol_fluid_rule auto_rule(const char *base)
@@ -76,7 +77,7 @@ static enum pol_fluid_rule auto_rule(const char *base)
 		const char *base;
 		enum pol_fluid_rule rule;
 	} map[] = {
-		{"sebf", POL_FLUID_SEBF}, {"sincronia", POL_FLUID_SEBF}, {"lcf", POL_FLUID_LCF},
+		{"sebf", POL_FLUID_SEBF}, {"sincronia", POL_FLUID_BSSI}, {"lcf", POL_FLUID_LCF},
 		{"scf", POL_FLUID_SEBF},  {"srjf", POL_FLUID_SRJF},      {"wsrjf", POL_FLUID_WSRJF},
 		{"fifo", POL_FLUID_FIFO}, {"ncf", POL_FLUID_NCF},        {"cpf", POL_FLUID_CPF},
 		{"wcpf", POL_FLUID_WCPF},
@@ -90,7 +91,8 @@ static enum pol_fluid_rule auto_rule(const char *base)
 
 /* mix=1: the strong heuristics whose whole orders are rolled out too. */
 static const enum pol_fluid_rule mix_rules[] = {
-	POL_FLUID_SEBF, POL_FLUID_WSEBF, POL_FLUID_LCF, POL_FLUID_SRJF, POL_FLUID_WSRJF,
+	POL_FLUID_SEBF, POL_FLUID_WSEBF, POL_FLUID_LCF,
+	POL_FLUID_SRJF, POL_FLUID_WSRJF, POL_FLUID_BSSI,
 };
 
 static const struct policy_opt_def la_opts[] = {
@@ -105,7 +107,7 @@ static const struct policy_opt_def la_opts[] = {
 			 POLICY_OPT_NUM, 0, 0, 1e9, NULL},
 	[OPT_COMPLETE] = {"complete",
 			  "how rollouts order after their first event: auto (the base's rule where "
-			  "the fluid model has one, sebf for sincronia, else frozen) or a rule",
+			  "the fluid model has one, else frozen) or a rule",
 			  POLICY_OPT_ENUM, 0, 0, 0, complete_choices},
 	[OPT_MARGIN] = {"margin",
 			"a candidate replaces the base's choice only if its rollout costs this "
@@ -271,7 +273,7 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 	if (r < 0)
 		return r;
 	n = x->bd.norder;
-	if (n < 2 || x->k < 2) {
+	if (n < 2 || (x->k < 2 && !x->mix)) {
 		copy_decision(d, &x->bd, m);
 		return 0;
 	}
@@ -287,8 +289,9 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 		enum pol_fluid_rule h = mix_rules[q];
 		double cost;
 
-		if (pol_fluid_order(&x->fl, h, x->cand) != n)
-			continue;
+		if (pol_fluid_order(&x->fl, h, x->cand) != n ||
+		    (h == rule && memcmp(x->cand, x->order, n * sizeof(*x->cand)) == 0))
+			continue; /* the base's own rollout again */
 		cost = rollout(x, m, x->cand, n, h);
 		if (cost < base_cost * (1 - x->margin - 1e-12) && cost < best_cost) {
 			memcpy(x->best, x->cand, n * sizeof(*x->best));

@@ -386,7 +386,7 @@ static void test_spec(void **state)
 	expect_bad_spec("lookahead:base=lookahead", "base");
 	expect_bad_spec("lookahead:k=0", "[1, 64]");
 	expect_bad_spec("lookahead:depth=9", "[1, 8]");
-	expect_bad_spec("lookahead:complete=bssi", "complete");
+	expect_bad_spec("lookahead:complete=bsi", "complete");
 	expect_bad_spec("lookahead:margin=-1", "margin");
 }
 

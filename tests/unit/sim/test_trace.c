@@ -3,6 +3,10 @@
  * Trace readers and the Loom writer: exact parses of small traces in each
  * format, the bundled FB2010 trace, one test per kind of bad input per
  * format (message "name:line: reason"), and write -> read round trips.
+ * CRLF line endings (a file saved on Windows) are accepted: every good
+ * trace above, the bundled FB2010 trace and the TPC-H DAG shapes parse to
+ * the same model with CRLF as with LF, and every bad case fails with the
+ * same "name:line: reason" (no carriage return in it).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -395,6 +399,120 @@ static void test_not_nul_terminated(void **state)
 	free(buf);
 }
 
+/* ---- CRLF line endings ------------------------------------------------------------ */
+
+/* text (len bytes) with every "\n" made "\r\n"; malloc'd, NUL-terminated. */
+static char *crlf_of(const char *text, size_t len, size_t *ret_len)
+{
+	char *out = malloc(2 * len + 1);
+	size_t n = 0;
+
+	assert_non_null(out);
+	for (size_t i = 0; i < len; i++) {
+		if (text[i] == '\n')
+			out[n++] = '\r';
+		out[n++] = text[i];
+	}
+	out[n] = '\0';
+	*ret_len = n;
+	return out;
+}
+
+/* text parses to the same model with CRLF line endings as with LF. */
+static void assert_crlf_same(const char *text, size_t len, enum sim_trace_format fmt)
+{
+	struct loom_err err = {{0}};
+	uint32_t na = 0, nb = 0;
+	size_t clen;
+	char *c = crlf_of(text, len, &clen);
+	struct cp_model *a = sim_trace_parse(text, len, "lf.txt", fmt, &na, &err), *b;
+
+	if (!a)
+		fail_msg("LF: %s", err.msg);
+	b = sim_trace_parse(c, clen, "crlf.txt", fmt, &nb, &err);
+	if (!b)
+		fail_msg("CRLF (%s): %s", sim_trace_format_name(fmt), err.msg);
+	assert_int_equal(na, nb);
+	assert_models_equal(a, b);
+	cp_model_free(a);
+	cp_model_free(b);
+	free(c);
+}
+
+static char *read_all(const char *path, size_t *ret_len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	assert_true(n > 0);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	buf[n] = '\0';
+	fclose(f);
+	*ret_len = (size_t)n;
+	return buf;
+}
+
+static void test_crlf(void **state)
+{
+	static const char fb[] = "4 4\n"
+				 "1 0 2 0 1 2 2:1.0 3:2\n"
+				 "\n"
+				 "# a comment\n"
+				 "2 1500 1 3 1 0:0.5\n"
+				 "3 2000 3 0 1 2 1 3:1\n"
+				 "4 7 1 1 1 1:0.0000001\n";
+	static const char sincronia[] = "5 3\n"
+					"0 8 2 2 1 0 1 1 3 1 2.5\n"
+					"1 10 1 1 1 4 0 1\n"
+					"2 10.5 2 1 1 2 3 4 2 3 4\n";
+	struct loom_err err = {{0}};
+	struct sim_dags *da, *db;
+	char path[4096], *text, *c;
+	size_t len, clen;
+
+	(void)state;
+	assert_crlf_same(fb, strlen(fb), SIM_TRACE_FB);
+	assert_crlf_same(sincronia, strlen(sincronia), SIM_TRACE_SINCRONIA);
+	assert_crlf_same(loom_small, strlen(loom_small), SIM_TRACE_LOOM);
+	src_path(path, sizeof(path), "data/fb2010/FB2010-1Hr-150-0.txt");
+	text = read_all(path, &len);
+	assert_crlf_same(text, len, SIM_TRACE_FB);
+	free(text);
+	/* the DAG shapes of the workload generator */
+	src_path(path, sizeof(path), "data/tpch/dags.txt");
+	text = read_all(path, &len);
+	c = crlf_of(text, len, &clen);
+	da = sim_dags_parse(text, len, "lf.txt", &err);
+	if (!da)
+		fail_msg("dags LF: %s", err.msg);
+	db = sim_dags_parse(c, clen, "crlf.txt", &err);
+	if (!db)
+		fail_msg("dags CRLF: %s", err.msg);
+	assert_int_equal(da->n, db->n);
+	for (uint32_t i = 0; i < da->n; i++) {
+		const struct sim_dag *x = &da->dags[i], *y = &db->dags[i];
+
+		assert_string_equal(x->label, y->label);
+		assert_int_equal(x->nnodes, y->nnodes);
+		assert_int_equal(x->nedges, y->nedges);
+		assert_memory_equal(x->edges, y->edges, x->nedges * sizeof(x->edges[0]));
+		assert_memory_equal(x->ntasks, y->ntasks, x->nnodes * sizeof(x->ntasks[0]));
+		for (uint32_t k = 0; k < x->nnodes; k++)
+			assert_true(x->mean_task_ms[k] == y->mean_task_ms[k]);
+	}
+	sim_dags_free(da);
+	sim_dags_free(db);
+	free(c);
+	free(text);
+}
+
 /* ---- bad inputs: one named test per kind per format ------------------------------ */
 
 struct bad_case {
@@ -650,6 +768,25 @@ static void test_bad(void **state)
 	if (strncmp(err.msg, want, strlen(want)) != 0 || !strstr(err.msg, bc->reason))
 		fail_msg("%s: message '%s' lacks '%s' ... '%s'", bc->name, err.msg, want,
 			 bc->reason);
+	/* the same with CRLF line endings: the same line and reason, no '\r' in it */
+	{
+		struct loom_err cerr = {{0}};
+		size_t clen;
+		char *c = crlf_of(bc->text, len, &clen);
+
+		nhosts = 12345;
+		m = sim_trace_parse(c, clen, "bad.txt", bc->fmt, &nhosts, &cerr);
+		free(c);
+		if (m) {
+			cp_model_free(m);
+			fail_msg("%s: accepted with CRLF", bc->name);
+		}
+		assert_int_equal(nhosts, 12345);
+		if (strncmp(cerr.msg, want, strlen(want)) != 0 || !strstr(cerr.msg, bc->reason) ||
+		    strchr(cerr.msg, '\r'))
+			fail_msg("%s: with CRLF, message '%s' (LF: '%s')", bc->name, cerr.msg,
+				 err.msg);
+	}
 }
 
 int main(void)
@@ -665,6 +802,7 @@ int main(void)
 		cmocka_unit_test(test_loom_extreme_values),
 		cmocka_unit_test(test_load_missing),
 		cmocka_unit_test(test_not_nul_terminated),
+		cmocka_unit_test(test_crlf),
 	};
 	size_t nfixed = sizeof(fixed) / sizeof(fixed[0]);
 	size_t nbad = sizeof(bad_cases) / sizeof(bad_cases[0]);

@@ -5,7 +5,9 @@
  * the key (and a refused value changes nothing); durations, rates and sizes
  * with their suffixes; ranges; an unknown key lists the known ones; a file
  * with comments, blank lines and quotes loads, and an error in one reports
- * "path:line:"; the checks refuse no listener and a bad policy spec.
+ * "path:line:"; the same file with CRLF line endings loads the same, and a
+ * bad one fails the same way; the checks refuse no listener and a bad
+ * policy spec.
  */
 #include <errno.h>
 #include <limits.h>
@@ -524,6 +526,105 @@ static void test_load_errors(void **state)
 	assert_contains(err.msg, path);
 }
 
+/* text with every "\n" made "\r\n" (malloc'd). */
+static char *crlf_of(const char *text)
+{
+	char *out = malloc(2 * strlen(text) + 1), *o = out;
+
+	assert_non_null(out);
+	for (const char *s = text; *s; s++) {
+		if (*s == '\n')
+			*o++ = '\r';
+		*o++ = *s;
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Writes text to name and its CRLF form to crlf-name under tmpdir. */
+static void write_both(const char *name, const char *text, char *lf, char *crlf, size_t size)
+{
+	char *c = crlf_of(text);
+
+	snprintf(lf, size, "%s/%s", tmpdir, name);
+	snprintf(crlf, size, "%s/crlf-%s", tmpdir, name);
+	write_file(lf, text);
+	write_file(crlf, c);
+	free(c);
+}
+
+/*
+ * CRLF line endings (a file edited on Windows) read as LF: the same
+ * configuration, and for a bad file the same error at the same line, with
+ * no carriage return in the message.
+ */
+static void test_load_crlf(void **state)
+{
+	static const char *const bad[] = {
+		"# comment\nhosts = 16\n\nclasses = 65\n",
+		"hosts = 8\nhostz = 8\n",
+		"hosts = 8\n\n\njust words\n",
+		"#\nagent_timeout = \"soon\"\n",
+		"policy = nosuch\n",
+	};
+	char lf[PATH_MAX + 32], crlf[PATH_MAX + 32];
+	struct cp_config a, b;
+	struct loom_err ea = {{0}}, eb = {{0}};
+
+	(void)state;
+	write_both("good.conf",
+		   "# loomd configuration\n"
+		   "\n"
+		   "hosts = 16\n"
+		   "\tclasses=4   \n"
+		   "policy = \"sincronia:rates=greedy\"   # a comment after a value\n"
+		   "listen_unix = \"\"\n"
+		   "journal = \"/tmp/with space/j.db\"\n"
+		   "tick = 5ms\n"
+		   "link_bps = 10G\n"
+		   "virtual_clock = yes\n"
+		   "log_level=debug\n",
+		   lf, crlf, sizeof(lf));
+	cp_config_default(&a);
+	cp_config_default(&b);
+	if (cp_config_load(&a, lf, &ea) != 0)
+		fail_msg("LF: %s", ea.msg);
+	if (cp_config_load(&b, crlf, &eb) != 0)
+		fail_msg("CRLF: %s", eb.msg);
+	assert_string_equal(b.policy, "sincronia:rates=greedy");
+	assert_string_equal(b.journal, "/tmp/with space/j.db");
+	assert_string_equal(b.log_level, "debug");
+	assert_int_equal(b.classes, 4);
+	assert_true(b.virtual_clock);
+	assert_memory_equal(&a, &b, sizeof(a));
+	assert_int_equal(cp_config_check(&b, &eb), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char name[32];
+		int ra, rb;
+
+		snprintf(name, sizeof(name), "bad%zu.conf", i);
+		write_both(name, bad[i], lf, crlf, sizeof(lf));
+		cp_config_default(&a);
+		cp_config_default(&b);
+		ra = cp_config_load(&a, lf, &ea);
+		if (ra == 0)
+			ra = cp_config_check(&a, &ea);
+		rb = cp_config_load(&b, crlf, &eb);
+		if (rb == 0)
+			rb = cp_config_check(&b, &eb);
+		assert_true(ra < 0);
+		assert_int_equal(ra, rb);
+		assert_null(strchr(eb.msg, '\r'));
+		/* the same message but for the file name */
+		if (strstr(ea.msg, lf) == ea.msg) {
+			assert_true(strstr(eb.msg, crlf) == eb.msg);
+			assert_string_equal(ea.msg + strlen(lf), eb.msg + strlen(crlf));
+		} else {
+			assert_string_equal(ea.msg, eb.msg);
+		}
+	}
+}
+
 /* ---- checks --------------------------------------------------------------------------------- */
 
 static void test_check(void **state)
@@ -565,7 +666,7 @@ int main(void)
 		cmocka_unit_test(test_durations),   cmocka_unit_test(test_rates),
 		cmocka_unit_test(test_sizes),       cmocka_unit_test(test_unknown_key),
 		cmocka_unit_test(test_load_file),   cmocka_unit_test(test_load_errors),
-		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_load_crlf),   cmocka_unit_test(test_check),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -60,10 +60,11 @@ int dp_agent_config_set(struct dp_agent_config *c, const char *key, const char *
 /*
  * Reads "KEY = VALUE" lines (the long options' names; '#' comments, blank
  * lines, at most 1022 characters each) from path onto c, in order.
- * Returns 0, or -errno (the file cannot be opened; -ENOENT or -EINVAL as
- * dp_agent_config_set says for a bad line, -EINVAL for a malformed or too
- * long one) with err = "path[:line]: reason"; c then holds the lines
- * before the bad one.
+ * Returns 0, or -errno (the file cannot be opened or read, e.g. -EISDIR
+ * for a folder; -ENOENT or -EINVAL as dp_agent_config_set says for a bad
+ * line, -EINVAL for a malformed or too long one) with err =
+ * "path[:line]: reason"; c then holds the lines before the bad one. CRLF
+ * line endings read as LF (the carriage return is trailing space).
  */
 int dp_agent_config_load(struct dp_agent_config *c, const char *path, struct loom_err *err);
 

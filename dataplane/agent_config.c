@@ -125,6 +125,12 @@ int dp_agent_config_load(struct dp_agent_config *c, const char *path, struct loo
 			return loom_err_set(err, -r, "%s:%u: %s", path, no, loom_err_str(&e2));
 		}
 	}
+	if (ferror(f)) {
+		/* errno is fgets' (e.g. EISDIR for a folder) */
+		r = errno ? errno : EIO;
+		fclose(f);
+		return loom_err_set(err, r, "%s: %s", path, strerror(r));
+	}
 	fclose(f);
 	return 0;
 }

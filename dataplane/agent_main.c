@@ -64,14 +64,20 @@ int main(int argc, char **argv)
 
 	loom_log_set_ident("loom-agent");
 	dp_agent_config_default(&cfg);
-	/* the config file first, so that flags override it wherever they stand */
-	for (int i = 1; i + 1 < argc; i++)
-		if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config")) {
-			if (dp_agent_config_load(&cfg, argv[i + 1], &err) < 0) {
-				fprintf(stderr, "loom-agent: %s\n", loom_err_str(&err));
-				return 2;
-			}
+	/*
+	 * The config file first, so that flags override it wherever they stand:
+	 * a first pass of getopt takes -c in every spelling getopt accepts
+	 * (-c F, -cF, --config F, --config=F, --conf=F) and reports nothing;
+	 * the second pass sets the flags and reports bad ones.
+	 */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "c:vh", opts, &idx)) != -1)
+		if (c == 'c' && dp_agent_config_load(&cfg, optarg, &err) < 0) {
+			fprintf(stderr, "loom-agent: %s\n", loom_err_str(&err));
+			return 2;
 		}
+	opterr = 1;
+	optind = 0; /* glibc: start over */
 	while ((c = getopt_long(argc, argv, "c:vh", opts, &idx)) != -1) {
 		switch (c) {
 		case 'c':

@@ -3,7 +3,10 @@
  * loom-agent (null enforcer) against loomd: it connects, receives the table
  * of its host, keeps it when loomd dies (fail-static), reconnects with
  * backoff when loomd is back and resynchronises from a full table; bad flags
- * are refused with a message.
+ * are refused with a message. Config files on disk (-c): a bad line (no
+ * '=', unknown key, bad value, bad address, unknown enforcer, a line too
+ * long) exits 2 with "path:line: reason", in every spelling of -c; a file
+ * with CRLF line endings is read as with LF.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -276,7 +279,7 @@ static void test_dpdk_enforcer_in_agent(void **state)
  * Runs the agent with args; its exit status (-1: it did not exit, or was
  * killed after 5 s). A sanitizer report in its stderr fails the test.
  */
-static int run_agent(const char *const *args)
+static int run_agent_err(const char *const *args, char *out, size_t size)
 {
 	char *argv[16], err[400];
 	int n = 0, status = -1;
@@ -308,7 +311,21 @@ static int run_agent(const char *const *args)
 	}
 	if (h_log_has_sanitizer_report(err))
 		fail_msg("loom-agent %s: sanitizer report in its stderr", args[0]);
+	if (out) {
+		FILE *f = fopen(err, "r");
+		size_t got;
+
+		assert_non_null(f);
+		got = fread(out, 1, size - 1, f);
+		out[got] = '\0';
+		fclose(f);
+	}
 	return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int run_agent(const char *const *args)
+{
+	return run_agent_err(args, NULL, 0);
 }
 
 static void test_bad_flags(void **state)
@@ -323,6 +340,109 @@ static void test_bad_flags(void **state)
 	assert_int_equal(run_agent((const char *const[]){"--help", NULL}), 0);
 }
 
+/* path under the test's folder, written with text. */
+static const char *conf_file(char *path, size_t size, const char *name, const char *text)
+{
+	FILE *f;
+
+	snprintf(path, size, "%s/%s", H.dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_true(fputs(text, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+	return path;
+}
+
+/* loom-agent -c FILE exits 2 and says "FILE:line: reason" on stderr. */
+static void expect_conf_error(const char *name, const char *text, unsigned line, const char *why)
+{
+	char path[400], err[4096], want[480];
+
+	conf_file(path, sizeof(path), name, text);
+	if (run_agent_err((const char *const[]){"-c", path, NULL}, err, sizeof(err)) != 2)
+		fail_msg("-c %s (%s): expected exit 2; stderr:\n%s", name, why, err);
+	snprintf(want, sizeof(want), "loom-agent: %s:%u: ", path, line);
+	if (!strstr(err, want) || !strstr(err, why))
+		fail_msg("-c %s: stderr lacks '%s' ... '%s':\n%s", name, want, why, err);
+}
+
+static void test_config_file_errors(void **state)
+{
+	char path[400], err[4096], arg[420], *big;
+
+	(void)state;
+	expect_conf_error("noeq.conf", "# agent\nhost-id 3\n", 2, "expected KEY = VALUE");
+	expect_conf_error("unknown.conf", "hostid = 3\n", 1, "unknown option 'hostid'");
+	expect_conf_error("value.conf", "host-id = 1\n\nclasses = 0\n", 3,
+			  "classes: '0' is not a whole number in [1, 64]");
+	expect_conf_error("number.conf", "heartbeat = 5s\n", 1, "heartbeat: '5s'");
+	expect_conf_error("addr.conf", "address = 10.0.0.1\naddress = 300.1.1.1\n", 2,
+			  "address: '300.1.1.1' is not an IPv4 or IPv6 address");
+	expect_conf_error("enf.conf", "enforcer = nosuch\n", 1,
+			  "enforcer: 'nosuch' is not in this build");
+	expect_conf_error("empty-key.conf", " = 3\n", 1, "unknown option ''");
+	big = malloc(1200);
+	assert_non_null(big);
+	memcpy(big, "host-id = 1\ncontroller = ", 25);
+	memset(big + 25, 'x', 1100);
+	strcpy(big + 1125, "\n");
+	expect_conf_error("long.conf", big, 2, "line longer than");
+	free(big);
+	/* every spelling of -c reads the file (a bad one shows it was read) */
+	conf_file(path, sizeof(path), "spell.conf", "classes = 99\n");
+	snprintf(arg, sizeof(arg), "--config=%s", path);
+	assert_int_equal(run_agent_err((const char *const[]){arg, NULL}, err, sizeof(err)), 2);
+	assert_non_null(strstr(err, "spell.conf:1: classes"));
+	snprintf(arg, sizeof(arg), "-c%s", path);
+	assert_int_equal(run_agent_err((const char *const[]){arg, NULL}, err, sizeof(err)), 2);
+	assert_non_null(strstr(err, "spell.conf:1: classes"));
+	assert_int_equal(
+		run_agent_err((const char *const[]){"--config", path, NULL}, err, sizeof(err)), 2);
+	assert_non_null(strstr(err, "spell.conf:1: classes"));
+	assert_int_equal(run_agent_err((const char *const[]){"-v", "--conf", path, NULL}, err,
+				       sizeof(err)),
+			 2);
+	assert_non_null(strstr(err, "spell.conf:1: classes"));
+	/* a directory, not a file */
+	assert_int_equal(run_agent_err((const char *const[]){"-c", H.dir, NULL}, err, sizeof(err)),
+			 2);
+	assert_non_null(strstr(err, H.dir));
+}
+
+/* A config file saved with CRLF line endings: the agent reads it as with LF. */
+static void test_config_file_crlf(void **state)
+{
+	char path[400], log[8192];
+	int status;
+	FILE *f;
+	size_t n;
+
+	(void)state;
+	conf_file(path, sizeof(path), "crlf.conf",
+		  "# written on Windows\r\n"
+		  "\r\n"
+		  "host-id = 3\r\n"
+		  "classes=4\r\n"
+		  "address = 10.0.0.3   \r\n"
+		  "stats-interval = 50 # ms\r\n");
+	unlink(AGENT_LOG);
+	AGENT = start_agent((const char *const[]){"-c", path, NULL});
+	wait_stat("connected", 1);
+	assert_int_equal(register_job_on(9, 3), 0);
+	wait_stat("flows", 2);
+	kill(AGENT, SIGTERM);
+	assert_int_equal(waitpid(AGENT, &status, 0), AGENT);
+	AGENT = 0;
+	assert_int_equal(h_check_exit("loom-agent", status, 0, AGENT_LOG), 0);
+	f = fopen(AGENT_LOG, "r");
+	assert_non_null(f);
+	n = fread(log, 1, sizeof(log) - 1, f);
+	log[n] = '\0';
+	fclose(f);
+	if (!strstr(log, "host 3, enforcer null, 4 classes"))
+		fail_msg("the CRLF config was not applied:\n%s", log);
+}
+
 static void test_loomd_exits_cleanly(void **state)
 {
 	(void)state;
@@ -334,6 +454,8 @@ int main(void)
 	struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_table_fail_static_resync),
 		cmocka_unit_test(test_bad_flags),
+		cmocka_unit_test(test_config_file_errors),
+		cmocka_unit_test(test_config_file_crlf),
 		cmocka_unit_test(test_dpdk_enforcer_in_agent),
 		cmocka_unit_test(test_loomd_exits_cleanly),
 	};

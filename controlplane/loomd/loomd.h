@@ -266,7 +266,9 @@ struct cp_sched;
 /*
  * A scheduler over registry r (borrowed) on fabric t (borrowed): policy spec,
  * weights file for gnn/ensemble ("" or NULL: the shipped model), K classes,
- * RNG seed. NULL + errno with err (bad spec, unloadable model).
+ * RNG seed. A weights file is loaded whatever the policy (a later
+ * set-policy gnn uses it); the shipped model only when the policy runs the
+ * gnn. NULL + errno with err (bad spec; unloadable model: "weights: ...").
  */
 struct cp_sched *cp_sched_new(struct cp_registry *r, const struct topo *t, const char *spec,
 			      const char *weights, uint32_t classes, uint64_t seed,

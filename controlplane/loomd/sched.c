@@ -37,6 +37,20 @@ struct cp_sched {
 	uint64_t decisions;
 };
 
+/* Loads the model of s->weights ("" = the shipped one); err says "weights: ..." and the file. */
+static int load_weights(struct cp_sched *s, struct gnn_model **ret_gnn, struct loom_err *err)
+{
+	struct loom_err e2 = {{0}};
+
+	*ret_gnn = policy_gnn_model_load(s->weights[0] ? s->weights : NULL, NULL, &e2);
+	if (!*ret_gnn) {
+		int e = errno ? errno : EINVAL;
+
+		return loom_err_set(err, e, "weights: %s", loom_err_str(&e2));
+	}
+	return 0;
+}
+
 /* Checks spec and loads what it needs into *ret_gnn (kept when already there). */
 static int prepare_spec(struct cp_sched *s, const char *spec, struct gnn_model **ret_gnn,
 			struct loom_err *err)
@@ -48,11 +62,8 @@ static int prepare_spec(struct cp_sched *s, const char *spec, struct gnn_model *
 	*ret_gnn = NULL;
 	if (r < 0)
 		return r;
-	if (policy_spec_uses_gnn(spec) && !s->gnn) {
-		*ret_gnn = policy_gnn_model_load(s->weights[0] ? s->weights : NULL, NULL, err);
-		if (!*ret_gnn)
-			return -errno;
-	}
+	if (policy_spec_uses_gnn(spec) && !s->gnn)
+		return load_weights(s, ret_gnn, err);
 	return 0;
 }
 
@@ -62,6 +73,7 @@ struct cp_sched *cp_sched_new(struct cp_registry *r, const struct topo *t, const
 {
 	struct cp_sched *s = calloc(1, sizeof(*s));
 	struct gnn_model *g;
+	int rc;
 
 	if (!s) {
 		loom_err_set(err, ENOMEM, "out of memory");
@@ -80,15 +92,24 @@ struct cp_sched *cp_sched_new(struct cp_registry *r, const struct topo *t, const
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (prepare_spec(s, spec, &g, err) < 0) {
-		int e = errno ? errno : EINVAL;
-
+	rc = prepare_spec(s, spec, &g, err);
+	if (rc < 0) {
 		cp_sched_free(s);
-		errno = e;
+		errno = -rc;
 		return NULL;
 	}
 	if (g)
 		s->gnn = g;
+	/*
+	 * A weights file given for a policy that does not run the gnn is
+	 * loaded now all the same: a bad file stops loomd at start-up, not at
+	 * a later set-policy, and that set-policy finds the model loaded.
+	 */
+	if (!s->gnn && s->weights[0] && (rc = load_weights(s, &s->gnn, err)) < 0) {
+		cp_sched_free(s);
+		errno = -rc;
+		return NULL;
+	}
 	snprintf(s->spec, sizeof(s->spec), "%s", spec);
 	return s;
 }

@@ -822,8 +822,16 @@ void cp_server_stop(struct cp_server *s)
 static int load_topology(struct cp_server *s, struct loom_err *err)
 {
 	if (s->cfg.topology[0]) {
-		s->topo = topo_load_json(s->cfg.topology, err);
-		return s->topo ? 0 : -errno;
+		struct loom_err e2 = {{0}};
+
+		s->topo = topo_load_json(s->cfg.topology, &e2);
+		if (!s->topo) {
+			int e = errno ? errno : EINVAL;
+
+			/* e2 names the file (and line:column); say which key gave it */
+			return loom_err_set(err, e, "topology: %s", loom_err_str(&e2));
+		}
+		return 0;
 	}
 	s->topo = topo_new_bigswitch(s->cfg.hosts, s->cfg.link_bps);
 	if (!s->topo)

@@ -3,7 +3,11 @@
  * Bad input to a running loomd: framing errors close the connection with a
  * log line; bad requests get an error reply with the right code and a
  * message; loomd keeps serving everyone else and exits cleanly (status 0,
- * which under AddressSanitizer also means no leaks) on SIGTERM.
+ * which under AddressSanitizer also means no leaks) on SIGTERM. Start-up
+ * errors (bad flags and keys, a config file with a bad line, with LF or
+ * CRLF line endings, a bad topology= or weights= file, a taken socket, a
+ * journal that cannot be opened) exit non-zero with a message naming the
+ * key, the file and what is wrong.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -489,6 +493,110 @@ static void test_bad_startup(void **state)
 	still_serving();
 }
 
+/*
+ * Runs loomd -f -c on a config of no listeners but TCP on an ephemeral
+ * loopback port, no admin socket, metrics or journal, plus extra lines;
+ * returns its exit status and stderr (run_loomd).
+ */
+static int run_loomd_conf(const char *extra, char *err, size_t size)
+{
+	char conf[400];
+	FILE *f;
+
+	snprintf(conf, sizeof(conf), "%s/start.conf", H.dir);
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"listen_unix =\nlisten_tcp = 127.0.0.1:0\nadmin_socket =\nmetrics =\n"
+		"journal =\n%s",
+		extra);
+	assert_int_equal(fclose(f), 0);
+	return run_loomd((const char *const[]){"-f", "-c", conf, NULL}, err, size);
+}
+
+/* loomd with extra config exits want with every needle (NULL-ended) in its stderr. */
+__attribute__((sentinel)) static void expect_start_error(int want, const char *extra, ...)
+{
+	char err[4096];
+	const char *needle;
+	int st = run_loomd_conf(extra, err, sizeof(err));
+	va_list ap;
+
+	if (st != want)
+		fail_msg("loomd with '%s': exit %d, expected %d; stderr:\n%s", extra, st, want,
+			 err);
+	va_start(ap, extra);
+	while ((needle = va_arg(ap, const char *)))
+		if (!strstr(err, needle)) {
+			va_end(ap);
+			fail_msg("loomd with '%s': stderr lacks '%s':\n%s", extra, needle, err);
+		}
+	va_end(ap);
+}
+
+static void write_bytes(const char *path, const void *buf, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(buf, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* loomd refuses to start on a topology= or weights= file it cannot use. */
+static void test_bad_topology_and_weights(void **state)
+{
+	const char *src = getenv("LOOM_SRCDIR");
+	char path[400], line[512], shipped[400], *buf;
+	size_t n;
+	FILE *f;
+
+	(void)state;
+	/* topology: missing, a folder, bad JSON (line and column), bad content */
+	snprintf(path, sizeof(path), "%s/none.json", H.dir);
+	snprintf(line, sizeof(line), "topology = %s\n", path);
+	expect_start_error(1, line, "topology: ", path, "No such file or directory", NULL);
+	snprintf(line, sizeof(line), "topology = %s\n", H.dir);
+	expect_start_error(1, line, "topology: ", H.dir, NULL);
+	snprintf(path, sizeof(path), "%s/broken.json", H.dir);
+	write_bytes(path, "{\"hosts\": [\n", 12);
+	snprintf(line, sizeof(line), "topology = %s\n", path);
+	expect_start_error(1, line, "topology: ", path, ":2:", NULL);
+	snprintf(path, sizeof(path), "%s/words.json", H.dir);
+	write_bytes(path, "[1, 2, 3]\n", 10);
+	snprintf(line, sizeof(line), "topology = %s\n", path);
+	expect_start_error(1, line, "topology: ", path, NULL);
+	/* weights: missing, garbage, a corrupted copy of the shipped model */
+	snprintf(path, sizeof(path), "%s/none.lgw", H.dir);
+	snprintf(line, sizeof(line), "policy = gnn\nweights = %s\n", path);
+	expect_start_error(1, line, "weights: ", path, "No such file or directory", NULL);
+	snprintf(path, sizeof(path), "%s/garbage.lgw", H.dir);
+	write_bytes(path, "garbage\n", 8);
+	snprintf(line, sizeof(line), "policy = ensemble\nweights = %s\n", path);
+	expect_start_error(1, line, "weights: ", path, "truncated", NULL);
+	/* ... and with a policy that does not run the gnn: refused at start all the same */
+	snprintf(line, sizeof(line), "policy = sebf\nweights = %s\n", path);
+	expect_start_error(1, line, "weights: ", path, "truncated", NULL);
+	snprintf(shipped, sizeof(shipped), "%s/data/models/gnn-default.lgw", src ? src : "..");
+	f = fopen(shipped, "rb");
+	assert_non_null(f);
+	buf = malloc(1 << 22);
+	assert_non_null(buf);
+	n = fread(buf, 1, 1 << 22, f);
+	fclose(f);
+	assert_true(n > 1000 && n < (1 << 22));
+	buf[n / 2] ^= 0x40;
+	snprintf(path, sizeof(path), "%s/flipped.lgw", H.dir);
+	write_bytes(path, buf, n);
+	free(buf);
+	snprintf(line, sizeof(line), "policy = gnn\nweights = %s\n", path);
+	expect_start_error(1, line, "weights: ", path, "checksum", NULL);
+	/* a config with CRLF line endings: read as LF, errors at the right line */
+	expect_start_error(2, "# crlf\r\nhosts = 4\r\ntick = soon\r\n", "start.conf:8:", "tick",
+			   NULL);
+	still_serving();
+}
+
 static void test_clean_exit(void **state)
 {
 	(void)state;
@@ -509,6 +617,7 @@ int main(void)
 		cmocka_unit_test(test_bad_jobs),
 		cmocka_unit_test(test_bad_ids_and_finished),
 		cmocka_unit_test(test_bad_startup),
+		cmocka_unit_test(test_bad_topology_and_weights),
 		cmocka_unit_test(test_clean_exit),
 	};
 

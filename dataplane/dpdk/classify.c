@@ -89,10 +89,13 @@ static inline __attribute__((always_inline)) int parse_key(const struct rte_mbuf
 	if (len < RTE_ETHER_HDR_LEN)
 		return -DPF_PARSE_TRUNCATED;
 	type = rd16(p + 12);
-	if (type == RTE_ETHER_TYPE_VLAN) {
-		if (len < RTE_ETHER_HDR_LEN + 4)
+	/* at most two tags: 802.1Q, or QinQ (802.1ad, or 802.1Q twice) */
+	for (int tags = 0; tags < 2; tags++) {
+		if (type != RTE_ETHER_TYPE_VLAN && type != RTE_ETHER_TYPE_QINQ)
+			break;
+		if (len < off + 4)
 			return -DPF_PARSE_TRUNCATED;
-		type = rd16(p + 16);
+		type = rd16(p + off + 2);
 		off += 4;
 	}
 

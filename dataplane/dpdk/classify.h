@@ -68,8 +68,9 @@ enum dpf_parse_reason {
 const char *dpf_parse_reason_str(enum dpf_parse_reason r);
 
 /*
- * Parses Ethernet (with at most one 802.1Q tag), IPv4 (options skipped by
- * IHL) or IPv6 (fixed header only: a next header other than TCP/UDP is
+ * Parses Ethernet (with at most two VLAN tags: 802.1Q, or QinQ with an
+ * 802.1ad or 802.1Q outer tag), IPv4 (options skipped by IHL; a total
+ * length below the header length is DPF_PARSE_BAD_HEADER) or IPv6 (fixed header only: a next header other than TCP/UDP is
  * DPF_PARSE_PROTO), and the TCP (20-byte minimum header) or UDP (8 bytes)
  * ports. A first IPv4 fragment (MF set, offset 0) carries the ports and is
  * classified by them like a whole packet; a non-first fragment is

@@ -23,7 +23,7 @@ static struct rte_mempool *pool;
 
 /* A packet to build by hand. */
 struct spec {
-	int vlan;
+	int vlan;   /* tags: 0; 1: 802.1Q; 2: QinQ, 802.1ad outside 802.1Q; 3: one more 802.1Q */
 	int family; /* 4, 6, or 0: ARP */
 	uint8_t proto;
 	uint8_t src[16], dst[16];
@@ -42,11 +42,13 @@ static size_t build(const struct spec *s, uint8_t *buf, size_t *l4_end)
 
 	memset(buf, 0, 2048);
 	memset(buf, 0x02, 12);
-	if (s->vlan) {
-		buf[off++] = 0x81;
+	for (int t = 0; t < s->vlan; t++) {
+		uint16_t tpid = s->vlan >= 2 && t == 0 ? 0x88a8 : 0x8100;
+
+		buf[off++] = (uint8_t)(tpid >> 8);
+		buf[off++] = (uint8_t)tpid;
 		buf[off++] = 0x00;
-		buf[off++] = 0x00;
-		buf[off++] = 0x05;
+		buf[off++] = (uint8_t)(0x05 + t); /* VLAN id */
 	}
 	buf[off++] = (uint8_t)(type >> 8);
 	buf[off++] = (uint8_t)type;
@@ -225,6 +227,18 @@ static void test_parse_ok(void **state)
 	expect_key(&k, &s);
 	assert_int_equal(l3, 18);
 
+	s = tcp4(); /* QinQ (802.1ad 0x88a8 outside an 802.1Q tag) IPv4 */
+	s.vlan = 2;
+	assert_int_equal(parse_spec(&s, &k, &l3), 0);
+	expect_key(&k, &s);
+	assert_int_equal(l3, 22);
+
+	s = udp6(); /* QinQ IPv6 */
+	s.vlan = 2;
+	assert_int_equal(parse_spec(&s, &k, &l3), 0);
+	expect_key(&k, &s);
+	assert_int_equal(l3, 22);
+
 	s = tcp4(); /* IPv4 with options: 40 bytes, the maximum */
 	s.opt_words = 10;
 	s.sport = 40000;
@@ -259,6 +273,11 @@ static void test_parse_not_classifiable(void **state)
 	s.family = 0;
 	assert_int_equal(parse_spec(&s, &k, &l3), -DPF_PARSE_NOT_IP);
 	s.vlan = 1;
+	assert_int_equal(parse_spec(&s, &k, &l3), -DPF_PARSE_NOT_IP);
+	s.vlan = 2; /* ARP inside QinQ */
+	assert_int_equal(parse_spec(&s, &k, &l3), -DPF_PARSE_NOT_IP);
+	s = tcp4(); /* three tags: more than QinQ, not parsed through */
+	s.vlan = 3;
 	assert_int_equal(parse_spec(&s, &k, &l3), -DPF_PARSE_NOT_IP);
 
 	s = tcp4(); /* ICMP */
@@ -340,6 +359,12 @@ static void test_parse_truncated(void **state)
 	check_truncations(&s);
 	s.vlan = 1;
 	s.proto = IPPROTO_TCP;
+	check_truncations(&s);
+	s.vlan = 2; /* QinQ: cut in either tag, the IP or the L4 header */
+	check_truncations(&s);
+	s = tcp4();
+	s.vlan = 2;
+	s.opt_words = 2;
 	check_truncations(&s);
 }
 
@@ -551,7 +576,7 @@ static void test_classify_burst(void **state)
 		case 0: /* known flow i/5 % 4, VLAN-tagged sometimes */
 		case 1:
 			s = flow_specs[(i / 5) % 4];
-			s.vlan = i & 1;
+			s.vlan = (int)(i % 3); /* none, 802.1Q, QinQ */
 			s.payload = (size_t)i;
 			break;
 		case 2: /* unknown flow */
@@ -577,7 +602,7 @@ static void test_classify_burst(void **state)
 		expect_pkts[want]++;
 		expect_bytes[want] += rte_pktmbuf_pkt_len(pkts[i]);
 		if (i % 5 < 3)
-			assert_int_equal(pkts[i]->l2_len, i % 5 < 2 && (i & 1) ? 18 : 14);
+			assert_int_equal(pkts[i]->l2_len, i % 5 < 2 ? 14 + 4 * (i % 3) : 14);
 	}
 	for (int k = 0; k < DPF_MAX_CLASSES; k++) {
 		assert_int_equal(c.class_packets[k], expect_pkts[k]);
@@ -707,11 +732,11 @@ static void test_dscp_v6(void **state)
 		uint8_t dscp = (uint8_t)((tc * 7) & 63);
 
 		s.tos = (uint8_t)tc;
-		s.vlan = (int)(tc & 1);
+		s.vlan = (int)(tc % 3); /* none, 802.1Q, QinQ */
 		m = mk_spec(&s);
-		ip = rte_pktmbuf_mtod_offset(m, uint8_t *, s.vlan ? 18 : 14);
+		ip = rte_pktmbuf_mtod_offset(m, uint8_t *, 14 + 4 * s.vlan);
 		memcpy(before, ip, 40);
-		dpf_set_dscp(m, s.vlan ? 18 : 14, dscp);
+		dpf_set_dscp(m, 14 + 4 * s.vlan, dscp);
 		assert_int_equal(ip[0] >> 4, 6);
 		assert_int_equal((ip[0] & 0x0f) << 4 | ip[1] >> 4, dscp << 2 | (tc & 3));
 		assert_int_equal(ip[1] & 0x0f, before[1] & 0x0f); /* flow label kept */

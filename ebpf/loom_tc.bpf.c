@@ -34,11 +34,12 @@
 
 #include "ebpf/loom_tc.h"
 
-#define IP_OFFSET_MASK  0x1fff /* IPv4 fragment offset */
-#define IP6_OFFSET_MASK 0xfff8 /* IPv6 fragment header: offset (the low 3 bits are flags) */
-#define ETH_P_8021Q_BE  bpf_htons(ETH_P_8021Q)
-#define ETH_P_8021AD_BE bpf_htons(ETH_P_8021AD)
-#define LOOM_MAX_L3_OFF (ETH_HLEN + 4)
+#define IP_OFFSET_MASK        0x1fff /* IPv4 fragment offset */
+#define IP6_OFFSET_MASK       0xfff8 /* IPv6 fragment header: offset (the low 3 bits are flags) */
+#define ETH_P_8021Q_BE        bpf_htons(ETH_P_8021Q)
+#define ETH_P_8021AD_BE       bpf_htons(ETH_P_8021AD)
+#define LOOM_TC_MAX_VLAN_TAGS 2
+#define LOOM_MAX_L3_OFF       (ETH_HLEN + 4 * LOOM_TC_MAX_VLAN_TAGS)
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -116,7 +117,10 @@ static __always_inline void count(struct loom_tc_counter *c, __u32 len)
  * Parses the frame into key (zeroed by the caller). Returns LOOM_TC_PARSED
  * with *ret_l3 (the IP header's offset), or why not (enum loom_tc_reason).
  * A first fragment (IPv4 MF with offset 0, or an IPv6 fragment header with
- * offset 0) carries the ports and is parsed like a whole packet.
+ * offset 0) carries the ports and is parsed like a whole packet. Up to two
+ * VLAN tags (802.1Q, QinQ) are parsed through; an IPv4 total length below
+ * the header length is a bad header, one without room for the TCP/UDP
+ * header a truncated packet.
  */
 static __always_inline int parse(struct __sk_buff *skb, struct loom_tc_key *key, __u32 *ret_l3)
 {
@@ -126,14 +130,19 @@ static __always_inline int parse(struct __sk_buff *skb, struct loom_tc_key *key,
 	__u32 off = sizeof(*eth);
 	__be16 proto;
 	__u8 l4proto;
+	__u32 l4_room = 0xffff; /* IPv4: bytes the total length leaves after the header */
 	void *l4;
 
 	if ((void *)(eth + 1) > data_end)
 		return LOOM_TC_TRUNCATED;
 	proto = eth->h_proto;
-	if (proto == ETH_P_8021Q_BE || proto == ETH_P_8021AD_BE) {
+	/* at most two tags: 802.1Q, or QinQ (802.1ad 0x88a8 outside 802.1Q) */
+#pragma unroll
+	for (int i = 0; i < LOOM_TC_MAX_VLAN_TAGS; i++) {
 		struct loom_vlan_hdr *vh = data + off;
 
+		if (proto != ETH_P_8021Q_BE && proto != ETH_P_8021AD_BE)
+			break;
 		if ((void *)(vh + 1) > data_end)
 			return LOOM_TC_TRUNCATED;
 		proto = vh->proto;
@@ -147,6 +156,10 @@ static __always_inline int parse(struct __sk_buff *skb, struct loom_tc_key *key,
 			return LOOM_TC_TRUNCATED;
 		if (ip->version != 4 || ip->ihl < 5)
 			return LOOM_TC_BAD_HEADER;
+		/* a total length below the header's: not a packet to classify */
+		if (bpf_ntohs(ip->tot_len) < ip->ihl * 4)
+			return LOOM_TC_BAD_HEADER;
+		l4_room = bpf_ntohs(ip->tot_len) - ip->ihl * 4;
 		if (ip->frag_off & bpf_htons(IP_OFFSET_MASK))
 			return LOOM_TC_FRAGMENT;
 		key->family = 4;
@@ -203,14 +216,14 @@ static __always_inline int parse(struct __sk_buff *skb, struct loom_tc_key *key,
 	if (l4proto == IPPROTO_TCP) {
 		struct tcphdr *th = l4;
 
-		if ((void *)(th + 1) > data_end)
+		if ((void *)(th + 1) > data_end || l4_room < sizeof(*th))
 			return LOOM_TC_TRUNCATED;
 		key->src_port = th->source;
 		key->dst_port = th->dest;
 	} else if (l4proto == IPPROTO_UDP) {
 		struct udphdr *uh = l4;
 
-		if ((void *)(uh + 1) > data_end)
+		if ((void *)(uh + 1) > data_end || l4_room < sizeof(*uh))
 			return LOOM_TC_TRUNCATED;
 		key->src_port = uh->source;
 		key->dst_port = uh->dest;

@@ -54,7 +54,7 @@
 /* Why a packet was not parsed to a 5-tuple (the program counts them). */
 enum loom_tc_reason {
 	LOOM_TC_PARSED = 0,
-	LOOM_TC_NON_IP = 1,      /* ethertype not IPv4/IPv6 (after one VLAN tag) */
+	LOOM_TC_NON_IP = 1,      /* ethertype not IPv4/IPv6 (after up to two VLAN tags) */
 	LOOM_TC_TRUNCATED = 2,   /* a header ends past the packet */
 	LOOM_TC_BAD_HEADER = 3,  /* IP version mismatch, IPv4 IHL < 5 */
 	LOOM_TC_FRAGMENT = 4,    /* a non-first IPv4/IPv6 fragment: no ports */

@@ -59,6 +59,26 @@ static size_t put_eth(uint8_t *p, uint16_t ethertype, bool vlan)
 	return ETH_LEN;
 }
 
+/*
+ * An Ethernet header with ntags VLAN tags before ethertype: 1, 802.1Q;
+ * 2, QinQ (802.1ad 0x88a8 outside 802.1Q); 3, one more 802.1Q inside.
+ */
+static size_t put_eth_tags(uint8_t *p, uint16_t ethertype, int ntags)
+{
+	size_t n = ETH_LEN - 2;
+
+	memset(p, 0x02, 12);
+	p[5] = 0x01;
+	for (int t = 0; t < ntags; t++) {
+		uint16_t tpid = ntags >= 2 && t == 0 ? 0x88a8 : 0x8100;
+
+		p[n++] = (uint8_t)(tpid >> 8), p[n++] = (uint8_t)tpid;
+		p[n++] = 0x00, p[n++] = (uint8_t)(0x07 + t);
+	}
+	p[n++] = (uint8_t)(ethertype >> 8), p[n++] = (uint8_t)ethertype;
+	return n;
+}
+
 static uint16_t csum16(const uint8_t *p, size_t len)
 {
 	uint32_t s = 0;
@@ -381,6 +401,29 @@ static void test_ipv4_options_vlan(void **state)
 	check_known(p, n, l3, 4, 5, SLOT_V4_OPT, 2);
 }
 
+/* QinQ (802.1ad outside 802.1Q): parsed through both tags, the flow's class and DSCP. */
+static void test_qinq(void **state)
+{
+	uint8_t p[MAX_PKT];
+	size_t n = put_eth_tags(p, 0x0800, 2), l3 = n;
+
+	(void)state;
+	assert_int_equal(l3, ETH_LEN + 8);
+	n += put_ip4(p + n, 0x01, IPPROTO_TCP, 0, 5, TCP_LEN + PAYLOAD);
+	n += put_l4(p + n, IPPROTO_TCP, 40001, 5001);
+	check_known(p, n, l3, 4, 2, SLOT_V4_TCP, 2);
+	/* with IPv4 options */
+	n = put_eth_tags(p, 0x0800, 2);
+	n += put_ip4(p + n, 0x02, IPPROTO_TCP, 0, 7, TCP_LEN + PAYLOAD);
+	n += put_l4(p + n, IPPROTO_TCP, 40007, 5007);
+	check_known(p, n, l3, 4, 5, SLOT_V4_OPT, 1);
+	/* IPv6 */
+	n = put_eth_tags(p, 0x86dd, 2);
+	n += put_ip6(p + n, 0x02, 0x12345, IPPROTO_UDP, UDP_LEN + PAYLOAD);
+	n += put_l4(p + n, IPPROTO_UDP, 40004, 5004);
+	check_known(p, n, l3, 6, 3, SLOT_V6_UDP, 2);
+}
+
 /* Unknown flow: default class, its DSCP, one event for many packets, counted in loom_unknown. */
 static void test_unknown(void **state)
 {
@@ -502,7 +545,74 @@ static void test_truncated(void **state)
 	check_unparseable(p, ETH_LEN + 4 + IP6_LEN - 1, FIELD(truncated)); /* IPv6 header cut */
 	n = frame6(p, IPPROTO_UDP, 40004, 5004, 0);
 	check_unparseable(p, ETH_LEN + IP6_LEN + 4, FIELD(truncated)); /* UDP header cut */
+	/* QinQ: every cut short of the TCP header's end */
+	n = put_eth_tags(p, 0x0800, 2);
+	n += put_ip4(p + n, 0, IPPROTO_TCP, 0, 5, TCP_LEN + PAYLOAD);
+	n += put_l4(p + n, IPPROTO_TCP, 40001, 5001);
+	for (size_t cut = ETH_LEN; cut < ETH_LEN + 8 + IP4_LEN + TCP_LEN; cut++)
+		check_unparseable(p, cut, FIELD(truncated));
 	(void)n;
+}
+
+/* More tags than QinQ: not parsed through; as non-IP, class 0 and untouched. */
+static void test_three_tags(void **state)
+{
+	uint8_t p[MAX_PKT];
+	size_t n = put_eth_tags(p, 0x0800, 3);
+	struct loom_tc_stats s0 = stats(), s1;
+	struct result res;
+
+	(void)state;
+	n += put_ip4(p + n, 0, IPPROTO_TCP, 0, 5, TCP_LEN + PAYLOAD);
+	n += put_l4(p + n, IPPROTO_TCP, 40001, 5001);
+	run(p, n, &res);
+	assert_int_equal(res.priority, PRIO(0));
+	assert_int_equal(res.out_len, n);
+	assert_memory_equal(res.out, p, n);
+	s1 = stats();
+	assert_int_equal(s1.non_ip.packets - s0.non_ip.packets, 1);
+	assert_int_equal(s1.known.packets, s0.known.packets);
+	assert_int_equal(drain_events(NULL), 0);
+}
+
+/*
+ * An IPv4 total length below the header length is a bad header; one that
+ * leaves no room for the TCP/UDP header truncates it (the ports read past
+ * it would be Ethernet padding): neither is classified as a flow.
+ */
+static void test_ipv4_total_length(void **state)
+{
+	static const int tags[] = {0, 1, 2};
+	uint8_t p[MAX_PKT];
+
+	(void)state;
+	for (size_t t = 0; t < sizeof(tags) / sizeof(tags[0]); t++) {
+		size_t l3 = put_eth_tags(p, 0x0800, tags[t]), n = l3;
+		uint16_t c;
+
+		n += put_ip4(p + n, 0, IPPROTO_TCP, 0, 6, TCP_LEN + PAYLOAD);
+		n += put_l4(p + n, IPPROTO_TCP, 40001, 5001);
+		for (unsigned tot = 0; tot <= 24 + TCP_LEN; tot++) {
+			p[l3 + 2] = (uint8_t)(tot >> 8), p[l3 + 3] = (uint8_t)tot;
+			p[l3 + 10] = 0, p[l3 + 11] = 0;
+			c = csum16(p + l3, 24);
+			p[l3 + 10] = (uint8_t)(c >> 8), p[l3 + 11] = (uint8_t)c;
+			if (tot < 24)
+				check_unparseable(p, n, FIELD(bad_header));
+			else if (tot < 24 + TCP_LEN)
+				check_unparseable(p, n, FIELD(truncated));
+		}
+		/* the same with UDP */
+		n = l3 + put_ip4(p + l3, 0, IPPROTO_UDP, 0, 5, UDP_LEN + PAYLOAD);
+		n += put_l4(p + n, IPPROTO_UDP, 40002, 5002);
+		p[l3 + 2] = 0, p[l3 + 3] = 20 + UDP_LEN - 1;
+		p[l3 + 10] = 0, p[l3 + 11] = 0;
+		c = csum16(p + l3, 20);
+		p[l3 + 10] = (uint8_t)(c >> 8), p[l3 + 11] = (uint8_t)c;
+		check_unparseable(p, n, FIELD(truncated));
+		p[l3 + 3] = 19;
+		check_unparseable(p, n, FIELD(bad_header));
+	}
 }
 
 static void test_bad_header_and_proto(void **state)
@@ -675,6 +785,9 @@ int main(void)
 		cmocka_unit_test(test_ipv6_tcp),
 		cmocka_unit_test(test_ipv6_udp),
 		cmocka_unit_test(test_ipv4_options_vlan),
+		cmocka_unit_test(test_qinq),
+		cmocka_unit_test(test_three_tags),
+		cmocka_unit_test(test_ipv4_total_length),
 		cmocka_unit_test(test_unknown),
 		cmocka_unit_test(test_non_ip),
 		cmocka_unit_test(test_truncated),

@@ -57,8 +57,10 @@ enum {
 };
 
 /* The choices of `learned` and the specs they stand for, index for index. */
-static const char *const learned_choices[] = {"gnn", "gnn-inverted", "cpf", "fifo", NULL};
-static const char *const learned_specs[] = {"gnn", "gnn:invert=1", "cpf", "fifo"};
+static const char *const learned_choices[] = {"gnn",  "gnn-inverted", "cpf",
+					      "fifo", "lookahead",    NULL};
+static const char *const learned_specs[] = {"gnn", "gnn:invert=1", "cpf", "fifo",
+					    "lookahead:base=gnn"};
 
 /* The heuristics after the learned slot: the strongest on multi-stage workloads. */
 static const char *const heuristic_specs[] = {"wsrjf", "sincronia", "sebf"};
@@ -68,8 +70,8 @@ static const char *const heuristic_specs[] = {"wsrjf", "sincronia", "sebf"};
 
 static const struct policy_opt_def ens_opts[] = {
 	[OPT_LEARNED] = {"learned",
-			 "candidate in the learned slot (gnn-inverted: the model reversed; cpf, "
-			 "fifo: stand-ins)",
+			 "candidate in the learned slot (gnn-inverted: the model reversed; "
+			 "lookahead: lookahead:base=gnn; cpf, fifo: stand-ins)",
 			 POLICY_OPT_ENUM, 0, 0, 0, learned_choices},
 	[OPT_EXPLORE] = {"explore", "probability that a choice point tries a non-best candidate",
 			 POLICY_OPT_NUM, 0.1, 0, 1, NULL},

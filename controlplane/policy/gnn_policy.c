@@ -330,6 +330,15 @@ struct gnn_model *policy_gnn_model_free(struct gnn_model *m)
 bool policy_spec_uses_gnn(const char *spec)
 {
 	size_t n = strcspn(spec, ":");
+	const char *b;
 
-	return (n == 3 && !strncmp(spec, "gnn", 3)) || (n == 8 && !strncmp(spec, "ensemble", 8));
+	if ((n == 3 && !strncmp(spec, "gnn", 3)) || (n == 8 && !strncmp(spec, "ensemble", 8)))
+		return true;
+	/* lookahead:...:base=gnn:... */
+	if (n != 9 || strncmp(spec, "lookahead", 9) != 0)
+		return false;
+	for (b = spec + n; (b = strstr(b, ":base=gnn")) != NULL; b++)
+		if (b[9] == ':' || b[9] == '\0')
+			return true;
+	return false;
 }

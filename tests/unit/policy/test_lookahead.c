@@ -382,6 +382,12 @@ static void test_spec(void **state)
 	assert_string_equal(cls->name, "lookahead");
 	assert_int_equal(
 		policy_spec_parse("lookahead:base=gnn:k=8:depth=2:horizon=30", &cls, opt, &err), 0);
+	/* loomd loads the model for these */
+	assert_true(policy_spec_uses_gnn("lookahead:base=gnn"));
+	assert_true(policy_spec_uses_gnn("lookahead:k=2:base=gnn:depth=1"));
+	assert_false(policy_spec_uses_gnn("lookahead"));
+	assert_false(policy_spec_uses_gnn("lookahead:base=sincronia"));
+	assert_int_equal(policy_spec_parse("ensemble:learned=lookahead", &cls, opt, &err), 0);
 	expect_bad_spec("lookahead:base=ensemble", "base");
 	expect_bad_spec("lookahead:base=lookahead", "base");
 	expect_bad_spec("lookahead:k=0", "[1, 64]");

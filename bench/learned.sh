@@ -35,7 +35,8 @@ rm -rf "$out"
 mkdir -p "$out/fb2010" "$out/multi"
 
 heuristics=fifo,scf,ncf,lcf,sebf,dclas,dclas-job,sincronia,cpf,wcpf,srjf,wsrjf
-policies=fair,$heuristics,gnn,ensemble
+lookahead="lookahead:base=sincronia,lookahead:base=gnn"
+policies=fair,$heuristics,gnn,ensemble,$lookahead
 jobs=40
 seeds="101 102 103"
 loads="0.5 0.7 0.9"
@@ -77,8 +78,8 @@ for load in $loads; do
 done
 # ---- 2. FB2010 --------------------------------------------------------------------
 throttle
-log "FB2010: sebf, sincronia, gnn, ensemble"
-"$replay" --trace data/fb2010/FB2010-1Hr-150-0.txt --policy sebf,sincronia,gnn,ensemble \
+log "FB2010: sebf, sincronia, gnn, ensemble, lookahead"
+"$replay" --trace data/fb2010/FB2010-1Hr-150-0.txt --policy sebf,sincronia,gnn,ensemble,$lookahead \
 	--mode ideal --no-progress --out "$out/fb2010/ideal" >"$out/fb2010/ideal.log" 2>&1 &
 wait
 for f in "$out"/fb2010/*.log "$out"/multi/*-s*[0-9].log; do
@@ -91,9 +92,14 @@ done
 log "replays done"
 
 # ---- 3. decision latency ------------------------------------------------------------
-log "decision latency of gnn"
+log "decision latency of gnn and lookahead"
 $(core 0) "$lat" --policy gnn --sizes 10,100,1000 --reps 200 --csv "$out/latency.csv" \
 	>"$out/latency.txt"
+for spec in ${lookahead//,/ }; do
+	$(core 0) "$lat" --policy "$spec" --sizes 10,100 --reps 30 --csv "$out/latency-la.csv" \
+		>>"$out/latency.txt"
+	tail -n +2 "$out/latency-la.csv" >>"$out/latency.csv"
+done
 
 args=(--out "$out")
 [ "$quick" = 0 ] && args+=(--readme bench/README.md --plots bench/results)

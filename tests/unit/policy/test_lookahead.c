@@ -183,7 +183,7 @@ static const struct {
 } exact[] = {
 	{"sebf", POL_FLUID_SEBF},   {"lcf", POL_FLUID_LCF},   {"srjf", POL_FLUID_SRJF},
 	{"wsrjf", POL_FLUID_WSRJF}, {"fifo", POL_FLUID_FIFO}, {"ncf", POL_FLUID_NCF},
-	{"cpf", POL_FLUID_CPF},     {"wcpf", POL_FLUID_WCPF},
+	{"cpf", POL_FLUID_CPF},     {"wcpf", POL_FLUID_WCPF}, {"sincronia", POL_FLUID_BSSI},
 };
 
 #define NEXACT (sizeof(exact) / sizeof(exact[0]))

@@ -72,7 +72,7 @@ struct sim_dags {
 	struct sim_dag *dags;
 };
 
-/* Parses a dags.txt buffer (../shared/data/tpch/FORMAT.md). NULL + errno, err "name:line: reason". */
+/* Parses a dags.txt buffer (data/tpch/FORMAT.md). NULL + errno, err "name:line: reason". */
 struct sim_dags *sim_dags_parse(const char *buf, size_t len, const char *name,
 				struct loom_err *err);
 struct sim_dags *sim_dags_load(const char *path, struct loom_err *err);

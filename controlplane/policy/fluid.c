@@ -44,7 +44,6 @@ int pol_fluid_init(struct pol_fluid *f, const struct cp_model *m)
 	f->nports = np;
 	f->nhosts = m->topo->nhosts;
 	f->racks = m->topo->nracks > 0;
-	f->nmodel = m->ncoflows;
 	f->cap_bps = calloc(np ? np : 1, sizeof(double));
 	f->free_bps = calloc(np ? np : 1, sizeof(double));
 	f->acc = calloc(np ? np : 1, sizeof(double));
@@ -86,7 +85,6 @@ void pol_fluid_done(struct pol_fluid *f)
 	free(f->earliest_s);
 	free(f->jleft0);
 	free(f->jweight);
-	free(f->jmodel);
 	free(f->tleft);
 	free(f->rbits);
 	free(f->drate);
@@ -164,7 +162,6 @@ static int size_coflows(struct pol_fluid *f, uint32_t n, uint32_t nj)
 			return -ENOMEM;
 		cap = c;
 		RE(jweight);
-		RE(jmodel);
 		RE(jleft);
 		RE(jfinish_s);
 		RE(jkey);
@@ -285,7 +282,6 @@ int pol_fluid_build(struct pol_fluid *f, const struct cp_model *m, uint64_t now_
 		if (jb->state != CP_JOB_RUNNING)
 			continue;
 		f->jweight[nj] = jb->weight;
-		f->jmodel[nj] = j;
 		f->jleft0[nj] = 0;
 		for (uint32_t c = jb->first_coflow; c < jb->first_coflow + jb->ncoflows; c++) {
 			const struct cp_coflow *cf = &m->coflows[c];

@@ -94,8 +94,7 @@ struct pol_fluid {
 	double *earliest_s; /* n: job arrival + release offset, s from now (may be < 0) */
 	uint32_t *jleft0;   /* nj: unfinished coflows at the snapshot */
 	double *jweight;    /* nj */
-	uint32_t *jmodel;   /* nj: model job index */
-	uint32_t ncap, ndcap, nkcap, njcap, nmodel; /* capacities */
+	uint32_t ncap, ndcap, nkcap, njcap; /* capacities */
 
 	/* rollout state */
 	double *tleft;  /* n: seconds to finish at the current rates */

@@ -110,7 +110,21 @@ struct gnn_config {
 	uint32_t heads;      /* attention heads, default 2; must divide D */
 	uint32_t mlp_hidden; /* width of the score head's hidden layer, default 32 */
 	bool pipelined;      /* wavefront-pipelined DAGNN (default) or plain layer by layer */
+	/*
+	 * Residual scoring. prior is the caller's tag of a heuristic whose
+	 * scores the network's are added to (0: none, the default; at most
+	 * GNN_MAX_PRIOR); prior_scale is the caller's weight of that prior
+	 * (finite, >= 0; a model without a prior keeps 0). The library
+	 * computes no prior: it keeps both in the model and its weights file,
+	 * and a new model with prior != 0 starts with the score head's last
+	 * layer (head.w2, head.b2) at zero, so that its untrained scores are
+	 * all 0 and the caller's prior alone decides.
+	 */
+	uint32_t prior;
+	float prior_scale;
 };
+
+#define GNN_MAX_PRIOR 255u
 
 /* Returns the defaults above with nfeatures = 8. */
 struct gnn_config gnn_config_default(void);
@@ -393,6 +407,17 @@ int gnn_pl_logprob(const float *scores, uint32_t n, const uint32_t *perm, double
 		   float *ret_grad, struct gnn_err *err);
 
 /*
+ * As gnn_pl_logprob, for the first `top` places of perm only (the top-k
+ * Plackett-Luce likelihood): log P = sum_{k < top} [ s_perm(k) -
+ * logsumexp_{j >= k} s_perm(j) ], gradient d logP / d s_i = [pos(i) < top]
+ * - sum_{k <= min(pos(i), top - 1)} softmax_k(i). top 0 or >= n is the whole
+ * ranking. A teacher whose order matters at its head is imitated with it
+ * without the loss being spent on its tail.
+ */
+int gnn_pl_logprob_top(const float *scores, uint32_t n, const uint32_t *perm, uint32_t top,
+		       double *ret_logp, float *ret_grad, struct gnn_err *err);
+
+/*
  * Entropy terms for regularisation (the exact entropy of a PL distribution
  * sums over n! rankings):
  *  GNN_PL_ENTROPY_FIRST: entropy of the first choice, H(softmax(s)) =
@@ -425,14 +450,17 @@ int gnn_pl_entropy(const float *scores, uint32_t n, const uint32_t *perm,
 /*
  * Weights file, little-endian:
  *   "LOOMGNN\0"  8-byte magic
- *   u32 version (1), u32 F, d, L, E, heads, mlp_hidden
- *   u64 number of floats, then the floats (IEEE-754 binary32), in the order
- *       of gnn_param_get()
+ *   u32 version (1 or 2), u32 F, d, L, E, heads, mlp_hidden
+ *   u64 number of floats
+ *   version 2 only: u32 prior, f32 prior_scale (struct gnn_config)
+ *   then the floats (IEEE-754 binary32), in the order of gnn_param_get()
  *   u64 FNV-1a 64 checksum of every byte before it
- * Only the parameters are stored (not gradients, Adam state or options).
+ * Only the parameters and the prior are stored (not gradients, Adam state or
+ * options). A model without a prior is written as version 1, so files of
+ * earlier builds and of this one are the same; both versions are read.
  */
 #define GNN_WEIGHTS_MAGIC   "LOOMGNN"
-#define GNN_WEIGHTS_VERSION 1u
+#define GNN_WEIGHTS_VERSION 2u
 
 /* Writes m's parameters to path (atomically: a temporary file renamed). 0 or -errno. */
 int gnn_save(const struct gnn_model *m, const char *path, struct gnn_err *err);

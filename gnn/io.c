@@ -15,6 +15,7 @@
 #include "gnn/gnn_impl.h"
 
 #define HDR_BYTES  44 /* magic 8, version 4, six dims 4 each, float count 8 */
+#define HDR2_BYTES 52 /* version 2: + prior 4, prior_scale 4 */
 #define TAIL_BYTES 8
 #define MAX_FILE   (1ull << 31)
 
@@ -71,7 +72,9 @@ static uint64_t count_params(const struct gnn_config *c)
 
 int gnn_save(const struct gnn_model *m, const char *path, struct gnn_err *err)
 {
-	size_t len = HDR_BYTES + 4 * m->nparams + TAIL_BYTES;
+	uint32_t version = m->cfg.prior ? 2 : 1;
+	size_t hdr = version == 2 ? HDR2_BYTES : HDR_BYTES;
+	size_t len = hdr + 4 * m->nparams + TAIL_BYTES;
 	uint8_t *buf;
 	char tmp[4096];
 	FILE *f;
@@ -89,7 +92,7 @@ int gnn_save(const struct gnn_model *m, const char *path, struct gnn_err *err)
 		return r;
 	}
 	memcpy(buf, GNN_WEIGHTS_MAGIC, 8); /* with its NUL */
-	put32(buf + 8, GNN_WEIGHTS_VERSION);
+	put32(buf + 8, version);
 	put32(buf + 12, m->cfg.nfeatures);
 	put32(buf + 16, m->cfg.hidden);
 	put32(buf + 20, m->cfg.layers);
@@ -97,11 +100,18 @@ int gnn_save(const struct gnn_model *m, const char *path, struct gnn_err *err)
 	put32(buf + 28, m->cfg.heads);
 	put32(buf + 32, m->cfg.mlp_hidden);
 	put64(buf + 36, m->nparams);
+	if (version == 2) {
+		uint32_t bits;
+
+		put32(buf + 44, m->cfg.prior);
+		memcpy(&bits, &m->cfg.prior_scale, 4);
+		put32(buf + 48, bits);
+	}
 	for (size_t i = 0; i < m->nparams; i++) {
 		uint32_t bits;
 
 		memcpy(&bits, &m->params[i], 4);
-		put32(buf + HDR_BYTES + 4 * i, bits);
+		put32(buf + hdr + 4 * i, bits);
 	}
 	put64(buf + len - TAIL_BYTES, fnv1a(buf, len - TAIL_BYTES));
 	f = fopen(tmp, "wb");
@@ -144,6 +154,7 @@ static int parse(const uint8_t *buf, size_t len, const char *name, struct parsed
 	struct gnn_err sub = {{0}};
 	uint32_t version;
 	uint64_t n, want;
+	size_t hdr = HDR_BYTES;
 
 	if (len < HDR_BYTES + TAIL_BYTES)
 		return gnn_errf(err, EINVAL, "%s: truncated: %zu bytes, a weights file has >= %d",
@@ -151,17 +162,24 @@ static int parse(const uint8_t *buf, size_t len, const char *name, struct parsed
 	if (memcmp(buf, GNN_WEIGHTS_MAGIC, 8) != 0)
 		return gnn_errf(err, EINVAL, "%s: not a gnn weights file (bad magic)", name);
 	version = get32(buf + 8);
-	if (version != GNN_WEIGHTS_VERSION)
-		return gnn_errf(err, EINVAL, "%s: weights file version %u, this build reads %u",
+	if (version != 1 && version != GNN_WEIGHTS_VERSION)
+		return gnn_errf(err, EINVAL, "%s: weights file version %u, this build reads 1..%u",
 				name, version, GNN_WEIGHTS_VERSION);
+	if (version == 2) {
+		hdr = HDR2_BYTES;
+		if (len < HDR2_BYTES + TAIL_BYTES)
+			return gnn_errf(err, EINVAL,
+					"%s: truncated: %zu bytes, a version 2 weights file has "
+					">= %d",
+					name, len, HDR2_BYTES + TAIL_BYTES);
+	}
 	n = get64(buf + 36);
-	if (n > (len - HDR_BYTES - TAIL_BYTES) / 4 || len != HDR_BYTES + 4 * n + TAIL_BYTES)
-		return gnn_errf(
-			err, EINVAL,
-			"%s: %zu bytes, but the header's %llu floats need %llu (truncated "
-			"or trailing bytes)",
-			name, len, (unsigned long long)n,
-			n > MAX_FILE ? 0ULL : (unsigned long long)(HDR_BYTES + 4 * n + TAIL_BYTES));
+	if (n > (len - hdr - TAIL_BYTES) / 4 || len != hdr + 4 * n + TAIL_BYTES)
+		return gnn_errf(err, EINVAL,
+				"%s: %zu bytes, but the header's %llu floats need %llu (truncated "
+				"or trailing bytes)",
+				name, len, (unsigned long long)n,
+				n > MAX_FILE ? 0ULL : (unsigned long long)(hdr + 4 * n + TAIL_BYTES));
 	if (get64(buf + len - TAIL_BYTES) != fnv1a(buf, len - TAIL_BYTES))
 		return gnn_errf(err, EINVAL, "%s: checksum mismatch (corrupted file)", name);
 	c.nfeatures = get32(buf + 12);
@@ -170,6 +188,17 @@ static int parse(const uint8_t *buf, size_t len, const char *name, struct parsed
 	c.emb = get32(buf + 24);
 	c.heads = get32(buf + 28);
 	c.mlp_hidden = get32(buf + 32);
+	if (version == 2) {
+		uint32_t bits = get32(buf + 48);
+
+		c.prior = get32(buf + 44);
+		memcpy(&c.prior_scale, &bits, 4);
+		if (c.prior == 0)
+			return gnn_errf(err, EINVAL,
+					"%s: a version 2 weights file with prior 0 (version 1 "
+					"is the format without a prior)",
+					name);
+	}
 	if (gnn_config_check(&c, &sub) < 0)
 		return gnn_errf(err, EINVAL, "%s: bad shape: %s", name, sub.msg);
 	want = count_params(&c);
@@ -177,7 +206,7 @@ static int parse(const uint8_t *buf, size_t len, const char *name, struct parsed
 		return gnn_errf(err, EINVAL, "%s: %llu floats, the shape in its header needs %llu",
 				name, (unsigned long long)n, (unsigned long long)want);
 	for (uint64_t i = 0; i < n; i++) {
-		uint32_t bits = get32(buf + HDR_BYTES + 4 * i);
+		uint32_t bits = get32(buf + hdr + 4 * i);
 		float v;
 
 		memcpy(&v, &bits, 4);
@@ -185,7 +214,7 @@ static int parse(const uint8_t *buf, size_t len, const char *name, struct parsed
 			return gnn_errf(err, EINVAL, "%s: parameter %llu is not finite", name,
 					(unsigned long long)i);
 	}
-	*ret = (struct parsed){.cfg = c, .nfloats = n, .data = buf + HDR_BYTES};
+	*ret = (struct parsed){.cfg = c, .nfloats = n, .data = buf + hdr};
 	return 0;
 }
 
@@ -252,6 +281,12 @@ int gnn_load_into(struct gnn_model *m, const char *path, struct gnn_err *err)
 			     path, p.cfg.nfeatures, p.cfg.hidden, p.cfg.layers, p.cfg.emb,
 			     p.cfg.heads, p.cfg.mlp_hidden, m->cfg.nfeatures, m->cfg.hidden,
 			     m->cfg.layers, m->cfg.emb, m->cfg.heads, m->cfg.mlp_hidden);
+	if (r == 0 && (p.cfg.prior != m->cfg.prior || p.cfg.prior_scale != m->cfg.prior_scale))
+		r = gnn_errf(err, EINVAL,
+			     "%s: scores are residuals on prior %u x %g, the model's on prior %u "
+			     "x %g",
+			     path, p.cfg.prior, (double)p.cfg.prior_scale, m->cfg.prior,
+			     (double)m->cfg.prior_scale);
 	if (r == 0)
 		copy_in(m, &p);
 	free(buf);

@@ -57,6 +57,12 @@ int gnn_config_check(const struct gnn_config *cfg, struct gnn_err *err)
 		return gnn_errf(err, EINVAL,
 				"gnn config: heads %u must be in 1..%u and divide 2 * emb = %u",
 				cfg->heads, GNN_MAX_HEADS, 2 * cfg->emb);
+	if (cfg->prior > GNN_MAX_PRIOR)
+		return gnn_errf(err, EINVAL, "gnn config: prior %u not in 0..%u", cfg->prior,
+				GNN_MAX_PRIOR);
+	if (!isfinite(cfg->prior_scale) || cfg->prior_scale < 0 || cfg->prior_scale > 1e6f)
+		return gnn_errf(err, EINVAL, "gnn config: prior_scale %g not in [0, 1e6]",
+				(double)cfg->prior_scale);
 	return 0;
 }
 
@@ -113,7 +119,9 @@ static void build_tensors(struct gnn_model *m)
 	add_tensor(m, "att.Wa", D, D, sD);
 	add_tensor(m, "head.W1", c->mlp_hidden, D, sD);
 	add_tensor(m, "head.b1", 1, c->mlp_hidden, 0);
-	add_tensor(m, "head.w2", 1, c->mlp_hidden, 0.01f / sqrtf((float)c->mlp_hidden));
+	/* a residual model's untrained scores are 0: its caller's prior alone decides */
+	add_tensor(m, "head.w2", 1, c->mlp_hidden,
+		   c->prior ? 0.0f : 0.01f / sqrtf((float)c->mlp_hidden));
 	add_tensor(m, "head.b2", 1, 1, 0);
 }
 
@@ -162,6 +170,8 @@ struct gnn_model *gnn_model_new(const struct gnn_config *cfg, const char *backen
 	if (!m)
 		goto nomem;
 	m->cfg = *cfg;
+	if (!cfg->prior)
+		m->cfg.prior_scale = 0; /* no prior: nothing to scale (as a version 1 file reads) */
 	m->fold = cfg->nfeatures < cfg->hidden;
 	r = start_backend(m, backend_name, err);
 	if (r < 0) {

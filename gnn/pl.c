@@ -138,6 +138,12 @@ static double logaddexp(double a, double b)
 int gnn_pl_logprob(const float *scores, uint32_t n, const uint32_t *perm, double *ret_logp,
 		   float *ret_grad, struct gnn_err *err)
 {
+	return gnn_pl_logprob_top(scores, n, perm, n, ret_logp, ret_grad, err);
+}
+
+int gnn_pl_logprob_top(const float *scores, uint32_t n, const uint32_t *perm, uint32_t top,
+		       double *ret_logp, float *ret_grad, struct gnn_err *err)
+{
 	double lp = 0, lse = -INFINITY, run = -INFINITY;
 	int r;
 
@@ -145,25 +151,33 @@ int gnn_pl_logprob(const float *scores, uint32_t n, const uint32_t *perm, double
 		return gnn_errf(err, EINVAL, "gnn pl logprob: NULL argument");
 	if ((r = check_perm(n, perm, ret_grad, "logprob", err)) < 0)
 		return r;
-	/* suffix logsumexp LSE_k, from the back */
+	if (top == 0 || top > n)
+		top = n;
+	/* suffix logsumexp LSE_k, from the back; only the first top steps count */
 	for (uint32_t k = n; k-- > 0;) {
 		double s = scores[perm[k]];
 
 		lse = logaddexp(lse, s);
-		lp += s - lse;
+		if (k < top)
+			lp += s - lse;
 		if (ret_grad)
 			ret_grad[perm[k]] = (float)lse; /* LSE_k, read below */
 	}
 	*ret_logp = lp;
 	/*
-	 * d logP / d s_i = 1 - sum_{k <= pos(i)} exp(s_i - LSE_k) = 1 - exp(s_i +
-	 * run), run = log sum_{k <= pos(i)} exp(-LSE_k); every term is <= 1.
+	 * d logP / d s_i = [pos(i) < top] - sum_{k <= min(pos(i), top - 1)}
+	 * exp(s_i - LSE_k) = [pos(i) < top] - exp(s_i + run), run = log sum of
+	 * exp(-LSE_k) over those k; every term is <= 1.
 	 */
 	for (uint32_t k = 0; ret_grad && k < n; k++) {
 		uint32_t i = perm[k];
 
-		run = logaddexp(run, -(double)ret_grad[i]);
-		ret_grad[i] = (float)(1 - exp((double)scores[i] + run));
+		if (k < top) {
+			run = logaddexp(run, -(double)ret_grad[i]);
+			ret_grad[i] = (float)(1 - exp((double)scores[i] + run));
+		} else {
+			ret_grad[i] = (float)-exp((double)scores[i] + run);
+		}
 	}
 	return 0;
 }

@@ -25,6 +25,7 @@ void policy_graph_done(struct policy_graph *g)
 	free(g->job_start);
 	free(g->edges);
 	free(g->sched);
+	free(g->prior);
 	free(g->node_coflow);
 	free(g->topo);
 	free(g->node_of);
@@ -54,6 +55,7 @@ int policy_graph_init(struct policy_graph *g, const struct cp_model *m)
 	g->job_start = calloc(nj, sizeof(uint32_t));
 	g->edges = calloc(2 * (m->nedges ? m->nedges : 1), sizeof(uint32_t));
 	g->sched = calloc(nc, sizeof(uint32_t));
+	g->prior = calloc(nc, sizeof(float));
 	g->node_coflow = calloc(nc, sizeof(uint32_t));
 	g->topo = calloc(nc, sizeof(uint32_t));
 	g->node_of = malloc(nc * sizeof(uint32_t));
@@ -66,7 +68,8 @@ int policy_graph_init(struct policy_graph *g, const struct cp_model *m)
 	g->path_s = calloc(nc, sizeof(double));
 	g->depth = calloc(nc, sizeof(uint32_t));
 	g->height = calloc(nc, sizeof(uint32_t));
-	if (!g->x || !g->job_start || !g->edges || !g->sched || !g->node_coflow || !g->topo ||
+	if (!g->x || !g->job_start || !g->edges || !g->sched || !g->prior || !g->node_coflow ||
+	    !g->topo ||
 	    !g->node_of || !g->job_seen || !g->desc_seen || !g->stack || !g->jobs ||
 	    !g->port_bytes || !g->port_load || !g->path_s || !g->depth || !g->height) {
 		policy_graph_done(g);

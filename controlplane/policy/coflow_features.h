@@ -24,6 +24,7 @@
 #ifndef LOOM_CONTROLPLANE_POLICY_COFLOW_FEATURES_H
 #define LOOM_CONTROLPLANE_POLICY_COFLOW_FEATURES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "controlplane/model/model.h"
@@ -61,6 +62,13 @@ struct policy_graph {
 	uint32_t *edges;       /* 2 x nedges: parent node, child node */
 	uint32_t *sched;       /* nsched node indices of the schedulable coflows */
 	uint32_t *node_coflow; /* coflow index of each node */
+	/*
+	 * nsched: the residual prior of each schedulable coflow (in sched
+	 * order), which the gnn policy adds to the model's score when the model
+	 * has one (has_prior); the builder does not set it.
+	 */
+	float *prior;
+	bool has_prior;
 
 	/* private scratch */
 	uint32_t *topo;      /* per job: its coflows in topological order */

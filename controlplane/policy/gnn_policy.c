@@ -8,10 +8,18 @@
  * work-conserving backfill, as sebf and the DAG heuristics do, so the policy
  * only has to learn the order.
  *
+ * Residual scoring: a model whose gnn_config.prior names a heuristic
+ * (policy_gnn_prior_name()) scores each schedulable coflow as the network's
+ * output plus prior_scale x (minus the coflow's place in that heuristic's
+ * order, 0 first). Such a model starts with a zero last layer, so untrained
+ * it orders exactly as the heuristic does (with MADD rates, as always); the
+ * network learns corrections to it.
+ *
  * The weights come from params->weights, else the shipped model
  * (policy_gnn_default_weights()); a missing, corrupt or wrongly shaped file
  * fails policy_new() with a message that names it. loom-train drives the
- * same code with a hook (sampled rankings, imitation of a teacher).
+ * same code with a hook (sampled rankings, imitation of a teacher, a
+ * teacher's labels of the model's own states).
  */
 #include "controlplane/policy/policy.h"
 
@@ -52,6 +60,12 @@ struct gnnp {
 	struct gnn_model *model;
 	bool own_model;
 	bool invert;
+	struct policy *prior;      /* the residual prior's heuristic, or NULL */
+	float prior_scale;
+	struct policy_decision pd; /* the prior's decision */
+	float *prior_pos;          /* ncoflows: place in the prior's order (scratch) */
+	struct policy_decision td; /* a labelling teacher's decision (sized on first use) */
+	bool td_ready;
 	struct policy_graph g;
 	struct pol_scratch s;
 	float *scores;         /* ncoflows */
@@ -67,6 +81,10 @@ static void gnnp_free(struct gnnp *x)
 {
 	if (x->own_model)
 		gnn_model_free(x->model);
+	policy_free(x->prior);
+	policy_decision_done(&x->pd);
+	policy_decision_done(&x->td);
+	free(x->prior_pos);
 	policy_graph_done(&x->g);
 	pol_scratch_done(&x->s);
 	free(x->scores);
@@ -75,6 +93,24 @@ static void gnnp_free(struct gnnp *x)
 	free(x->pos_of_node);
 	free(x->rank);
 	free(x);
+}
+
+/* gnn_config.prior i > 0 is the heuristic prior_names[i]. */
+static const char *const prior_names[] = {"none", "sincronia", "sebf", "wsrjf", "srjf", "scf",
+					  "lcf",  NULL};
+
+const char *policy_gnn_prior_name(uint32_t prior)
+{
+	return prior < sizeof(prior_names) / sizeof(prior_names[0]) - 1 ? prior_names[prior] :
+									  NULL;
+}
+
+int policy_gnn_prior_find(const char *name)
+{
+	for (int i = 0; prior_names[i]; i++)
+		if (strcmp(prior_names[i], name) == 0)
+			return i;
+	return -ENOENT;
 }
 
 const char *policy_gnn_default_weights(char *buf, size_t size)
@@ -128,6 +164,37 @@ static int gnn_init(struct policy *p, const struct cp_model *m)
 		gnnp_free(x);
 		return -EINVAL;
 	}
+	if (cfg->prior) {
+		const char *name = policy_gnn_prior_name(cfg->prior);
+		struct policy_params pp = p->params;
+		struct loom_err perr = {0};
+
+		if (!name) {
+			loom_err_set(&p->init_err, EINVAL,
+				     "model %s scores residuals on prior %u, which this build does "
+				     "not know (a model of a newer build)",
+				     p->params.weights ? p->params.weights : "in memory", cfg->prior);
+			gnnp_free(x);
+			return -EINVAL;
+		}
+		pp.gnn_model = NULL;
+		x->prior = policy_new(name, &pp, m, &perr);
+		if (!x->prior) {
+			r = -errno;
+			loom_err_set(&p->init_err, -r, "prior %s: %s", name, perr.msg);
+			gnnp_free(x);
+			return r;
+		}
+		x->prior_scale = cfg->prior_scale;
+		/* consulted whenever its prior would be, so that untrained it is the prior */
+		p->decide_on_flow_done = p->decide_on_flow_done || x->prior->decide_on_flow_done;
+		r = policy_decision_init(&x->pd, m);
+		x->prior_pos = calloc(nc, sizeof(float));
+		if (r < 0 || !x->prior_pos) {
+			gnnp_free(x);
+			return -ENOMEM;
+		}
+	}
 	r = policy_graph_init(&x->g, m);
 	if (r < 0) {
 		gnnp_free(x);
@@ -162,6 +229,8 @@ static void gnn_on_event(struct policy *p, const struct cp_model *m, const struc
 {
 	struct gnnp *x = p->priv;
 
+	if (x->prior)
+		policy_on_event(x->prior, m, ev);
 	if (x->has_hook && x->hook.teacher)
 		policy_on_event(x->hook.teacher, m, ev);
 }
@@ -179,6 +248,7 @@ int policy_gnn_set_hook(struct policy *p, const struct policy_gnn_hook *hook)
 	else
 		memset(&x->hook, 0, sizeof(x->hook));
 	p->decide_on_flow_done = p->cls->decide_on_flow_done ||
+				 (x->prior && x->prior->decide_on_flow_done) ||
 				 (hook && hook->teacher && hook->teacher->decide_on_flow_done);
 	return 0;
 }
@@ -193,7 +263,11 @@ static int rank_cmp(const void *a, const void *b)
 	return (x->coflow > y->coflow) - (x->coflow < y->coflow);
 }
 
-/* Imitation: the teacher decides; the ranking is its order over g.sched. */
+/*
+ * The teacher decides into d; its order over g.sched goes to record()
+ * (imitation, where d is the acting decision, and labelling, where it is
+ * scratch).
+ */
 static int decide_teacher(struct gnnp *x, const struct cp_model *m, uint64_t now_ns,
 			  struct policy_decision *d)
 {
@@ -219,6 +293,56 @@ static int decide_teacher(struct gnnp *x, const struct cp_model *m, uint64_t now
 	return 0;
 }
 
+/*
+ * The residual prior of every schedulable coflow into g->prior: minus its
+ * place in the prior heuristic's order, times the model's prior_scale.
+ */
+static int compute_prior(struct gnnp *x, const struct cp_model *m, uint64_t now_ns)
+{
+	struct policy_graph *g = &x->g;
+	int r;
+
+	g->has_prior = x->prior != NULL;
+	if (!x->prior)
+		return 0;
+	policy_decision_clear(&x->pd);
+	r = policy_decide(x->prior, m, now_ns, &x->pd);
+	if (r < 0)
+		return r;
+	if (x->pd.norder != g->nsched)
+		return -EPROTO;
+	for (uint32_t i = 0; i < g->nsched; i++)
+		x->prior_pos[g->node_coflow[g->sched[i]]] = -1;
+	for (uint32_t q = 0; q < x->pd.norder; q++) {
+		uint32_t c = x->pd.order[q];
+
+		if (c >= m->ncoflows || x->prior_pos[c] != -1)
+			return -EPROTO; /* not schedulable, or twice */
+		x->prior_pos[c] = (float)q;
+	}
+	for (uint32_t i = 0; i < g->nsched; i++)
+		g->prior[i] = -x->prior_scale * x->prior_pos[g->node_coflow[g->sched[i]]];
+	return 0;
+}
+
+/* DAgger: the teacher labels the state the model acts in, with probability label_prob. */
+static int label(struct gnnp *x, const struct cp_model *m, uint64_t now_ns)
+{
+	int r;
+
+	if (x->hook.label_prob < 1 &&
+	    !(x->hook.label_rng && gnn_rng_uniform(x->hook.label_rng) < x->hook.label_prob))
+		return 0;
+	if (!x->td_ready) {
+		r = policy_decision_init(&x->td, m);
+		if (r < 0)
+			return r;
+		x->td_ready = true;
+	}
+	policy_decision_clear(&x->td);
+	return decide_teacher(x, m, now_ns, &x->td);
+}
+
 static int gnn_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns,
 		      struct policy_decision *d)
 {
@@ -233,7 +357,12 @@ static int gnn_decide(struct policy *p, const struct cp_model *m, uint64_t now_n
 	n = g->nsched;
 	if (n == 0)
 		return 0;
-	if (x->has_hook && x->hook.teacher)
+	r = compute_prior(x, m, now_ns);
+	if (r < 0) {
+		log_debug("gnn policy: the prior %s failed: %d", x->prior->spec, r);
+		return r;
+	}
+	if (x->has_hook && x->hook.teacher && !x->hook.dagger)
 		return decide_teacher(x, m, now_ns, d);
 	b = (struct gnn_batch){
 		.nnodes = g->nnodes,
@@ -249,6 +378,9 @@ static int gnn_decide(struct policy *p, const struct cp_model *m, uint64_t now_n
 		log_debug("gnn policy: forward failed: %s", gerr.msg);
 		return r;
 	}
+	if (g->has_prior)
+		for (uint32_t i = 0; i < n; i++)
+			x->scores[i] += g->prior[i];
 	for (uint32_t i = 0; i < n; i++)
 		if (!isfinite(x->scores[i])) {
 			log_debug("gnn policy: score %u is not finite (a broken model)", i);
@@ -275,6 +407,8 @@ static int gnn_decide(struct policy *p, const struct cp_model *m, uint64_t now_n
 	d->norder = n;
 	policy_madd(m, d->order, n, x->s.free_bps, x->s.port_load, d->rate_bps);
 	d->has_rates = true;
+	if (x->has_hook && x->hook.teacher && x->hook.dagger)
+		return label(x, m, now_ns);
 	if (x->has_hook && x->hook.record)
 		x->hook.record(x->hook.ctx, g, x->perm, n, now_ns);
 	return 0;

@@ -245,7 +245,14 @@ struct gnn_rng;
  *   - sample_rng set: the ranking is a Plackett-Luce sample of the scores
  *     (exploration) rather than their argmax;
  *   - teacher set: the teacher policy decides (order and rates) and the
- *     ranking is its order (imitation); the model is not run.
+ *     ranking is its order (imitation); the model is not run;
+ *   - teacher and dagger set: the model decides (greedy, or sampled with
+ *     sample_rng) and the teacher labels the same state: record() gets the
+ *     teacher's order, never the model's, on each decision with probability
+ *     label_prob (drawn from label_rng; 1: every decision). DAgger (Ross,
+ *     Gordon and Bagnell, AISTATS 2011): the states are the model's own.
+ * g->prior (when g->has_prior) holds the residual prior the model's scores
+ * were added to, per schedulable coflow; a trainer adds it again.
  */
 struct policy_gnn_hook {
 	void (*record)(void *ctx, const struct policy_graph *g, const uint32_t *perm, uint32_t n,
@@ -253,7 +260,17 @@ struct policy_gnn_hook {
 	void *ctx;
 	struct gnn_rng *sample_rng; /* borrowed */
 	struct policy *teacher;     /* borrowed; gets the model events through the gnn policy */
+	bool dagger;
+	double label_prob;         /* dagger: share of decisions labelled (0..1) */
+	struct gnn_rng *label_rng; /* borrowed; dagger with label_prob < 1 */
 };
+
+/*
+ * Residual priors of gnn models (gnn_config.prior): the heuristic's name for
+ * an id (0 is "none"), NULL when unknown; and the id of a name, or -ENOENT.
+ */
+const char *policy_gnn_prior_name(uint32_t prior);
+int policy_gnn_prior_find(const char *name);
 
 /* Sets (hook non-NULL, copied) or clears the hook of a gnn policy. 0, or -EINVAL otherwise. */
 int policy_gnn_set_hook(struct policy *p, const struct policy_gnn_hook *hook);

@@ -215,9 +215,9 @@ static void test_rejects(void **state)
 	expect_rejected(m, bad, len, "magic");
 	/* wrong version (checksum fixed so the version check is what fails) */
 	memcpy(bad, good, len);
-	put32(bad + 8, 2);
+	put32(bad + 8, 3);
 	fix_checksum(bad, len);
-	expect_rejected(m, bad, len, "version 2");
+	expect_rejected(m, bad, len, "version 3");
 	/* a shape whose float count differs from the file's */
 	memcpy(bad, good, len);
 	put32(bad + 16, c.hidden + 1);
@@ -272,6 +272,85 @@ static void test_other_dims(void **state)
 	gnn_model_free(other);
 }
 
+/*
+ * Residual scoring: a model with a prior starts with a zero last layer (all
+ * scores 0 until trained), is written as version 2 with its prior and scale,
+ * and loads back with them; a model without one is still written as version
+ * 1. A file of another prior does not load into a model; a version 2 file
+ * with prior 0 and a config with a bad prior or scale are refused.
+ */
+static void test_prior(void **state)
+{
+	struct gnn_config c = tb_small_config(), plain = tb_small_config();
+	struct gnn_model *m, *m2, *other;
+	struct gnn_err err = {{0}};
+	struct gnn_adam opt = gnn_adam_default();
+	float s[NSCHED], s2[NSCHED];
+	uint8_t *buf;
+	size_t len;
+	char path[128];
+
+	(void)state;
+	c.prior = 3;
+	c.prior_scale = 1.5f;
+	m = new_model(&c, 7);
+	scores(m, s);
+	for (uint32_t i = 0; i < NSCHED; i++)
+		assert_true(s[i] == 0.0f);
+	/* one step makes the scores move */
+	for (uint32_t i = 0; i < NSCHED; i++)
+		s2[i] = (float)(i + 1);
+	gnn_zero_grad(m);
+	assert_int_equal(gnn_backward(m, s2, NSCHED, &err), 0);
+	assert_int_equal(gnn_adam_step(m, &opt, NULL, &err), 0);
+	scores(m, s);
+	assert_true(s[0] != 0.0f);
+	temp_path(path, sizeof(path));
+	assert_int_equal(gnn_save(m, path, &err), 0);
+	buf = read_all(path, &len);
+	assert_int_equal(len, 52 + 4 * gnn_nparams(m) + 8);
+	assert_int_equal(buf[8], 2);
+	m2 = gnn_model_load(path, "cpu", &err);
+	if (!m2)
+		fail_msg("gnn_model_load: %s", err.msg);
+	assert_int_equal(gnn_model_config(m2)->prior, 3);
+	assert_true(gnn_model_config(m2)->prior_scale == 1.5f);
+	scores(m2, s2);
+	assert_memory_equal(s, s2, sizeof(s));
+	/* into a model of the same shape without a prior: refused, unchanged */
+	other = new_model(&plain, 9);
+	scores(other, s);
+	assert_int_equal(gnn_load_into(other, path, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "prior"));
+	scores(other, s2);
+	assert_memory_equal(s, s2, sizeof(s));
+	/* a version 2 file that says prior 0 */
+	put32(buf + 44, 0);
+	fix_checksum(buf, len);
+	expect_rejected(m2, buf, len, "prior 0");
+	free(buf);
+	/* no prior: version 1, 44-byte header, as earlier builds wrote */
+	assert_int_equal(gnn_save(other, path, &err), 0);
+	buf = read_all(path, &len);
+	assert_int_equal(len, 44 + 4 * gnn_nparams(other) + 8);
+	assert_int_equal(buf[8], 1);
+	free(buf);
+	unlink(path);
+	/* bad configs */
+	c.prior = GNN_MAX_PRIOR + 1;
+	assert_null(gnn_model_new(&c, "cpu", 1, &err));
+	assert_non_null(strstr(err.msg, "prior"));
+	c.prior = 1;
+	c.prior_scale = -1;
+	assert_null(gnn_model_new(&c, "cpu", 1, &err));
+	assert_non_null(strstr(err.msg, "prior_scale"));
+	c.prior_scale = NAN;
+	assert_null(gnn_model_new(&c, "cpu", 1, &err));
+	gnn_model_free(m);
+	gnn_model_free(m2);
+	gnn_model_free(other);
+}
+
 /* Every file of the fuzz target's seed corpus loads or is refused with a message. */
 static void test_fuzz_corpus(void **state)
 {
@@ -316,6 +395,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_rejects),
 		cmocka_unit_test(test_other_dims),
+		cmocka_unit_test(test_prior),
 		cmocka_unit_test(test_fuzz_corpus),
 	};
 

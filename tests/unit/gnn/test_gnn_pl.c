@@ -196,6 +196,17 @@ static double f_ent_seq(const float *s, uint32_t n, const uint32_t *perm)
 	return h;
 }
 
+static uint32_t g_top; /* f_logprob_top's number of places */
+
+static double f_logprob_top(const float *s, uint32_t n, const uint32_t *perm)
+{
+	double lp;
+	struct gnn_err err = {{0}};
+
+	assert_int_equal(gnn_pl_logprob_top(s, n, perm, g_top, &lp, NULL, &err), 0);
+	return lp;
+}
+
 static void check_grad(score_fn f, const float *s0, uint32_t n, const uint32_t *perm,
 		       const float *grad)
 {
@@ -254,6 +265,62 @@ static void test_gradients(void **state)
 		for (int i = 0; i < 40; i++)
 			sum += g[i];
 		assert_true(fabs(sum) < 1e-4);
+	}
+}
+
+/*
+ * The top-k likelihood: its value is the sum of the first k steps' log
+ * choice probabilities (k = n and k = 0 give the whole ranking's, k = 1 the
+ * first choice's softmax), its gradient matches finite differences, sums to
+ * 0, and places past k get only the negative part.
+ */
+static void test_logprob_top(void **state)
+{
+	float s[40], g[40], gfull[40], work[40];
+	uint32_t perm[40];
+	struct gnn_rng rng;
+	struct gnn_err err = {{0}};
+	double v, full, first, lse = -INFINITY;
+
+	(void)state;
+	gnn_rng_seed(&rng, 21);
+	for (uint32_t i = 0; i < 40; i++)
+		s[i] = (float)(4 * gnn_rng_uniform(&rng) - 2);
+	assert_int_equal(gnn_pl_sample(s, 40, &rng, work, perm, &err), 0);
+	assert_int_equal(gnn_pl_logprob(s, 40, perm, &full, gfull, &err), 0);
+	assert_int_equal(gnn_pl_logprob_top(s, 40, perm, 40, &v, g, &err), 0);
+	assert_true(v == full);
+	assert_memory_equal(g, gfull, sizeof(g));
+	assert_int_equal(gnn_pl_logprob_top(s, 40, perm, 0, &v, NULL, &err), 0);
+	assert_true(v == full);
+	for (uint32_t i = 0; i < 40; i++)
+		lse = fmax(lse, s[i]) + log1p(exp(-fabs(lse - s[i])));
+	assert_int_equal(gnn_pl_logprob_top(s, 40, perm, 1, &first, NULL, &err), 0);
+	assert_true(fabs(first - (s[perm[0]] - lse)) < 1e-9);
+	for (g_top = 1; g_top <= 7; g_top += 3) {
+		double sum = 0, prev;
+
+		assert_int_equal(gnn_pl_logprob_top(s, 40, perm, g_top, &v, g, &err), 0);
+		for (uint32_t k = 0; k < 40; k++) {
+			sum += g[perm[k]];
+			if (k >= g_top)
+				assert_true(g[perm[k]] <= 0);
+		}
+		assert_true(fabs(sum) < 1e-4);
+		/* more places, a lower (more negative) log-likelihood */
+		assert_int_equal(gnn_pl_logprob_top(s, 40, perm, g_top + 1, &prev, NULL, &err), 0);
+		assert_true(prev < v);
+	}
+	for (uint32_t n = 2; n <= 40; n += 19) {
+		uint32_t p2[40];
+
+		for (uint32_t i = 0; i < n; i++)
+			s[i] = (float)(4 * gnn_rng_uniform(&rng) - 2);
+		assert_int_equal(gnn_pl_sample(s, n, &rng, work, p2, &err), 0);
+		for (g_top = 1; g_top <= n; g_top += 5) {
+			assert_int_equal(gnn_pl_logprob_top(s, n, p2, g_top, &v, g, &err), 0);
+			check_grad(f_logprob_top, s, n, p2, g);
+		}
 	}
 }
 
@@ -326,6 +393,7 @@ int main(void)
 		cmocka_unit_test(test_sample_frequencies),
 		cmocka_unit_test(test_sample_determinism),
 		cmocka_unit_test(test_gradients),
+		cmocka_unit_test(test_logprob_top),
 		cmocka_unit_test(test_entropy_values),
 		cmocka_unit_test(test_bad_input),
 	};

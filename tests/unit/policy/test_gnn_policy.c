@@ -11,6 +11,11 @@
  * decision met a near-tie the run's weighted JCT equals the cpu run's
  * exactly. Without a GPU the cuda models are cpu models and every
  * comparison is exact.
+ * Residual scoring: an untrained model with a prior orders exactly as its
+ * heuristic at every decision (the prior handed to a trainer ranks as the
+ * heuristic does, and with the heuristic's MADD rates the whole run is the
+ * heuristic's); a trained one departs from it. DAgger labels: the model
+ * acts, the teacher's order is what is recorded.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -397,6 +402,184 @@ static void test_hooks(void **state)
 	policy_free(p);
 }
 
+/* Saves an untrained residual model on prior `name` into dir; returns its path in buf. */
+static const char *residual_model(const char *name, char *buf, size_t size)
+{
+	struct gnn_config cfg = gnn_config_default();
+	struct gnn_err gerr = {{0}};
+	struct gnn_model *g;
+	int id = policy_gnn_prior_find(name);
+
+	assert_true(id > 0);
+	assert_string_equal(policy_gnn_prior_name((uint32_t)id), name);
+	cfg.nfeatures = POLICY_NFEATURES;
+	cfg.prior = (uint32_t)id;
+	cfg.prior_scale = 2;
+	snprintf(buf, size, "%s/res-%s.lgw", fx.dir, name);
+	g = gnn_model_new(&cfg, "cpu", 3, &gerr);
+	assert_non_null(g);
+	assert_int_equal(gnn_save(g, buf, &gerr), 0);
+	gnn_model_free(g);
+	return buf;
+}
+
+struct prior_check {
+	uint32_t calls, bad, ties;
+};
+
+/* record() with the prior's own heuristic as the teacher: its order must be the prior's. */
+static void prior_record(void *ctx, const struct policy_graph *g, const uint32_t *perm,
+			 uint32_t n, uint64_t now_ns)
+{
+	struct prior_check *c = ctx;
+
+	(void)now_ns;
+	c->calls++;
+	if (!g->has_prior) {
+		c->bad++;
+		return;
+	}
+	for (uint32_t i = 0; i + 1 < n; i++) {
+		if (g->prior[perm[i]] == g->prior[perm[i + 1]])
+			c->ties++;
+		if (!(g->prior[perm[i]] > g->prior[perm[i + 1]]))
+			c->bad++;
+	}
+}
+
+static void test_residual_prior(void **state)
+{
+	static const char *const priors[] = {"sincronia", "sebf", "wsrjf", "srjf", "scf", "lcf"};
+	/* the heuristics whose rates are MADD + backfill, as the gnn's are */
+	static const char *const madd[] = {"sebf", "wsrjf", "srjf"};
+	struct policy_params pp = {.classes = 8, .seed = 1};
+	struct loom_err err = {{0}};
+	char path[256];
+	double want, got;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(priors) / sizeof(priors[0]); i++) {
+		struct prior_check c = {0};
+		struct policy_gnn_hook hook = {
+			.record = prior_record, .ctx = &c, .dagger = true, .label_prob = 1};
+		struct policy *p = new_policy("gnn", residual_model(priors[i], path, sizeof(path)),
+					      &err);
+		struct sim_opts so;
+		struct sim_stats st;
+
+		if (!p)
+			fail_msg("%s: %s", priors[i], err.msg);
+		hook.teacher = policy_new(priors[i], &pp, fx.m, &err);
+		assert_non_null(hook.teacher);
+		assert_int_equal(policy_gnn_set_hook(p, &hook), 0);
+		sim_opts_default(&so);
+		assert_int_equal(sim_run(fx.m, p, &so, &st, &err), 0);
+		print_message("prior %s: %u decisions labelled, %u out of the prior's order\n",
+			      priors[i], c.calls, c.bad);
+		assert_true(c.calls > 10);
+		assert_int_equal(c.bad, 0);
+		assert_int_equal(c.ties, 0);
+		policy_free(hook.teacher);
+		policy_free(p);
+	}
+	for (size_t i = 0; i < sizeof(madd) / sizeof(madd[0]); i++) {
+		run(madd[i], NULL, &want);
+		run("gnn", residual_model(madd[i], path, sizeof(path)), &got);
+		print_message("%s: weighted JCT %.6g, untrained residual gnn %.6g\n", madd[i], want,
+			      got);
+		assert_true(got == want);
+	}
+	/* a prior this build does not know: refused with the model named */
+	{
+		struct gnn_config cfg = gnn_config_default();
+		struct gnn_err gerr = {{0}};
+		struct gnn_model *g;
+
+		cfg.nfeatures = POLICY_NFEATURES;
+		cfg.prior = 200;
+		snprintf(path, sizeof(path), "%s/res-200.lgw", fx.dir);
+		g = gnn_model_new(&cfg, "cpu", 3, &gerr);
+		assert_non_null(g);
+		assert_int_equal(gnn_save(g, path, &gerr), 0);
+		gnn_model_free(g);
+		assert_null(new_policy("gnn", path, &err));
+		assert_non_null(strstr(err.msg, "prior 200"));
+		assert_null(policy_gnn_prior_name(200));
+		assert_int_equal(policy_gnn_prior_find("nonesuch"), -ENOENT);
+	}
+}
+
+struct label_count {
+	uint32_t calls, bad;
+	uint64_t sum; /* of the recorded rankings' first entries, to tell rankings apart */
+};
+
+static void label_record(void *ctx, const struct policy_graph *g, const uint32_t *perm,
+			 uint32_t n, uint64_t now_ns)
+{
+	struct label_count *c = ctx;
+
+	(void)now_ns;
+	c->calls++;
+	if (n != g->nsched)
+		c->bad++;
+	c->sum += g->node_coflow[g->sched[perm[0]]];
+}
+
+/*
+ * DAgger: with a labelling teacher the model still acts (the run is the
+ * plain model's, not the teacher's), record() gets the teacher's rankings,
+ * and label_prob 0.5 labels some decisions, not all.
+ */
+static void test_dagger_labels(void **state)
+{
+	struct policy_params pp = {.classes = 8, .seed = 1};
+	struct loom_err err = {{0}};
+	double plain, teacher, labelled;
+	struct label_count all = {0}, half = {0}, own = {0};
+	struct gnn_rng lrng;
+
+	(void)state;
+	run("gnn", fx.good, &plain);
+	run("wsrjf", NULL, &teacher);
+	assert_true(plain != teacher);
+	gnn_rng_seed(&lrng, 5);
+	for (int k = 0; k < 3; k++) {
+		struct label_count *c = k == 0 ? &all : k == 1 ? &half : &own;
+		struct policy_gnn_hook hook = {.record = label_record,
+					       .ctx = c,
+					       .dagger = k < 2,
+					       .label_prob = k == 0 ? 1 : 0.5,
+					       .label_rng = &lrng};
+		struct policy *p = new_policy("gnn", fx.good, &err);
+		struct sim_opts so;
+		struct sim_stats st;
+
+		assert_non_null(p);
+		if (k < 2) {
+			hook.teacher = policy_new("wsrjf", &pp, fx.m, &err);
+			assert_non_null(hook.teacher);
+		}
+		assert_int_equal(policy_gnn_set_hook(p, &hook), 0);
+		sim_opts_default(&so);
+		assert_int_equal(sim_run(fx.m, p, &so, &st, &err), 0);
+		labelled = 0;
+		for (uint32_t j = 0; j < fx.m->njobs; j++)
+			labelled += fx.m->jobs[j].weight *
+				    (double)(fx.m->jobs[j].finish_ns - fx.m->jobs[j].arrival_ns);
+		assert_true(labelled == plain);
+		policy_free(hook.teacher);
+		policy_free(p);
+	}
+	print_message("decisions labelled: %u of %u (p = 1), %u (p = 0.5)\n", all.calls,
+		      own.calls, half.calls);
+	assert_int_equal(all.bad + half.bad + own.bad, 0);
+	assert_int_equal(all.calls, own.calls);
+	assert_true(half.calls > 0 && half.calls < all.calls);
+	/* the teacher's rankings, not the model's own */
+	assert_true(all.sum != own.sum);
+}
+
 static void test_shipped_model(void **state)
 {
 	char path[4096];
@@ -418,6 +601,8 @@ int main(void)
 		cmocka_unit_test(test_cuda_matches_cpu),
 		cmocka_unit_test(test_invert_and_hook_order),
 		cmocka_unit_test(test_hooks),
+		cmocka_unit_test(test_residual_prior),
+		cmocka_unit_test(test_dagger_labels),
 		cmocka_unit_test(test_shipped_model),
 	};
 

@@ -28,6 +28,9 @@ void learn_opts_default(struct learn_opts *o)
 	o->iters = 1400;
 	o->imitate_iters = 400;
 	o->teacher = "wsrjf";
+	o->dagger = false;
+	o->label_prob = 0.25;
+	o->imitate_top = 0;
 	o->rollouts = 4;
 	o->threads = 2;
 	o->jobs_min = 6;
@@ -48,6 +51,8 @@ void learn_opts_default(struct learn_opts *o)
 	o->eval_jobs = 30;
 	o->cfg = gnn_config_default();
 	o->cfg.nfeatures = POLICY_NFEATURES;
+	o->cfg.prior = 0;
+	o->cfg.prior_scale = 2.0f;
 }
 
 /* ---- recorded decisions -------------------------------------------------------------------- */
@@ -55,7 +60,8 @@ void learn_opts_default(struct learn_opts *o)
 struct dec {
 	uint64_t t_ns;
 	uint32_t nnodes, njobs, nedges, nsched;
-	size_t xoff, uoff; /* features in fpool; job_start, edges, sched, perm in upool */
+	bool has_prior;    /* the residual prior follows the features in fpool */
+	size_t xoff, uoff; /* features (+ prior) in fpool; job_start, edges, sched, perm in upool */
 	double weight;     /* subsampling weight, 0 = not used for the gradient */
 	double adv;
 };
@@ -117,7 +123,7 @@ static void record(void *ctx, const struct policy_graph *g, const uint32_t *perm
 		   uint64_t now_ns)
 {
 	struct rollout *r = ctx;
-	size_t nf = (size_t)g->nnodes * POLICY_NFEATURES;
+	size_t nf = (size_t)g->nnodes * POLICY_NFEATURES + (g->has_prior ? n : 0);
 	size_t nu = (size_t)g->njobs + 1 + 2 * (size_t)g->nedges + 2 * (size_t)n;
 	struct dec *d;
 	uint32_t *u;
@@ -136,9 +142,13 @@ static void record(void *ctx, const struct policy_graph *g, const uint32_t *perm
 			  .njobs = g->njobs,
 			  .nedges = g->nedges,
 			  .nsched = n,
+			  .has_prior = g->has_prior,
 			  .xoff = r->nf,
 			  .uoff = r->nu};
-	memcpy(r->fpool + r->nf, g->x, nf * sizeof(float));
+	memcpy(r->fpool + r->nf, g->x, (size_t)g->nnodes * POLICY_NFEATURES * sizeof(float));
+	if (g->has_prior)
+		memcpy(r->fpool + r->nf + (size_t)g->nnodes * POLICY_NFEATURES, g->prior,
+		       n * sizeof(float));
 	r->nf += nf;
 	u = r->upool + r->nu;
 	memcpy(u, g->job_start, ((size_t)g->njobs + 1) * sizeof(uint32_t));
@@ -151,11 +161,15 @@ static void record(void *ctx, const struct policy_graph *g, const uint32_t *perm
 	r->nu += nu;
 }
 
+/* The decision's batch, schedulable nodes, ranking and prior (NULL without one). */
 static void dec_batch(const struct rollout *r, const struct dec *d, struct gnn_batch *b,
-		      const uint32_t **ret_sched, const uint32_t **ret_perm)
+		      const uint32_t **ret_sched, const uint32_t **ret_perm,
+		      const float **ret_prior)
 {
 	const uint32_t *u = r->upool + d->uoff;
 
+	*ret_prior = d->has_prior ? r->fpool + d->xoff + (size_t)d->nnodes * POLICY_NFEATURES :
+				    NULL;
 	b->nnodes = d->nnodes;
 	b->nfeatures = POLICY_NFEATURES;
 	b->features = r->fpool + d->xoff;
@@ -337,16 +351,28 @@ static int do_rollout(struct worker *w, uint32_t k)
 	return r->rc;
 }
 
+/*
+ * One imitation episode: the teacher drives it and its rankings are
+ * recorded; with dagger the model drives it (greedy) and the teacher labels
+ * a share of the model's states. A teacher that runs the gnn (lookahead on
+ * base=gnn) runs this worker's model: expert iteration.
+ */
 static int do_imitate(struct worker *w)
 {
 	struct learn *L = w->L;
 	struct rollout *r = &L->ro[w->id];
-	struct policy_params pp = {.classes = 8, .seed = 1};
-	struct policy_gnn_hook hook = {.record = record, .ctx = r};
+	struct policy_params pp = {.classes = 8, .seed = 1, .gnn_model = w->model};
+	struct gnn_rng lrng;
+	struct policy_gnn_hook hook = {.record = record,
+				       .ctx = r,
+				       .dagger = L->o->dagger,
+				       .label_prob = L->o->label_prob,
+				       .label_rng = &lrng};
 	uint64_t seed = mix(mix(L->o->seed, L->iter), 2000 + w->id);
 	struct cp_model *m;
 	int rc;
 
+	gnn_rng_seed(&lrng, mix(mix(L->o->seed, L->iter), 4000 + w->id));
 	rollout_clear(r);
 	m = make_episode(L->o, seed, L->ep_jobs, L->ep_load, &w->err);
 	if (!m)
@@ -405,6 +431,7 @@ static int train_rollout(struct worker *w, uint32_t k)
 	for (size_t i = 0; i < r->ndec; i++) {
 		struct dec *d = &r->dec[i];
 		const uint32_t *sched, *perm;
+		const float *prior;
 		struct gnn_batch b;
 		double logp, h = 0, c;
 		uint32_t n = d->nsched;
@@ -414,10 +441,13 @@ static int train_rollout(struct worker *w, uint32_t k)
 			continue;
 		if (ensure_scratch(w, n) < 0)
 			return -ENOMEM;
-		dec_batch(r, d, &b, &sched, &perm);
+		dec_batch(r, d, &b, &sched, &perm, &prior);
 		rc = gnn_forward(w->model, &b, sched, n, w->scores, &gerr);
+		for (uint32_t q = 0; rc == 0 && prior && q < n; q++)
+			w->scores[q] += prior[q];
 		if (rc == 0)
-			rc = gnn_pl_logprob(w->scores, n, perm, &logp, w->dlogp, &gerr);
+			rc = gnn_pl_logprob_top(w->scores, n, perm, imitate ? L->o->imitate_top : 0,
+						&logp, w->dlogp, &gerr);
 		if (rc == 0)
 			rc = gnn_pl_entropy(w->scores, n, NULL, GNN_PL_ENTROPY_FIRST, NULL, &h,
 					    w->dent, &gerr);
@@ -907,6 +937,8 @@ static int check_opts(const struct learn_opts *o, struct loom_err *err)
 		return loom_err_set(err, EINVAL, "need 0 < load-min <= load-max");
 	if (o->imitate_iters > o->iters)
 		return loom_err_set(err, EINVAL, "imitation iterations exceed the total");
+	if (o->dagger && !(o->label_prob > 0 && o->label_prob <= 1))
+		return loom_err_set(err, EINVAL, "dagger needs a label probability in (0, 1]");
 	if (!o->episode && (!o->dags || !o->fb))
 		return loom_err_set(err, EINVAL, "no DAG shapes or FB2010 trace to generate from");
 	if (!o->topo)

@@ -69,7 +69,10 @@ struct learn_opts {
 	uint64_t seed;
 	uint32_t iters;         /* total iterations (imitation + reinforcement) */
 	uint32_t imitate_iters; /* the first ones imitate the teacher */
-	const char *teacher;    /* policy spec, e.g. "wsrjf" */
+	const char *teacher;    /* policy spec, e.g. "wsrjf" or "lookahead:base=gnn" */
+	bool dagger;            /* imitation on the model's own states, labelled by the teacher */
+	double label_prob;      /* dagger: share of the model's decisions the teacher labels */
+	uint32_t imitate_top;   /* imitation loss on the teacher's first places only; 0 = all */
 	uint32_t rollouts;      /* per reinforcement iteration, >= 2 */
 	uint32_t threads;       /* worker threads (each owns a model copy) */
 	uint32_t jobs_min, jobs_max;

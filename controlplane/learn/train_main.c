@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "controlplane/learn/learn.h"
 #include "controlplane/policy/coflow_features.h"
+#include "controlplane/policy/policy.h"
 #include "controlplane/sim/cli.h"
 
 #define DAGS_REL "tpch/dags.txt"
@@ -48,7 +49,17 @@ static void usage(FILE *f)
 		"  -S, --save PATH           also copy the best model (else the final one) to PATH\n"
 		"  -n, --iters N             iterations in all (default %u)\n"
 		"  -I, --imitate-iters N     of which the first N imitate the teacher (default %u)\n"
-		"  -t, --teacher SPEC        the heuristic imitated (default %s)\n"
+		"  -t, --teacher SPEC        the policy imitated (default %s); a lookahead on\n"
+		"                            base=gnn runs the model being trained (expert iteration)\n"
+		"      --dagger              imitation on the model's own states: the model drives\n"
+		"                            each episode, the teacher labels its decisions (default %s)\n"
+		"      --label-prob P        share of those decisions labelled, 0..1 (default %g)\n"
+		"      --imitate-top K       imitation loss on the teacher's first K places only,\n"
+		"                            0 = its whole order (default %u)\n"
+		"      --prior NAME          residual scoring: scores are the network's output plus\n"
+		"                            the heuristic NAME's order (none, sincronia, sebf,\n"
+		"                            wsrjf, srjf, scf, lcf; default %s)\n"
+		"      --prior-scale X       score per place of the prior's order (default %g)\n"
 		"  -k, --rollouts K          rollouts of each episode per iteration, >= 2 (default %u)\n"
 		"  -j, --threads T           worker threads (default %u); results depend on it\n"
 		"      --jobs-min N          jobs in the first episodes (default %u)\n"
@@ -81,7 +92,9 @@ static void usage(FILE *f)
 		"  -f, --fb PATH             FB2010 trace (default as --dags, " FB_REL ")\n"
 		"      --progress / --no-progress   progress bar on stderr (default: when a tty)\n"
 		"  -h, --help\n",
-		d.iters, d.imitate_iters, d.teacher, d.rollouts, d.threads, d.jobs_min, d.jobs_max,
+		d.iters, d.imitate_iters, d.teacher, d.dagger ? "on" : "off", d.label_prob,
+		d.imitate_top, policy_gnn_prior_name(d.cfg.prior), (double)d.cfg.prior_scale,
+		d.rollouts, d.threads, d.jobs_min, d.jobs_max,
 		d.curriculum_iters, d.load_min, d.load_max, d.weight_max, d.train_decisions,
 		(double)d.lr, (double)d.rl_lr, (double)d.clip_norm, d.entropy_start, d.entropy_end,
 		d.entropy_iters, d.eval_every, d.eval_workloads, d.eval_jobs,
@@ -115,6 +128,12 @@ enum {
 	OPT_MLP,
 	OPT_PROGRESS,
 	OPT_NO_PROGRESS,
+	OPT_DAGGER,
+	OPT_NO_DAGGER,
+	OPT_LABEL_PROB,
+	OPT_IMITATE_TOP,
+	OPT_PRIOR,
+	OPT_PRIOR_SCALE,
 };
 
 static int u32_arg(const char *flag, const char *v, uint64_t min, uint64_t max, uint32_t *ret)
@@ -165,6 +184,12 @@ static int parse_args(int argc, char **argv, struct train_args *a)
 		{"hosts", required_argument, NULL, 'H'},
 		{"dags", required_argument, NULL, 'd'},
 		{"fb", required_argument, NULL, 'f'},
+		{"dagger", no_argument, NULL, OPT_DAGGER},
+		{"no-dagger", no_argument, NULL, OPT_NO_DAGGER},
+		{"label-prob", required_argument, NULL, OPT_LABEL_PROB},
+		{"imitate-top", required_argument, NULL, OPT_IMITATE_TOP},
+		{"prior", required_argument, NULL, OPT_PRIOR},
+		{"prior-scale", required_argument, NULL, OPT_PRIOR_SCALE},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"help", no_argument, NULL, 'h'},
@@ -289,6 +314,36 @@ static int parse_args(int argc, char **argv, struct train_args *a)
 			break;
 		case 'f':
 			a->fb = optarg;
+			break;
+		case OPT_DAGGER:
+			o->dagger = true;
+			break;
+		case OPT_NO_DAGGER:
+			o->dagger = false;
+			break;
+		case OPT_LABEL_PROB:
+			r = sim_cli_double("--label-prob", optarg, 0, true, 1, &o->label_prob);
+			break;
+		case OPT_IMITATE_TOP:
+			r = u32_arg("--imitate-top", optarg, 0, 1000000, &o->imitate_top);
+			break;
+		case OPT_PRIOR: {
+			int id = policy_gnn_prior_find(optarg);
+
+			a->shape_given = true;
+			if (id < 0) {
+				log_err("--prior: unknown heuristic '%s' (valid: none, sincronia, "
+					"sebf, wsrjf, srjf, scf, lcf)",
+					optarg);
+				return -EINVAL;
+			}
+			o->cfg.prior = (uint32_t)id;
+			break;
+		}
+		case OPT_PRIOR_SCALE:
+			a->shape_given = true;
+			r = sim_cli_double("--prior-scale", optarg, 0, true, 1e6, &x);
+			o->cfg.prior_scale = (float)x;
 			break;
 		case OPT_PROGRESS:
 			a->progress = 1;
@@ -422,8 +477,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (a.o.init_weights && a.shape_given) {
-		log_err("--init takes the model's shape from the weights file; drop --hidden, "
-			"--layers, --emb, --heads, --mlp");
+		log_err("--init takes the model's shape and prior from the weights file; drop "
+			"--hidden, --layers, --emb, --heads, --mlp, --prior, --prior-scale");
 		return 2;
 	}
 	if (a.o.imitate_iters > a.o.iters) {
@@ -458,9 +513,9 @@ int main(int argc, char **argv)
 	mode = a.progress < 0 ? (isatty(STDERR_FILENO) ? 1 : 2) : (a.progress ? 1 : 2);
 	a.o.progress = show_progress;
 	a.o.progress_ctx = &mode;
-	log_info("training %u iterations (%u imitating %s) with %u threads, seed %llu, into %s",
-		 a.o.iters, a.o.imitate_iters, a.o.teacher, a.o.threads,
-		 (unsigned long long)a.o.seed, a.o.out_dir);
+	log_info("training %u iterations (%u imitating %s%s) with %u threads, seed %llu, into %s",
+		 a.o.iters, a.o.imitate_iters, a.o.teacher, a.o.dagger ? " on the model's states" : "",
+		 a.o.threads, (unsigned long long)a.o.seed, a.o.out_dir);
 	r = learn_run(&a.o, &model, &err);
 	stopped = r == -ETIME;
 	if (r < 0 && r != -ETIME) {

@@ -14,6 +14,12 @@
  * chance, so the test first teaches the model the worst order (imitating
  * cpf, which on single-coflow jobs is largest first), checks that it learnt
  * it, and then requires reinforcement learning to turn it around.
+ *
+ * Residual scoring and expert labels on the same family: a model whose
+ * prior is sebf (smallest first here) is optimal before any training; DAgger
+ * with a largest-first teacher (cpf) labelling the model's own states must
+ * teach it to override its prior; and a lookahead teacher on base=gnn runs
+ * the model being trained (expert iteration), deterministically.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -170,6 +176,72 @@ static void test_converges_to_smallest_first(void **state)
 	topo_free(t);
 }
 
+static void params_equal(struct gnn_model *a, struct gnn_model *b);
+
+static void test_residual_dagger(void **state)
+{
+	struct topo *t = topo_new_bigswitch(4, 1073741824ULL);
+	struct loom_err err = {{0}};
+	struct gnn_model *model = NULL;
+	struct learn_opts o;
+	double untrained, taught;
+
+	(void)state;
+	tiny_opts(&o, t);
+	o.cfg.prior = (uint32_t)policy_gnn_prior_find("sebf");
+	o.cfg.prior_scale = 2;
+	o.teacher = "cpf";
+	o.dagger = true;
+	o.label_prob = 1;
+	o.lr = 3e-3f;
+	o.iters = o.imitate_iters = 1;
+	o.lr = 1e-30f; /* one step that changes nothing: the untrained model */
+	assert_int_equal(learn_run(&o, &model, &err), 0);
+	untrained = greedy_optimal_share(model, t, 40);
+	gnn_model_free(model);
+	model = NULL;
+	o.lr = 3e-3f;
+	o.iters = o.imitate_iters = 60;
+	if (learn_run(&o, &model, &err) < 0)
+		fail_msg("learn_run: %s", err.msg);
+	taught = greedy_optimal_share(model, t, 40);
+	print_message("smallest-first share: %.2f untrained on prior sebf, %.2f after %u DAgger "
+		      "iterations labelled by cpf\n",
+		      untrained, taught, o.iters);
+	assert_true(untrained == 1.0);
+	assert_true(taught <= 0.2);
+	gnn_model_free(model);
+	topo_free(t);
+}
+
+/* Expert iteration: the teacher's base is the model in training; same seed, same model. */
+static void test_expert_iteration(void **state)
+{
+	struct topo *t = topo_new_bigswitch(4, 1073741824ULL);
+	struct loom_err err = {{0}};
+	struct gnn_model *a = NULL, *b = NULL;
+	struct learn_opts o;
+
+	(void)state;
+	tiny_opts(&o, t);
+	o.cfg.prior = (uint32_t)policy_gnn_prior_find("lcf");
+	o.teacher = "lookahead:base=gnn";
+	o.dagger = true;
+	o.label_prob = 0.5;
+	o.imitate_top = 2;
+	o.iters = o.imitate_iters = 8;
+	assert_int_equal(learn_run(&o, &a, &err), 0);
+	assert_int_equal(learn_run(&o, &b, &err), 0);
+	params_equal(a, b);
+	gnn_model_free(a);
+	gnn_model_free(b);
+	/* a bad label probability */
+	o.label_prob = 0;
+	assert_int_equal(learn_run(&o, NULL, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "label"));
+	topo_free(t);
+}
+
 static void params_equal(struct gnn_model *a, struct gnn_model *b)
 {
 	assert_int_equal(gnn_param_count(a), gnn_param_count(b));
@@ -322,6 +394,8 @@ int main(void)
 		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_deterministic_and_resume),
 		cmocka_unit_test(test_converges_to_smallest_first),
+		cmocka_unit_test(test_residual_dagger),
+		cmocka_unit_test(test_expert_iteration),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

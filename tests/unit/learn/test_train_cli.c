@@ -79,6 +79,7 @@ static void test_help(void **state)
 		"--teacher",         "--seed",   "--resume",      "--init",  "--time-limit",
 		"--threads",         "--hosts",  "--dags",        "--fb",    "--rollouts",
 		"--eval-every",      "--hidden", "--no-progress", "--help",
+		"--dagger",          "--label-prob", "--imitate-top", "--prior", "--prior-scale",
 	};
 	struct result r;
 
@@ -145,6 +146,18 @@ static void test_bad_flags(void **state)
 	expect_usage(&r, "--teacher: unknown policy 'nosuch'");
 	train(&r, "--out", out, "--teacher", "sebf:bogus=1", NULL);
 	expect_usage(&r, "--teacher");
+	train(&r, "--out", out, "--prior", "fifo", NULL);
+	expect_usage(&r, "--prior: unknown heuristic 'fifo'");
+	train(&r, "--out", out, "--prior-scale", "-1", NULL);
+	expect_usage(&r, "--prior-scale: '-1'");
+	train(&r, "--out", out, "--label-prob", "0", NULL);
+	expect_usage(&r, "--label-prob: '0'");
+	train(&r, "--out", out, "--label-prob", "1.5", NULL);
+	expect_usage(&r, "--label-prob: '1.5'");
+	train(&r, "--out", out, "--imitate-top", "x", NULL);
+	expect_usage(&r, "--imitate-top: 'x'");
+	train(&r, "--out", out, "--init", out, "--prior", "sebf", NULL);
+	expect_usage(&r, "--init takes the model's shape and prior");
 	/* none of them started: nothing was written */
 	assert_int_equal(access(out, F_OK), -1);
 }
@@ -215,6 +228,21 @@ static void test_run_and_save(void **state)
 	train(&r, "--out", nb, "--iters", "1", "--imitate-iters", "1", "--threads", "1",
 	      "--jobs-min", "2", "--jobs-max", "2", "--eval-every", "0", "--init", save, NULL);
 	expect(&r, 0, "done: ");
+	/* expert iteration on a residual model: the saved model keeps its prior */
+	snprintf(nb, sizeof(nb), "%s-ei", out);
+	snprintf(bb, sizeof(bb), "%s-ei/final.lgw", out);
+	train(&r, "--out", nb, "--iters", "1", "--imitate-iters", "1", "--threads", "1",
+	      "--jobs-min", "2", "--jobs-max", "2", "--eval-every", "0", "--prior", "sebf",
+	      "--dagger", "--label-prob", "1", "--imitate-top", "3", "--teacher",
+	      "lookahead:base=gnn", NULL);
+	if (r.status != 0 || !strstr(r.err, "imitating lookahead:base=gnn on the model's states"))
+		dump_fail(&r, "a DAgger run: expected exit 0 and the teacher named");
+	result_free(&r);
+	a = slurp(bb, &na);
+	assert_non_null(a);
+	assert_true(na > 52);
+	assert_int_equal(a[8], 2); /* a version 2 weights file: it has a prior */
+	free(a);
 	/* --save where it cannot be written: the run fails and says so */
 	snprintf(nb, sizeof(nb), "%s/no/such/dir/x.lgw", out);
 	snprintf(bb, sizeof(bb), "%s-nosave", out);

@@ -4,7 +4,10 @@
  * gnn_backend_class, gnn.h): "cpu" runs every GEMM with CBLAS cblas_sgemm
  * (Debian's OpenBLAS, set to one thread), "naive" with a reference triple
  * loop that the tests compare against. Both use the element-wise kernels of
- * kernels.c and host memory. "cuda" is in backend_cuda.cu.
+ * kernels.c and host memory. "cuda" is in backend_cuda.cu, built as a
+ * shared module (cuda_module.h) that this file loads with dlopen() the
+ * first time a process asks for "cuda", so that a program that never does
+ * maps neither the module nor the CUDA runtime and cuBLAS it links.
  * Without BLAS at build time, "cpu" runs the naive GEMM and says so in its
  * info string.
  */
@@ -16,7 +19,13 @@
 #ifdef GNN_HAVE_CBLAS
 #include <cblas.h>
 #endif
+#ifdef GNN_HAVE_CUDA
+#include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
+#endif
 
+#include "gnn/cuda_module.h"
 #include "gnn/gnn_impl.h"
 
 static void *cpu_alloc(void *ctx, size_t bytes)
@@ -187,20 +196,117 @@ static const struct gnn_backend_class naive_class = {
 	.kernels = &gnn_kernels_ref,
 };
 
-#ifdef GNN_HAVE_CUDA
-/* gnn/backend_cuda.cu */
-extern const struct gnn_backend_class gnn_backend_cuda;
-#endif
-
 static const struct gnn_backend_class *const classes[] = {
 	&cpu_class,
 	&naive_class,
-#ifdef GNN_HAVE_CUDA
-	&gnn_backend_cuda,
-#endif
 };
 
-#ifndef GNN_HAVE_CUDA
+#ifdef GNN_HAVE_CUDA
+/*
+ * The cuda module, loaded once per process (pthread_once) by cuda_load():
+ * mod when it loaded, else the error (ENODEV: not found or not loadable;
+ * EIO: not a module of this build) and its message. Neither changes after.
+ */
+static struct {
+	pthread_once_t once;
+	const struct gnn_cuda_module *mod;
+	int error;
+	char msg[GNN_ERR_MAX];
+} cuda = {.once = PTHREAD_ONCE_INIT};
+
+/*
+ * Where the module is looked for when GNN_CUDA_MODULE_ENV is not set, in
+ * order: the build tree (meson bakes in the path, so programs and tests run
+ * from it find it), then the installed copy, under <libdir>/loom/.
+ */
+static const char *const cuda_module_paths[] = {GNN_CUDA_MODULE_BUILD, GNN_CUDA_MODULE_INSTALL};
+#define NPATHS (sizeof(cuda_module_paths) / sizeof(cuda_module_paths[0]))
+
+/* Writes the loading error e into cuda. */
+__attribute__((format(printf, 2, 3))) static void cuda_fail(int e, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cuda.msg, sizeof(cuda.msg), fmt, ap);
+	va_end(ap);
+	cuda.error = e;
+}
+
+/*
+ * Loads the module: the file GNN_CUDA_MODULE_ENV names when it is set and
+ * not empty (that one only), else the first of cuda_module_paths that
+ * exists. The handle is never closed: the class handed out must stay valid
+ * for the life of the process, and a file that fails the checks is left
+ * mapped too (it is opened at most once).
+ */
+static void cuda_load(void)
+{
+	static const struct gnn_cuda_module want = {GNN_CUDA_MODULE_INIT};
+	const char *path = getenv(GNN_CUDA_MODULE_ENV), *from = GNN_CUDA_MODULE_ENV;
+	const struct gnn_cuda_module *mod;
+	gnn_cuda_module_fn *get;
+	void *h;
+
+	if (!path || !path[0]) {
+		path = NULL;
+		from = "built-in path";
+		for (size_t i = 0; i < NPATHS && !path; i++)
+			if (access(cuda_module_paths[i], F_OK) == 0)
+				path = cuda_module_paths[i];
+		if (!path) {
+			cuda_fail(ENODEV,
+				  "cuda: module not found: neither %s nor %s exists (set %s)",
+				  cuda_module_paths[0], cuda_module_paths[1], GNN_CUDA_MODULE_ENV);
+			return;
+		}
+	}
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		cuda_fail(ENODEV, "cuda: cannot load module %s (%s): %s", path, from, dlerror());
+		return;
+	}
+	get = (gnn_cuda_module_fn *)dlsym(h, GNN_CUDA_MODULE_SYMBOL);
+	if (!get) {
+		cuda_fail(EIO, "cuda: %s (%s) is not a cuda module: %s", path, from, dlerror());
+		return;
+	}
+	mod = get();
+	if (!mod || !mod->backend || !mod->probe) {
+		cuda_fail(EIO, "cuda: module %s (%s) gave no backend", path, from);
+		return;
+	}
+	if (mod->abi != want.abi || mod->class_bytes != want.class_bytes ||
+	    mod->kernels_bytes != want.kernels_bytes || mod->unit_bytes != want.unit_bytes ||
+	    mod->gemm_bytes != want.gemm_bytes || mod->err_bytes != want.err_bytes) {
+		cuda_fail(EIO,
+			  "cuda: module %s (%s) is of another build: ABI %u, sizes %u/%u/%u/%u/%u; "
+			  "want ABI %u, sizes %u/%u/%u/%u/%u",
+			  path, from, mod->abi, mod->class_bytes, mod->kernels_bytes,
+			  mod->unit_bytes, mod->gemm_bytes, mod->err_bytes, want.abi,
+			  want.class_bytes, want.kernels_bytes, want.unit_bytes, want.gemm_bytes,
+			  want.err_bytes);
+		return;
+	}
+	cuda.mod = mod;
+}
+
+/* The loaded module, or NULL + errno with the reason in err. */
+static const struct gnn_cuda_module *cuda_module(struct gnn_err *err)
+{
+	pthread_once(&cuda.once, cuda_load);
+	if (!cuda.mod)
+		errno = -gnn_errf(err, cuda.error, "%s", cuda.msg);
+	return cuda.mod;
+}
+
+int gnn_cuda_probe(struct gnn_err *err)
+{
+	const struct gnn_cuda_module *mod = cuda_module(err);
+
+	return mod ? mod->probe(err) : -cuda.error;
+}
+#else
 int gnn_cuda_probe(struct gnn_err *err)
 {
 	return gnn_errf(err, ENOSYS, "cuda: this build has no CUDA backend (valid: %s)",
@@ -225,24 +331,18 @@ const struct gnn_backend_class *gnn_backend_find(const char *name, struct gnn_er
 		if (strcmp(classes[i]->name, name) == 0)
 			return classes[i];
 	if (strcmp(name, "cuda") == 0) {
+#ifdef GNN_HAVE_CUDA
+		const struct gnn_cuda_module *mod = cuda_module(err);
+
+		return mod ? mod->backend : NULL;
+#else
 		errno = -gnn_errf(err, ENODEV,
 				  "gnn backend 'cuda': this build has no CUDA backend (valid: %s)",
 				  gnn_backend_names());
 		return NULL;
+#endif
 	}
 	errno = -gnn_errf(err, ENOENT, "unknown gnn backend '%s' (valid: %s)", name,
 			  gnn_backend_names());
 	return NULL;
-}
-
-int gnn_errf(struct gnn_err *err, int e, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err) {
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
-	return -e;
 }

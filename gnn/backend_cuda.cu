@@ -28,12 +28,17 @@
  * of a DAGNN wavefront (shapes differ per unit) as one
  * cublasSgemmGroupedBatched.
  *
- * Built only when nvcc is found (meson option 'cuda'). init fails with
- * ENODEV and the runtime's reason when cudaGetDeviceCount reports an error
- * (35, cudaErrorInsufficientDriver, where there is no driver) or no device;
- * gnn_model_new() then falls back to "cpu". gnn_cuda_probe() (gnn.h) runs
- * the same check and tells "no device or no driver" (-ENODEV) from any
- * other error of the runtime (-EIO).
+ * Built only when nvcc is found (meson option 'cuda'), as a shared module of
+ * its own (libloom_gnn_cuda.so, linked against cudart and cuBLAS) that
+ * backend.c loads with dlopen() on the first use of "cuda"; its one exported
+ * symbol, gnn_cuda_module_get(), returns the descriptor of cuda_module.h.
+ * Everything else here has hidden visibility. init fails with ENODEV and
+ * the runtime's reason when cudaGetDeviceCount reports an error (35,
+ * cudaErrorInsufficientDriver, where there is no driver) or no device;
+ * gnn_model_new() then falls back to "cpu". cuda_probe(), which
+ * gnn_cuda_probe() (gnn.h) calls once the module is loaded, runs the same
+ * check and tells "no device or no driver" (-ENODEV) from any other error
+ * of the runtime (-EIO).
  */
 #include <errno.h>
 #include <math.h>
@@ -45,6 +50,7 @@
 #include <cuda_runtime.h>
 
 extern "C" {
+#include "gnn/cuda_module.h"
 #include "gnn/gnn_impl.h"
 }
 
@@ -748,7 +754,7 @@ static void note(struct cuda_ctx *x, const char *what, int code, const char *why
 		snprintf(x->fail, sizeof(x->fail), "cuda: %s failed: %s (%d)", what, why, code);
 }
 
-int gnn_cuda_probe(struct gnn_err *err)
+static int cuda_probe(struct gnn_err *err)
 {
 	int n = 0;
 	cudaError_t ce = cudaGetDeviceCount(&n);
@@ -770,7 +776,7 @@ static int cuda_init(void **ret_ctx, struct gnn_err *err)
 	struct cudaDeviceProp prop;
 	int device;
 	cudaError_t ce;
-	int r = gnn_cuda_probe(err);
+	int r = cuda_probe(err);
 
 	*ret_ctx = NULL;
 	if (r < 0)
@@ -1066,7 +1072,7 @@ static void cuda_gemm_batch(void *ctx, const struct gnn_gemm *g, size_t count)
 			one_gemm(x, &g[i]);
 }
 
-extern "C" const struct gnn_backend_class gnn_backend_cuda = {
+static const struct gnn_backend_class cuda_class = {
 	.name = "cuda",
 	.host_memory = false,
 	.init = cuda_init,
@@ -1082,3 +1088,16 @@ extern "C" const struct gnn_backend_class gnn_backend_cuda = {
 	.gemm_batch = cuda_gemm_batch,
 	.kernels = &cuda_kernels,
 };
+
+static const struct gnn_cuda_module cuda_module = {
+	GNN_CUDA_MODULE_INIT,
+	.backend = &cuda_class,
+	.probe = cuda_probe,
+};
+
+/* The module's entry point (GNN_CUDA_MODULE_SYMBOL), the one symbol it exports. */
+extern "C" __attribute__((visibility("default"))) const struct gnn_cuda_module *
+gnn_cuda_module_get(void)
+{
+	return &cuda_module;
+}

@@ -197,9 +197,15 @@ struct gnn_backend_class {
  * openblas_set_num_threads(1), which is process-wide (OpenBLAS keeps one
  * setting); a program that wants BLAS threads elsewhere must set them again.
  * NULL + errno ENOENT with a message listing the valid names for an unknown
- * name, ENODEV for "cuda" when this build has no CUDA backend. The class is
- * static; do not free it. Finding "cuda" does not mean a device is there:
- * that is known when a model starts it (gnn_model_fallback()).
+ * name. "cuda" lives in a module of its own that the first lookup of "cuda"
+ * in the process loads (once, thread-safe; see gnn_cuda_probe() for where
+ * it is looked for); no other name loads anything, so a program that never
+ * asks for "cuda" maps none of CUDA. For "cuda": ENODEV when this build has
+ * no CUDA backend or the module cannot be found or loaded, EIO when the file
+ * found is not a cuda module of this build, each with a message naming the
+ * file. The class is static; do not free it. Finding "cuda" does not mean a
+ * device is there: that is known when a model starts it
+ * (gnn_model_fallback()).
  */
 const struct gnn_backend_class *gnn_backend_find(const char *name, struct gnn_err *err);
 
@@ -211,11 +217,21 @@ const char *gnn_backend_names(void);
  * when this build has the backend and the CUDA runtime counts at least one
  * device; -ENOSYS when this build has no CUDA backend; -ENODEV when there is
  * no device or no driver (cudaErrorNoDevice, cudaErrorInsufficientDriver, or
- * a count of zero); -EIO for any other error of the runtime (a broken
- * installation, a driver that does not match, ...). err says which, with
- * the runtime's message and code. gnn_model_new() falls back to "cpu" on
- * every one of these; a caller that must tell "no GPU here" from "a GPU that
- * does not work" (a test) asks this first.
+ * a count of zero), or when the cuda module cannot be found or loaded (a
+ * missing cuBLAS or CUDA runtime is that); -EIO for any other error of the
+ * runtime (a broken installation, a driver that does not match, ...) or a
+ * file that is not a cuda module of this build. err says which, with the
+ * runtime's message and code, or the module's path and dlerror(). gnn_model_new()
+ * falls back to "cpu" on every one of these; a caller that must tell "no
+ * GPU here" from "a GPU that does not work" (a test) asks this first.
+ *
+ * The module (libloom_gnn_cuda.so, which links the CUDA runtime and
+ * cuBLAS) is loaded by the first call of this or of gnn_backend_find("cuda")
+ * in the process, with dlopen(RTLD_NOW | RTLD_LOCAL), from the file named
+ * by the environment variable LOOM_GNN_CUDA_MODULE when it is set and not
+ * empty (that file only), else from the first that exists of its path in
+ * the build tree and its installed path, <libdir>/loom/. The outcome is
+ * kept for the life of the process.
  */
 int gnn_cuda_probe(struct gnn_err *err);
 

@@ -3,7 +3,8 @@
  * loomd end to end, as its users meet it: frameworks through libloom
  * (several threads at once, a real socket announced by address), an agent
  * receiving classes and reporting bytes, an operator with loomctl and
- * /metrics switching the policy live, and finished jobs expiring.
+ * /metrics switching the policy live, and finished jobs expiring. First,
+ * that an idle loomd maps none of CUDA, also once it runs the gnn policy.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -85,6 +86,51 @@ static json_t *loomctl_json(const char *sub, const char *arg)
 	if (!j)
 		fail_msg("loomctl %s: not JSON (%s): %s", sub, e.text, out);
 	return j;
+}
+
+/* The first CUDA library (gnn's cuda module, cuBLAS, the runtime) in loomd's maps, or NULL. */
+static const char *loomd_cuda_mapped(void)
+{
+	static const char *const libs[] = {"libloom_gnn_cuda", "libcublas", "libcudart"};
+	char path[64], line[4096];
+	const char *found = NULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)H.pid);
+	f = fopen(path, "r");
+	if (!f)
+		fail_msg("%s: %s", path, strerror(errno));
+	while (!found && fgets(line, sizeof(line), f))
+		for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]) && !found; i++)
+			if (strstr(line, libs[i]))
+				found = libs[i];
+	fclose(f);
+	return found;
+}
+
+/*
+ * loomd does not pay for CUDA it does not use (issue 19): gnn/ loads its
+ * cuda module, and with it cuBLAS, only for a "cuda" model, so loomd maps
+ * none of it idle, nor with the gnn policy (a cpu model). The policy goes
+ * back to sebf for the tests after this one.
+ */
+static void test_idle_maps_no_cuda(void **state)
+{
+	const char *ctl = getenv("LOOMCTL"), *lib;
+	char out[4096];
+	char *set_gnn[] = {(char *)ctl,   (char *)"--socket", H.admin, (char *)"policy",
+			   (char *)"set", (char *)"gnn",      NULL};
+	char *set_sebf[] = {(char *)ctl,   (char *)"--socket", H.admin, (char *)"policy",
+			    (char *)"set", (char *)"sebf",     NULL};
+
+	(void)state;
+	assert_non_null(ctl);
+	if ((lib = loomd_cuda_mapped()))
+		fail_msg("idle loomd (policy sebf) maps %s", lib);
+	assert_int_equal(run(set_gnn, out, sizeof(out)), 0);
+	if ((lib = loomd_cuda_mapped()))
+		fail_msg("loomd with the gnn policy (a cpu model) maps %s", lib);
+	assert_int_equal(run(set_sebf, out, sizeof(out)), 0);
 }
 
 struct worker {
@@ -446,6 +492,7 @@ static void test_done_jobs_expire(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_idle_maps_no_cuda),
 		cmocka_unit_test(test_concurrent_frameworks),
 		cmocka_unit_test(test_socket_flow_and_agent),
 		cmocka_unit_test(test_metrics_and_policy_switch),

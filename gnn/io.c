@@ -179,7 +179,8 @@ static int parse(const uint8_t *buf, size_t len, const char *name, struct parsed
 				"%s: %zu bytes, but the header's %llu floats need %llu (truncated "
 				"or trailing bytes)",
 				name, len, (unsigned long long)n,
-				n > MAX_FILE ? 0ULL : (unsigned long long)(hdr + 4 * n + TAIL_BYTES));
+				n > MAX_FILE ? 0ULL :
+					       (unsigned long long)(hdr + 4 * n + TAIL_BYTES));
 	if (get64(buf + len - TAIL_BYTES) != fnv1a(buf, len - TAIL_BYTES))
 		return gnn_errf(err, EINVAL, "%s: checksum mismatch (corrupted file)", name);
 	c.nfeatures = get32(buf + 12);

@@ -94,11 +94,10 @@ static void usage(FILE *f)
 		"  -h, --help\n",
 		d.iters, d.imitate_iters, d.teacher, d.dagger ? "on" : "off", d.label_prob,
 		d.imitate_top, policy_gnn_prior_name(d.cfg.prior), (double)d.cfg.prior_scale,
-		d.rollouts, d.threads, d.jobs_min, d.jobs_max,
-		d.curriculum_iters, d.load_min, d.load_max, d.weight_max, d.train_decisions,
-		(double)d.lr, (double)d.rl_lr, (double)d.clip_norm, d.entropy_start, d.entropy_end,
-		d.entropy_iters, d.eval_every, d.eval_workloads, d.eval_jobs,
-		(unsigned long long)d.seed);
+		d.rollouts, d.threads, d.jobs_min, d.jobs_max, d.curriculum_iters, d.load_min,
+		d.load_max, d.weight_max, d.train_decisions, (double)d.lr, (double)d.rl_lr,
+		(double)d.clip_norm, d.entropy_start, d.entropy_end, d.entropy_iters, d.eval_every,
+		d.eval_workloads, d.eval_jobs, (unsigned long long)d.seed);
 }
 
 enum {
@@ -514,8 +513,9 @@ int main(int argc, char **argv)
 	a.o.progress = show_progress;
 	a.o.progress_ctx = &mode;
 	log_info("training %u iterations (%u imitating %s%s) with %u threads, seed %llu, into %s",
-		 a.o.iters, a.o.imitate_iters, a.o.teacher, a.o.dagger ? " on the model's states" : "",
-		 a.o.threads, (unsigned long long)a.o.seed, a.o.out_dir);
+		 a.o.iters, a.o.imitate_iters, a.o.teacher,
+		 a.o.dagger ? " on the model's states" : "", a.o.threads,
+		 (unsigned long long)a.o.seed, a.o.out_dir);
 	r = learn_run(&a.o, &model, &err);
 	stopped = r == -ETIME;
 	if (r < 0 && r != -ETIME) {

@@ -69,8 +69,7 @@ int policy_graph_init(struct policy_graph *g, const struct cp_model *m)
 	g->depth = calloc(nc, sizeof(uint32_t));
 	g->height = calloc(nc, sizeof(uint32_t));
 	if (!g->x || !g->job_start || !g->edges || !g->sched || !g->prior || !g->node_coflow ||
-	    !g->topo ||
-	    !g->node_of || !g->job_seen || !g->desc_seen || !g->stack || !g->jobs ||
+	    !g->topo || !g->node_of || !g->job_seen || !g->desc_seen || !g->stack || !g->jobs ||
 	    !g->port_bytes || !g->port_load || !g->path_s || !g->depth || !g->height) {
 		policy_graph_done(g);
 		return -ENOMEM;

@@ -60,7 +60,7 @@ struct gnnp {
 	struct gnn_model *model;
 	bool own_model;
 	bool invert;
-	struct policy *prior;      /* the residual prior's heuristic, or NULL */
+	struct policy *prior; /* the residual prior's heuristic, or NULL */
 	float prior_scale;
 	struct policy_decision pd; /* the prior's decision */
 	float *prior_pos;          /* ncoflows: place in the prior's order (scratch) */
@@ -96,13 +96,12 @@ static void gnnp_free(struct gnnp *x)
 }
 
 /* gnn_config.prior i > 0 is the heuristic prior_names[i]. */
-static const char *const prior_names[] = {"none", "sincronia", "sebf", "wsrjf", "srjf", "scf",
-					  "lcf",  NULL};
+static const char *const prior_names[] = {"none", "sincronia", "sebf", "wsrjf",
+					  "srjf", "scf",       "lcf",  NULL};
 
 const char *policy_gnn_prior_name(uint32_t prior)
 {
-	return prior < sizeof(prior_names) / sizeof(prior_names[0]) - 1 ? prior_names[prior] :
-									  NULL;
+	return prior < sizeof(prior_names) / sizeof(prior_names[0]) - 1 ? prior_names[prior] : NULL;
 }
 
 int policy_gnn_prior_find(const char *name)
@@ -173,7 +172,8 @@ static int gnn_init(struct policy *p, const struct cp_model *m)
 			loom_err_set(&p->init_err, EINVAL,
 				     "model %s scores residuals on prior %u, which this build does "
 				     "not know (a model of a newer build)",
-				     p->params.weights ? p->params.weights : "in memory", cfg->prior);
+				     p->params.weights ? p->params.weights : "in memory",
+				     cfg->prior);
 			gnnp_free(x);
 			return -EINVAL;
 		}

@@ -392,10 +392,8 @@ static void test_fuzz_corpus(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_rejects),
-		cmocka_unit_test(test_other_dims),
-		cmocka_unit_test(test_prior),
+		cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_rejects),
+		cmocka_unit_test(test_other_dims),  cmocka_unit_test(test_prior),
 		cmocka_unit_test(test_fuzz_corpus),
 	};
 

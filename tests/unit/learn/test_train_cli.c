@@ -75,11 +75,30 @@ static size_t count_lines(const char *path)
 static void test_help(void **state)
 {
 	static const char *const words[] = {
-		"Usage: loom-train", "--out",    "--save",        "--iters", "--imitate-iters",
-		"--teacher",         "--seed",   "--resume",      "--init",  "--time-limit",
-		"--threads",         "--hosts",  "--dags",        "--fb",    "--rollouts",
-		"--eval-every",      "--hidden", "--no-progress", "--help",
-		"--dagger",          "--label-prob", "--imitate-top", "--prior", "--prior-scale",
+		"Usage: loom-train",
+		"--out",
+		"--save",
+		"--iters",
+		"--imitate-iters",
+		"--teacher",
+		"--seed",
+		"--resume",
+		"--init",
+		"--time-limit",
+		"--threads",
+		"--hosts",
+		"--dags",
+		"--fb",
+		"--rollouts",
+		"--eval-every",
+		"--hidden",
+		"--no-progress",
+		"--help",
+		"--dagger",
+		"--label-prob",
+		"--imitate-top",
+		"--prior",
+		"--prior-scale",
 	};
 	struct result r;
 

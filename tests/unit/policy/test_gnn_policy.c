@@ -428,8 +428,8 @@ struct prior_check {
 };
 
 /* record() with the prior's own heuristic as the teacher: its order must be the prior's. */
-static void prior_record(void *ctx, const struct policy_graph *g, const uint32_t *perm,
-			 uint32_t n, uint64_t now_ns)
+static void prior_record(void *ctx, const struct policy_graph *g, const uint32_t *perm, uint32_t n,
+			 uint64_t now_ns)
 {
 	struct prior_check *c = ctx;
 
@@ -462,8 +462,8 @@ static void test_residual_prior(void **state)
 		struct prior_check c = {0};
 		struct policy_gnn_hook hook = {
 			.record = prior_record, .ctx = &c, .dagger = true, .label_prob = 1};
-		struct policy *p = new_policy("gnn", residual_model(priors[i], path, sizeof(path)),
-					      &err);
+		struct policy *p =
+			new_policy("gnn", residual_model(priors[i], path, sizeof(path)), &err);
 		struct sim_opts so;
 		struct sim_stats st;
 
@@ -514,8 +514,8 @@ struct label_count {
 	uint64_t sum; /* of the recorded rankings' first entries, to tell rankings apart */
 };
 
-static void label_record(void *ctx, const struct policy_graph *g, const uint32_t *perm,
-			 uint32_t n, uint64_t now_ns)
+static void label_record(void *ctx, const struct policy_graph *g, const uint32_t *perm, uint32_t n,
+			 uint64_t now_ns)
 {
 	struct label_count *c = ctx;
 
@@ -571,8 +571,8 @@ static void test_dagger_labels(void **state)
 		policy_free(hook.teacher);
 		policy_free(p);
 	}
-	print_message("decisions labelled: %u of %u (p = 1), %u (p = 0.5)\n", all.calls,
-		      own.calls, half.calls);
+	print_message("decisions labelled: %u of %u (p = 1), %u (p = 0.5)\n", all.calls, own.calls,
+		      half.calls);
 	assert_int_equal(all.bad + half.bad + own.bad, 0);
 	assert_int_equal(all.calls, own.calls);
 	assert_true(half.calls > 0 && half.calls < all.calls);

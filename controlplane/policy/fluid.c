@@ -45,6 +45,7 @@ int pol_fluid_init(struct pol_fluid *f, const struct cp_model *m)
 	f->nhosts = m->topo->nhosts;
 	f->racks = m->topo->nracks > 0;
 	f->cap_bps = calloc(np ? np : 1, sizeof(double));
+	f->thr_bps = calloc(np ? np : 1, sizeof(double));
 	f->free_bps = calloc(np ? np : 1, sizeof(double));
 	f->acc = calloc(np ? np : 1, sizeof(double));
 	f->port_stamp = calloc(np ? np : 1, sizeof(uint32_t));
@@ -52,13 +53,15 @@ int pol_fluid_init(struct pol_fluid *f, const struct cp_model *m)
 	f->bs_load = calloc(np ? np : 1, sizeof(double));
 	f->bs_pfirst = calloc(np + 1, sizeof(uint32_t));
 	f->bs_fill = calloc(np ? np : 1, sizeof(uint32_t));
-	if (!f->cap_bps || !f->free_bps || !f->acc || !f->port_stamp || !f->local || !f->bs_load ||
-	    !f->bs_pfirst || !f->bs_fill) {
+	if (!f->cap_bps || !f->thr_bps || !f->free_bps || !f->acc || !f->port_stamp || !f->local ||
+	    !f->bs_load || !f->bs_pfirst || !f->bs_fill) {
 		pol_fluid_done(f);
 		return -ENOMEM;
 	}
-	for (uint32_t p = 0; p < np; p++)
+	for (uint32_t p = 0; p < np; p++) {
 		f->cap_bps[p] = (double)m->topo->port_bps[p];
+		f->thr_bps[p] = FLUID_FREE_EPS * f->cap_bps[p];
+	}
 	for (uint32_t c = 0; c < m->ncoflows; c++)
 		f->local[c] = CP_NONE;
 	return 0;
@@ -67,6 +70,8 @@ int pol_fluid_init(struct pol_fluid *f, const struct cp_model *m)
 void pol_fluid_done(struct pol_fluid *f)
 {
 	free(f->cap_bps);
+	free(f->thr_bps);
+	free(f->dside);
 	free(f->free_bps);
 	free(f->acc);
 	free(f->port_stamp);
@@ -91,6 +96,8 @@ void pol_fluid_done(struct pol_fluid *f)
 	free(f->rank);
 	free(f->rnow);
 	free(f->state);
+	free(f->moving);
+	free(f->jlb_s);
 	free(f->parents);
 	free(f->ready_s);
 	free(f->rel0_s);
@@ -141,6 +148,7 @@ static int size_coflows(struct pol_fluid *f, uint32_t n, uint32_t nj)
 		RE(rank);
 		RE(rnow);
 		RE(state);
+		RE(moving);
 		RE(parents);
 		RE(ready_s);
 		RE(rel0_s);
@@ -165,6 +173,7 @@ static int size_coflows(struct pol_fluid *f, uint32_t n, uint32_t nj)
 		RE(jleft);
 		RE(jfinish_s);
 		RE(jkey);
+		RE(jlb_s);
 #undef RE
 		f->njcap = c;
 	}
@@ -199,8 +208,13 @@ static int push_demand(struct pol_fluid *f, uint32_t *nd, uint32_t port, double 
 		if (!q)
 			return -ENOMEM;
 		f->bs_coflow = q;
+		q = realloc(f->dside, (size_t)c * sizeof(uint8_t));
+		if (!q)
+			return -ENOMEM;
+		f->dside = q;
 		f->ndcap = c;
 	}
+	f->dside[*nd] = port < f->nhosts ? 0 : port < 2 * f->nhosts ? 1 : 2;
 	f->dport[*nd] = port;
 	f->dbits[*nd] = bits;
 	(*nd)++;
@@ -253,6 +267,48 @@ static double ns_from(uint64_t t_ns, uint64_t now_ns)
 	if (t_ns >= now_ns)
 		return (double)(t_ns - now_ns) * 1e-9;
 	return -(double)(now_ns - t_ns) * 1e-9;
+}
+
+/* Coflow i's remaining critical path alone on the empty fabric at the snapshot (memo in key). */
+static double path0_s(struct pol_fluid *f, uint32_t i)
+{
+	double tail = 0, b = 0;
+
+	if (f->key[i] >= 0)
+		return f->key[i];
+	for (uint32_t k = f->kstart[i]; k < f->kstart[i + 1]; k++)
+		tail = fmax(tail, f->kdelay_s[k] + path0_s(f, f->kchild[k]));
+	for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
+		b = fmax(b, f->dbits[e] / f->cap_bps[f->dport[e]]);
+	f->key[i] = b + tail;
+	return f->key[i];
+}
+
+/*
+ * f->jlb_s: no rollout finishes job j before the longest remaining critical
+ * path from its released or releasing coflows (every waiting coflow descends
+ * from one), as no rate exceeds a port's capacity; a little slack covers the
+ * rollouts' completion tolerances.
+ */
+static void job_floors(struct pol_fluid *f)
+{
+	for (uint32_t i = 0; i < f->n; i++)
+		f->key[i] = -1;
+	for (uint32_t j = 0; j < f->nj; j++)
+		f->jlb_s[j] = 0;
+	for (uint32_t i = 0; i < f->n; i++) {
+		double start;
+
+		if (f->state0[i] == CP_COFLOW_ACTIVE)
+			start = 0;
+		else if (f->state0[i] == CP_COFLOW_READY)
+			start = fmax(0, f->ready0_s[i]);
+		else
+			continue;
+		f->jlb_s[f->job[i]] = fmax(f->jlb_s[f->job[i]], start + path0_s(f, i));
+	}
+	for (uint32_t j = 0; j < f->nj; j++)
+		f->jlb_s[j] = f->jlb_s[j] * (1 - 1e-6) - 1e-6;
 }
 
 int pol_fluid_build(struct pol_fluid *f, const struct cp_model *m, uint64_t now_ns)
@@ -338,6 +394,7 @@ int pol_fluid_build(struct pol_fluid *f, const struct cp_model *m, uint64_t now_
 		}
 		f->kstart[i + 1] = nk;
 	}
+	job_floors(f);
 	return (int)n;
 }
 
@@ -381,66 +438,97 @@ static inline bool host_down(const struct pol_fluid *f, uint32_t p)
  */
 static void allocate(struct pol_fluid *f)
 {
+	/* ports with capacity left (all, host uplinks, host downlinks): none left, nothing moves */
+	uint32_t nfree = 0, nfree_up = 0, nfree_down = 0;
+
 	memcpy(f->free_bps, f->cap_bps, f->nports * sizeof(double));
+	for (uint32_t p = 0; p < f->nports; p++)
+		if (f->free_bps[p] > f->thr_bps[p]) {
+			nfree++;
+			nfree_up += host_up(f, p);
+			nfree_down += host_down(f, p);
+		}
 	for (uint32_t a = 0; a < f->nact; a++) {
 		uint32_t i = f->act[a];
 		double g = 0; /* seconds to finish at the bottleneck */
 		bool blocked = false;
 
+		f->moving[i] = 0;
+		if (nfree == 0)
+			continue; /* a coflow with bits left would be blocked */
 		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
 			uint32_t p = f->dport[e];
 
-			f->drate[e] = 0;
 			if (!(f->rbits[e] > 0))
 				continue;
-			if (f->free_bps[p] <= FLUID_FREE_EPS * f->cap_bps[p])
+			if (f->free_bps[p] <= f->thr_bps[p]) {
 				blocked = true;
-			else if (f->rbits[e] > g * f->free_bps[p]) /* divide only on a new max */
+				break;
+			}
+			if (f->rbits[e] > g * f->free_bps[p]) /* divide only on a new max */
 				g = f->rbits[e] / f->free_bps[p];
 		}
 		if (blocked || !(g > 0))
 			continue;
 		g = 1 / g;
+		f->moving[i] = 1;
 		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
 			uint32_t p = f->dport[e];
+			bool had = f->free_bps[p] > f->thr_bps[p];
 
 			f->drate[e] = f->rbits[e] * g;
 			f->free_bps[p] -= f->drate[e];
 			if (f->free_bps[p] < 0)
 				f->free_bps[p] = 0;
+			if (had && f->free_bps[p] <= f->thr_bps[p]) {
+				nfree--;
+				nfree_up -= host_up(f, p);
+				nfree_down -= host_down(f, p);
+			}
 		}
 	}
 	if (f->racks)
 		return;
-	for (uint32_t a = 0; a < f->nact; a++) {
+	for (uint32_t a = 0; a < f->nact && nfree_up > 0 && nfree_down > 0; a++) {
 		uint32_t i = f->act[a];
 		double up = 0, down = 0, su, sd;
 
 		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
 			uint32_t p = f->dport[e];
 
-			if (!(f->rbits[e] > 0) || f->free_bps[p] <= FLUID_FREE_EPS * f->cap_bps[p])
+			if (!(f->rbits[e] > 0) || f->free_bps[p] <= f->thr_bps[p])
 				continue;
-			if (host_up(f, p))
+			if (f->dside[e] == 0)
 				up += f->free_bps[p];
-			else if (host_down(f, p))
+			else if (f->dside[e] == 1)
 				down += f->free_bps[p];
 		}
 		if (!(up > 0) || !(down > 0))
 			continue;
 		su = up > down ? down / up : 1;
 		sd = down > up ? up / down : 1;
+		if (!f->moving[i]) {
+			/* no MADD rate: its rates are stale, start them from 0 */
+			for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
+				f->drate[e] = 0;
+			f->moving[i] = 1;
+		}
 		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
 			uint32_t p = f->dport[e];
 			double extra;
 
-			if (!(f->rbits[e] > 0) || f->free_bps[p] <= FLUID_FREE_EPS * f->cap_bps[p])
+			if (!(f->rbits[e] > 0) || f->free_bps[p] <= f->thr_bps[p])
 				continue;
-			extra = f->free_bps[p] * (host_up(f, p) ? su : sd);
+			extra = f->free_bps[p] * (f->dside[e] == 0 ? su : sd);
 			f->drate[e] += extra;
 			f->free_bps[p] -= extra;
 			if (f->free_bps[p] < 0)
 				f->free_bps[p] = 0;
+			if (f->free_bps[p] <= f->thr_bps[p]) {
+				nfree--;
+				nfree_up -= f->dside[e] == 0;
+				nfree_down -= f->dside[e] == 1;
+			}
 		}
 	}
 }
@@ -453,6 +541,13 @@ static double time_left_s(const struct pol_fluid *f, uint32_t i, double *drain)
 {
 	double t = 0;
 
+	if (!f->moving[i]) {
+		/* no rate: never, unless nothing is left */
+		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
+			if (f->rbits[e] > 0)
+				return INFINITY;
+		return 0;
+	}
 	for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
 		double d;
 
@@ -478,6 +573,7 @@ static void job_coflow_done(struct pol_fluid *f, uint32_t i, double t)
 	if (--f->jleft[j] == 0) {
 		f->jfinish_s[j] = t;
 		f->jobs_open--;
+		f->done_cost += f->jweight[j] * t;
 	}
 }
 
@@ -768,6 +864,7 @@ static void reset(struct pol_fluid *f)
 	f->nact = 0;
 	f->nready = 0;
 	f->jobs_open = 0;
+	f->done_cost = 0;
 	for (uint32_t j = 0; j < f->nj; j++) {
 		f->jleft[j] = f->jleft0[j];
 		f->jfinish_s[j] = -1;
@@ -799,7 +896,18 @@ uint32_t pol_fluid_order(struct pol_fluid *f, enum pol_fluid_rule rule, uint32_t
 	return f->nact;
 }
 
-double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horizon_s)
+/* The least the run from t on can cost in all (pol_fluid_run's bound). */
+static double cost_floor(const struct pol_fluid *f, double t, double end)
+{
+	double c = f->done_cost;
+
+	for (uint32_t j = 0; j < f->nj; j++)
+		if (f->jfinish_s[j] < 0)
+			c += f->jweight[j] * fmin(end, fmax(t, f->jlb_s[j]));
+	return c;
+}
+
+double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horizon_s, double bound)
 {
 	double t = 0, cost = 0, end = horizon_s > 0 ? horizon_s : INFINITY;
 	bool resort = false;
@@ -855,6 +963,10 @@ double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horiz
 				resort = true;
 				continue;
 			}
+			if (!f->moving[i]) {
+				f->act[w++] = i;
+				continue;
+			}
 			for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
 				if (!(f->drate[e] > 0))
 					continue;
@@ -876,6 +988,8 @@ double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horiz
 			break;
 		if (f->jobs_open == 0)
 			break;
+		if (bound < INFINITY && cost_floor(f, t, end) >= bound)
+			return INFINITY; /* it cannot win */
 	}
 	for (uint32_t j = 0; j < f->nj; j++)
 		cost += f->jweight[j] * (f->jfinish_s[j] >= 0 ? f->jfinish_s[j] : t);

@@ -68,6 +68,7 @@ struct pol_fluid {
 	uint32_t nports, nhosts;
 	bool racks;
 	double *cap_bps; /* nports */
+	double *thr_bps; /* nports: FLUID_FREE_EPS x capacity; free at or below it is none */
 	double *free_bps;
 	double *acc; /* nports: scratch while building, all zero between uses */
 	uint32_t *port_stamp;
@@ -80,6 +81,7 @@ struct pol_fluid {
 	uint32_t *job;      /* n: compact job index */
 	uint32_t *dstart;   /* n + 1: demand entries of coflow i are [dstart[i], dstart[i+1]) */
 	uint32_t *dport;    /* demand entries: port */
+	uint8_t *dside;     /* demand entries: 0 host uplink, 1 host downlink, 2 other */
 	double *dbits;      /* demand entries: bits left at the snapshot */
 	double *rbits;      /* demand entries: bits left in the rollout */
 	double *drate;      /* demand entries: current rate, bits/s */
@@ -97,10 +99,13 @@ struct pol_fluid {
 	uint32_t ncap, ndcap, nkcap, njcap; /* capacities */
 
 	/* rollout state */
-	double *tleft;  /* n: seconds to finish at the current rates */
-	double *rank;   /* n: priority, lower first (input of pol_fluid_run) */
-	double *rnow;   /* n: rank in the rollout (inherited on release) */
-	uint8_t *state; /* n */
+	double *tleft;   /* n: seconds to finish at the current rates */
+	double *rank;    /* n: priority, lower first (input of pol_fluid_run) */
+	double *rnow;    /* n: rank in the rollout (inherited on release) */
+	uint8_t *state;  /* n */
+	uint8_t *moving; /* n: the last allocation gave coflow i a rate (else its drate is stale) */
+	double *jlb_s;   /* nj: the snapshot's lower bound on each job's finish, s from now */
+	double done_cost; /* the run so far: sum of weight x finish over its finished jobs */
 	uint32_t *parents;
 	double *ready_s;
 	double *rel_s; /* n: release time in the rollout */
@@ -137,13 +142,23 @@ int pol_fluid_build(struct pol_fluid *f, const struct cp_model *m, uint64_t now_
  * Plays the snapshot forward with f->rank[i] set by the caller for every
  * coflow of the snapshot: the order until the first event; after it, rule
  * orders (POL_FLUID_FROZEN: the ranks stay, a coflow released in the rollout
- * takes the rank of the parent that released it). Stops when every job of the snapshot is done or at horizon_s
- * (> 0; 0 = no horizon). Returns the cost: the sum over the snapshot's jobs
- * of weight x the time each spends unfinished from now until the end (its
- * weighted JCT from now on with no horizon). Job completion times (s from
- * now, or -1 when unfinished at the horizon) are left in f->jfinish_s.
+ * takes the rank of the parent that released it). Stops when every job of
+ * the snapshot is done or at horizon_s (> 0; 0 = no horizon). Returns the
+ * cost: the sum over the snapshot's jobs of weight x the time each spends
+ * unfinished from now until the end (its weighted JCT from now on with no
+ * horizon). Job completion times (s from now, or -1 when unfinished at the
+ * horizon) are left in f->jfinish_s.
+ *
+ * bound (INFINITY: none): a run whose cost cannot be below bound may stop
+ * as soon as that is certain and return INFINITY (f->jfinish_s and
+ * f->first_s are then partial). What it can still cost is bounded below by
+ * the finished jobs' cost plus, for each open job, its weight times the
+ * later of now and its finish alone on the fabric from the snapshot
+ * (f->jlb_s, its remaining critical path); so a finite return is exactly
+ * the cost without a bound, and a run that would cost less than bound is
+ * never cut short (test_lookahead checks both).
  */
-double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horizon_s);
+double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horizon_s, double bound);
 
 /*
  * The order rule gives the snapshot's schedulable coflows now, as model

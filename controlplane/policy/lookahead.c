@@ -210,9 +210,12 @@ static void la_on_event(struct policy *p, const struct cp_model *m, const struct
 	policy_on_event(x->base, m, ev);
 }
 
-/* Rolls the order o[0 .. n) out in the fluid snapshot; returns its cost. */
+/*
+ * Rolls the order o[0 .. n) out in the fluid snapshot; returns its cost, or
+ * INFINITY as soon as it is certain to cost at least bound.
+ */
 static double rollout(struct la *x, const struct cp_model *m, const uint32_t *o, uint32_t n,
-		      enum pol_fluid_rule rule)
+		      enum pol_fluid_rule rule, double bound)
 {
 	struct pol_fluid *f = &x->fl;
 
@@ -229,7 +232,7 @@ static double rollout(struct la *x, const struct cp_model *m, const uint32_t *o,
 	for (uint32_t q = 0; q < n; q++)
 		f->rank[f->local[o[q]]] = (double)q;
 	x->rollouts++;
-	return pol_fluid_run(f, rule, x->horizon_s);
+	return pol_fluid_run(f, rule, x->horizon_s, bound);
 }
 
 /* Copies the parts of decision s that order-independent consumers read into d. */
@@ -282,7 +285,7 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 		return r;
 	memcpy(x->order, x->bd.order, n * sizeof(*x->order));
 	rule = x->rule;
-	base_cost = rollout(x, m, x->order, n, rule);
+	base_cost = rollout(x, m, x->order, n, rule, INFINITY);
 	hold_s = x->fl.first_s;
 	/* Whole orders of the fluid model's heuristics, each completed by itself. */
 	for (size_t q = 0; x->mix && q < sizeof(mix_rules) / sizeof(mix_rules[0]); q++) {
@@ -292,7 +295,9 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 		if (pol_fluid_order(&x->fl, h, x->cand) != n ||
 		    (h == rule && memcmp(x->cand, x->order, n * sizeof(*x->cand)) == 0))
 			continue; /* the base's own rollout again */
-		cost = rollout(x, m, x->cand, n, h);
+		/* it wins only below both: a rollout that cannot is cut short */
+		cost = rollout(x, m, x->cand, n, h,
+			       fmin(base_cost * (1 - x->margin - 1e-12), best_cost));
 		if (cost < base_cost * (1 - x->margin - 1e-12) && cost < best_cost) {
 			memcpy(x->best, x->cand, n * sizeof(*x->best));
 			best_cost = cost;
@@ -318,7 +323,8 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 			memcpy(x->cand, x->order, n * sizeof(*x->cand));
 			memmove(&x->cand[pos + 1], &x->cand[pos], i * sizeof(*x->cand));
 			x->cand[pos] = x->order[pos + i];
-			cost = rollout(x, m, x->cand, n, rule);
+			cost = rollout(x, m, x->cand, n, rule,
+				       fmin(pos_cost, base_cost * (1 - x->margin - 1e-12)));
 			if (cost < pos_cost && cost < base_cost * (1 - x->margin - 1e-12)) {
 				pos_cost = cost;
 				best = i;

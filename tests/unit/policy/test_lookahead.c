@@ -166,9 +166,21 @@ static double fluid_wjct(struct cp_model *m, enum pol_fluid_rule rule)
 		f.rank[i] = (double)n;
 	for (uint32_t q = 0; q < n; q++)
 		f.rank[f.local[order[q]]] = q;
-	cost = pol_fluid_run(&f, rule, 0);
+	cost = pol_fluid_run(&f, rule, 0, INFINITY);
 	for (uint32_t j = 0; j < f.nj; j++)
 		assert_true(f.jfinish_s[j] >= 0);
+	/*
+	 * The bound never cuts a run short that would cost less (its floor is a
+	 * true lower bound), and a run that cannot beat it returns its cost
+	 * exactly or INFINITY.
+	 */
+	if (cost > 0) {
+		double above = pol_fluid_run(&f, rule, 0, cost * (1 + 1e-12));
+		double below = pol_fluid_run(&f, rule, 0, cost * 0.97);
+
+		assert_true(above == cost);
+		assert_true(below == cost || below == INFINITY);
+	}
 	pol_fluid_done(&f);
 	free(order);
 	return cost;

@@ -29,6 +29,15 @@
 #include "common/clock.h"
 #include "common/log.h"
 
+#ifdef LOOM_HAVE_TLS
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#else
+typedef struct ssl_st SSL; /* never made without TLS */
+#endif
+
 struct dp_agent {
 	struct dp_agent_config cfg;
 	struct event_base *base;
@@ -37,6 +46,7 @@ struct dp_agent {
 	bool enf_started;
 	struct loom_admin *admin;
 	struct bufferevent *bev; /* the session; NULL while disconnected */
+	struct ssl_ctx_st *tls;  /* SSL_CTX when tls-cert is set; NULL: plain TCP */
 	struct event *reconnect_ev, *stats_ev, *hb_ev, *sigterm_ev, *sigint_ev;
 	uint64_t backoff_ns;
 	uint64_t seq;
@@ -98,13 +108,17 @@ static int connect_deadline(int fd, const struct sockaddr *sa, socklen_t len, in
 	return 0;
 }
 
-/* Opens a stream to the controller address; fd or -errno with a message in err. */
-static int dial(const char *addr, int timeout_ms, struct loom_err *err)
+/*
+ * Opens a stream to the controller address; fd or -errno with a message in
+ * err. ret_host (size 128) gets the host of a TCP address, "" for a Unix one.
+ */
+static int dial(const char *addr, int timeout_ms, char *ret_host, struct loom_err *err)
 {
 	const char *path = NULL;
 	char host[128], port[16];
 	int fd, r;
 
+	ret_host[0] = 0;
 	if (!strncmp(addr, "unix:", 5))
 		path = addr + 5;
 	else if (addr[0] == '/' || addr[0] == '.')
@@ -162,12 +176,214 @@ static int dial(const char *addr, int timeout_ms, struct loom_err *err)
 			close(fd);
 			return loom_err_set(err, -r, "connect %s: %s", addr, strerror(-r));
 		}
+		memcpy(ret_host, host, sizeof(host));
 		return fd;
 	}
 }
 
+/* ---- TLS ---------------------------------------------------------------------------------- */
+
+#ifdef LOOM_HAVE_TLS
+/* The OpenSSL errors queued on this thread as one line (emptied), or the socket's errno. */
+static const char *tls_errors(char *buf, size_t size, int sys_errno)
+{
+	unsigned long e;
+
+	buf[0] = 0;
+	while ((e = ERR_get_error()) != 0) {
+		const char *reason = ERR_reason_error_string(e);
+		size_t n = strlen(buf);
+
+		if (n + 3 < size)
+			snprintf(buf + n, size - n, "%s%s", n ? "; " : "",
+				 reason ? reason : "unknown OpenSSL error");
+	}
+	if (!buf[0])
+		snprintf(buf, size, "%s",
+			 sys_errno ? strerror(sys_errno) : "the connection was closed");
+	return buf;
+}
+
+/* The client context from tls-cert, tls-key, tls-ca; 0 or -errno with err naming the option. */
+static int tls_init(struct dp_agent *a, struct loom_err *err)
+{
+	const struct dp_agent_config *c = &a->cfg;
+	const char *const files[3][2] = {
+		{"tls-cert", c->tls_cert}, {"tls-key", c->tls_key}, {"tls-ca", c->tls_ca}};
+	char why[512];
+
+	for (int i = 0; i < 3; i++) {
+		if (!files[i][1][0])
+			return loom_err_set(
+				err, EINVAL,
+				"%s is not set: tls-cert, tls-key and tls-ca go together",
+				files[i][0]);
+		if (access(files[i][1], R_OK) < 0)
+			return loom_err_set(err, errno, "%s %s: %s", files[i][0], files[i][1],
+					    strerror(errno));
+	}
+	ERR_clear_error();
+	a->tls = SSL_CTX_new(TLS_client_method());
+	if (!a->tls)
+		return loom_err_set(err, ENOMEM, "TLS: %s", tls_errors(why, sizeof(why), 0));
+	SSL_CTX_set_min_proto_version(a->tls, TLS1_2_VERSION);
+	if (SSL_CTX_use_certificate_chain_file(a->tls, c->tls_cert) != 1)
+		return loom_err_set(err, EINVAL, "tls-cert %s: not a PEM certificate (%s)",
+				    c->tls_cert, tls_errors(why, sizeof(why), 0));
+	if (SSL_CTX_use_PrivateKey_file(a->tls, c->tls_key, SSL_FILETYPE_PEM) != 1 ||
+	    SSL_CTX_check_private_key(a->tls) != 1)
+		return loom_err_set(err, EINVAL,
+				    "tls-key %s: not the unencrypted PEM key of tls-cert %s (%s)",
+				    c->tls_key, c->tls_cert, tls_errors(why, sizeof(why), 0));
+	if (SSL_CTX_load_verify_locations(a->tls, c->tls_ca, NULL) != 1)
+		return loom_err_set(err, EINVAL, "tls-ca %s: no PEM CA certificate (%s)", c->tls_ca,
+				    tls_errors(why, sizeof(why), 0));
+	SSL_CTX_set_verify(a->tls, SSL_VERIFY_PEER, NULL);
+	return 0;
+}
+
+/*
+ * The TLS handshake on the connected fd (blocking, bounded by the socket's
+ * timeouts); loomd's certificate must name host. The SSL, or NULL with err.
+ */
+static SSL *tls_connect(struct dp_agent *a, int fd, const char *host, struct loom_err *err)
+{
+	SSL *ssl = SSL_new(a->tls);
+	X509_VERIFY_PARAM *param;
+	char why[512];
+	long v;
+
+	ERR_clear_error();
+	if (!ssl) {
+		loom_err_set(err, ENOMEM, "TLS: %s", tls_errors(why, sizeof(why), 0));
+		return NULL;
+	}
+	param = SSL_get0_param(ssl);
+	if (X509_VERIFY_PARAM_set1_ip_asc(param, host) != 1) {
+		/* a name: check it, and send it (SNI) */
+		ERR_clear_error();
+		X509_VERIFY_PARAM_set1_host(param, host, 0);
+		SSL_set_tlsext_host_name(ssl, host);
+	}
+	SSL_set_fd(ssl, fd);
+	errno = 0;
+	if (SSL_connect(ssl) != 1) {
+		int e = errno;
+
+		v = SSL_get_verify_result(ssl);
+		tls_errors(why, sizeof(why), e);
+		if (v != X509_V_OK)
+			loom_err_set(err, EPROTO, "TLS handshake with %s: loomd's certificate: %s",
+				     a->cfg.controller, X509_verify_cert_error_string(v));
+		else
+			loom_err_set(err, EPROTO, "TLS handshake with %s: %s", a->cfg.controller,
+				     why);
+		SSL_free(ssl);
+		return NULL;
+	}
+	return ssl;
+}
+
+/* Writes all of buf on ssl; 0 or -errno with err. */
+static int tls_write_all(struct dp_agent *a, SSL *ssl, const void *buf, size_t len,
+			 struct loom_err *err)
+{
+	char why[512];
+
+	ERR_clear_error();
+	errno = 0;
+	if (SSL_write(ssl, buf, (int)len) == (int)len)
+		return 0;
+	return loom_err_set(err, EPROTO, "hello to %s: TLS: %s", a->cfg.controller,
+			    tls_errors(why, sizeof(why), errno));
+}
+
+/* Reads len bytes from ssl; 0 or -errno with err. */
+static int tls_read_all(struct dp_agent *a, SSL *ssl, void *buf, size_t len, struct loom_err *err)
+{
+	size_t got = 0;
+	char why[512];
+
+	ERR_clear_error();
+	errno = 0;
+	while (got < len) {
+		int r = SSL_read(ssl, (uint8_t *)buf + got, (int)(len - got));
+
+		if (r <= 0)
+			return loom_err_set(err, EPROTO, "hello to %s: TLS: %s", a->cfg.controller,
+					    tls_errors(why, sizeof(why), errno));
+		got += (size_t)r;
+	}
+	return 0;
+}
+#endif
+
+/* Sends env on fd, or on ssl when not NULL; 0 or -errno with err. */
+static int sess_send(struct dp_agent *a, int fd, SSL *ssl, const Loom__Envelope *env,
+		     int timeout_ms, struct loom_err *err)
+{
+	int r;
+
+#ifdef LOOM_HAVE_TLS
+	if (ssl) {
+		uint8_t *buf;
+		size_t n;
+
+		r = wire_encode(env, WIRE_MAX_FRAME_DEFAULT, &buf, &n);
+		if (r < 0)
+			return loom_err_set(err, -r, "hello: %s", strerror(-r));
+		r = tls_write_all(a, ssl, buf, n, err);
+		free(buf);
+		return r;
+	}
+#else
+	(void)ssl;
+#endif
+	r = wire_send(fd, env, WIRE_MAX_FRAME_DEFAULT, timeout_ms);
+	if (r < 0)
+		return loom_err_set(err, -r, "hello to %s: %s", a->cfg.controller, strerror(-r));
+	return 0;
+}
+
+/* Receives one envelope from fd, or from ssl when not NULL; 0 or -errno with err. */
+static int sess_recv(struct dp_agent *a, int fd, SSL *ssl, int timeout_ms, Loom__Envelope **ret,
+		     struct loom_err *err)
+{
+	int r;
+
+#ifdef LOOM_HAVE_TLS
+	if (ssl) {
+		uint8_t hdr[WIRE_HDR_BYTES], *body;
+		uint32_t n;
+
+		r = tls_read_all(a, ssl, hdr, sizeof(hdr), err);
+		if (r < 0)
+			return r;
+		if (wire_hdr_parse(hdr, WIRE_MAX_FRAME_DEFAULT, &n) < 0)
+			return loom_err_set(err, EPROTO, "hello to %s: a frame of a bad length",
+					    a->cfg.controller);
+		body = malloc(n);
+		if (!body)
+			return loom_err_set(err, ENOMEM, "out of memory");
+		r = tls_read_all(a, ssl, body, n, err);
+		*ret = r == 0 ? wire_decode(body, n) : NULL;
+		free(body);
+		if (r == 0 && !*ret)
+			return loom_err_set(err, EPROTO, "hello to %s: not an Envelope",
+					    a->cfg.controller);
+		return r;
+	}
+#else
+	(void)ssl;
+#endif
+	r = wire_recv(fd, WIRE_MAX_FRAME_DEFAULT, timeout_ms, ret);
+	if (r < 0)
+		return loom_err_set(err, -r, "hello to %s: %s", a->cfg.controller, strerror(-r));
+	return 0;
+}
+
 /* Hello as this host's agent; 0 or -errno with err (loomd's message when it refused). */
-static int hello(struct dp_agent *a, int fd, int timeout_ms, struct loom_err *err)
+static int hello(struct dp_agent *a, int fd, SSL *ssl, int timeout_ms, struct loom_err *err)
 {
 	Loom__Envelope env = LOOM__ENVELOPE__INIT, *rep = NULL;
 	Loom__Hello h = LOOM__HELLO__INIT;
@@ -195,11 +411,11 @@ static int hello(struct dp_agent *a, int fd, int timeout_ms, struct loom_err *er
 	env.seq = ++a->seq;
 	env.body_case = LOOM__ENVELOPE__BODY_HELLO;
 	env.hello = &h;
-	r = wire_send(fd, &env, WIRE_MAX_FRAME_DEFAULT, timeout_ms);
+	r = sess_send(a, fd, ssl, &env, timeout_ms, err);
 	if (r == 0)
-		r = wire_recv(fd, WIRE_MAX_FRAME_DEFAULT, timeout_ms, &rep);
+		r = sess_recv(a, fd, ssl, timeout_ms, &rep, err);
 	if (r < 0)
-		return loom_err_set(err, -r, "hello to %s: %s", a->cfg.controller, strerror(-r));
+		return r;
 	if (rep->body_case != LOOM__ENVELOPE__BODY_HELLO_REPLY) {
 		wire_free(rep);
 		return loom_err_set(err, EPROTO, "hello to %s: the answer is not a hello reply",
@@ -352,12 +568,31 @@ static void reconnect_cb(evutil_socket_t fd0, short what, void *arg)
 	struct dp_agent *a = arg;
 	struct loom_err err = {{0}};
 	int timeout_ms = (int)(a->cfg.connect_timeout_ns / 1000000ULL);
+	char host[128];
+	SSL *ssl = NULL;
 	int fd;
 
 	(void)fd0;
 	(void)what;
-	fd = dial(a->cfg.controller, timeout_ms, &err);
-	if (fd >= 0 && hello(a, fd, timeout_ms, &err) < 0) {
+	fd = dial(a->cfg.controller, timeout_ms, host, &err);
+#ifdef LOOM_HAVE_TLS
+	if (fd >= 0 && a->tls && host[0]) {
+		/* the handshake and the hello are blocking: bound them by the socket's timeouts */
+		struct timeval tv = {timeout_ms / 1000, (suseconds_t)(timeout_ms % 1000) * 1000};
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		ssl = tls_connect(a, fd, host, &err);
+		if (!ssl) {
+			close(fd);
+			fd = -1;
+		}
+	}
+#endif
+	if (fd >= 0 && hello(a, fd, ssl, timeout_ms, &err) < 0) {
+#ifdef LOOM_HAVE_TLS
+		SSL_free(ssl);
+#endif
 		close(fd);
 		fd = -1;
 	}
@@ -373,14 +608,38 @@ static void reconnect_cb(evutil_socket_t fd0, short what, void *arg)
 		return;
 	}
 	evutil_make_socket_nonblocking(fd);
-	a->bev = bufferevent_socket_new(a->base, fd, BEV_OPT_CLOSE_ON_FREE);
+#ifdef LOOM_HAVE_TLS
+	if (ssl) {
+		a->bev = bufferevent_openssl_socket_new(a->base, fd, ssl, BUFFEREVENT_SSL_OPEN,
+							BEV_OPT_CLOSE_ON_FREE);
+		if (a->bev)
+			bufferevent_openssl_set_allow_dirty_shutdown(a->bev, 1);
+	} else
+#endif
+		a->bev = bufferevent_socket_new(a->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!a->bev) {
+#ifdef LOOM_HAVE_TLS
+		SSL_free(ssl);
+#endif
 		close(fd);
 		schedule_reconnect(a);
 		return;
 	}
 	bufferevent_setcb(a->bev, read_cb, NULL, event_cb, a);
 	bufferevent_enable(a->bev, EV_READ | EV_WRITE);
+#ifdef LOOM_HAVE_TLS
+	if (ssl && SSL_pending(ssl) > 0) {
+		/* what OpenSSL read past the hello reply (a table): the socket will not say so */
+		uint8_t buf[4096];
+		int n;
+
+		while (SSL_pending(ssl) > 0 && (n = SSL_read(ssl, buf, sizeof(buf))) > 0)
+			evbuffer_add(bufferevent_get_input(a->bev), buf, (size_t)n);
+		read_cb(a->bev, a);
+		if (!a->bev)
+			return; /* read_cb dropped the session */
+	}
+#endif
 	a->connects++;
 	a->last_error[0] = 0;
 	a->backoff_ns = a->cfg.backoff_min_ns;
@@ -594,6 +853,20 @@ struct dp_agent *dp_agent_new(const struct dp_agent_config *cfg, struct loom_err
 		errno = ENOMEM;
 		goto fail;
 	}
+	if (cfg->tls_cert[0] || cfg->tls_key[0] || cfg->tls_ca[0]) {
+#ifdef LOOM_HAVE_TLS
+		r = tls_init(a, err);
+#else
+		r = loom_err_set(
+			err, ENOTSUP,
+			"tls-cert: this loom-agent was built without TLS (meson option tls "
+			"needs OpenSSL and libevent_openssl)");
+#endif
+		if (r < 0) {
+			errno = -r;
+			goto fail;
+		}
+	}
 	r = a->enf.cls->init(&a->enf, cfg->enforcer_args, cfg->classes, err);
 	if (r < 0) {
 		errno = -r;
@@ -676,6 +949,9 @@ struct dp_agent *dp_agent_free(struct dp_agent *a)
 	if (a->base)
 		event_base_free(a->base);
 	dp_table_free(a->table);
+#ifdef LOOM_HAVE_TLS
+	SSL_CTX_free(a->tls);
+#endif
 	free(a);
 	return NULL;
 }

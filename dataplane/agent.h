@@ -19,6 +19,7 @@
 #ifndef LOOM_DATAPLANE_AGENT_H
 #define LOOM_DATAPLANE_AGENT_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -43,6 +44,12 @@ struct dp_agent_config {
 	uint64_t heartbeat_ns;
 	uint64_t backoff_min_ns, backoff_max_ns;
 	uint64_t connect_timeout_ns;
+	/*
+	 * TLS to a TCP controller (docs/security.md): PEM files of this agent's
+	 * certificate (naming "host-N" and its addresses), its key, and the CA
+	 * that signed loomd's. All three or none; "" = plain TCP.
+	 */
+	char tls_cert[PATH_MAX], tls_key[PATH_MAX], tls_ca[PATH_MAX];
 };
 
 /* Defaults: unix:/run/loom/loomd.sock, host 0, 1 Gbit/s, 8 classes, null enforcer... */

@@ -72,6 +72,14 @@ int dp_agent_config_set(struct dp_agent_config *c, const char *key, const char *
 		r = parse_u64(key, value, 1, 60000, &x, err);
 		if (r == 0)
 			c->stats_interval_ns = x * 1000000ULL;
+	} else if (!strcmp(key, "tls-cert") || !strcmp(key, "tls-key") || !strcmp(key, "tls-ca")) {
+		char *dst = !strcmp(key, "tls-cert") ? c->tls_cert :
+			    !strcmp(key, "tls-key")  ? c->tls_key :
+						       c->tls_ca;
+
+		if (strlen(value) >= sizeof(c->tls_cert))
+			return loom_err_set(err, EINVAL, "%s: path too long", key);
+		snprintf(dst, sizeof(c->tls_cert), "%s", value);
 	} else if (!strcmp(key, "heartbeat")) {
 		r = parse_u64(key, value, 10, 600000, &x, err);
 		if (r == 0)

@@ -30,6 +30,10 @@ static void usage(FILE *f)
 		"      --admin-socket PATH    admin socket for loomctl (default none)\n"
 		"      --stats-interval MS    flow statistics period (default 100)\n"
 		"      --heartbeat MS         heartbeat period (default 1000)\n"
+		"      --tls-cert FILE        TLS to a TCP controller: this agent's PEM certificate\n"
+		"                             (naming host-N and its addresses; docs/security.md)\n"
+		"      --tls-key FILE         its PEM private key\n"
+		"      --tls-ca FILE          PEM CA certificate that signed loomd's\n"
 		"  -v, --verbose              log at debug level\n"
 		"  -h, --help                 this text\n"
 		"\n"
@@ -53,6 +57,9 @@ int main(int argc, char **argv)
 		{"admin-socket", required_argument, NULL, 1},
 		{"stats-interval", required_argument, NULL, 1},
 		{"heartbeat", required_argument, NULL, 1},
+		{"tls-cert", required_argument, NULL, 1},
+		{"tls-key", required_argument, NULL, 1},
+		{"tls-ca", required_argument, NULL, 1},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},

@@ -13,6 +13,10 @@ required=(
 	gnuplot-nox clang-format
 	libprotobuf-c-dev protobuf-c-compiler
 	libevent-dev libsqlite3-dev libmicrohttpd-dev
+	# TLS on the control plane (meson option tls): libssl-dev; libevent-dev
+	# above carries libevent_openssl.pc; openssl (the CLI) makes the certificates
+	# of tests/e2e/test_tls.c
+	libssl-dev openssl
 )
 # Optional features (meson options default to auto): installed when the
 # distribution has them so that CI exercises them too.

@@ -86,6 +86,10 @@ static const struct key keys[] = {
 	{"agent_timeout", NUM(K_DUR, agent_timeout_ns), 0, UINT64_MAX},
 	{"log_level", NUM(K_LEVEL, log_level), 0, 0},
 	{"virtual_clock", NUM(K_BOOL, virtual_clock), 0, 1},
+	{"tls_cert", STR(tls_cert), 0, 0},
+	{"tls_key", STR(tls_key), 0, 0},
+	{"tls_ca", STR(tls_ca), 0, 0},
+	{"insecure", NUM(K_BOOL, insecure), 0, 1},
 };
 
 /*
@@ -348,5 +352,21 @@ int cp_config_check(const struct cp_config *c, struct loom_err *err)
 		return loom_err_set(err, EINVAL, "policy: %s", loom_err_str(&e2));
 	if (c->tick_ns == 0)
 		return loom_err_set(err, EINVAL, "tick must be positive");
+	if (c->tls_cert[0] || c->tls_key[0] || c->tls_ca[0]) {
+		const char *missing = !c->tls_cert[0] ? "tls_cert" :
+				      !c->tls_key[0]  ? "tls_key" :
+				      !c->tls_ca[0]   ? "tls_ca" :
+							NULL;
+
+		if (missing)
+			return loom_err_set(
+				err, EINVAL,
+				"%s is not set: tls_cert, tls_key and tls_ca go together", missing);
+#ifndef LOOM_HAVE_TLS
+		return loom_err_set(err, ENOTSUP,
+				    "tls_cert: this loomd was built without TLS (meson option tls "
+				    "needs OpenSSL and libevent_openssl)");
+#endif
+	}
 	return 0;
 }

@@ -61,6 +61,13 @@ struct cp_config {
 	uint64_t agent_timeout_ns;   /* an agent silent this long is disconnected */
 	char log_level[8];
 	bool virtual_clock; /* tests: time moves only with the admin clock-set command */
+	/*
+	 * TLS on listen_tcp (docs/security.md): PEM files of loomd's certificate
+	 * (chain), its key, and the CA that signs every peer's certificate. All
+	 * three or none; "" = plain TCP.
+	 */
+	char tls_cert[PATH_MAX], tls_key[PATH_MAX], tls_ca[PATH_MAX];
+	bool insecure; /* plain TCP on a non-loopback address (refused without it) */
 };
 
 /* Fills the defaults (docs/loomd.md). */
@@ -369,6 +376,7 @@ struct evbuffer;
 struct bufferevent;
 struct evconnlistener;
 struct loom_admin;
+struct ssl_ctx_st; /* OpenSSL's SSL_CTX */
 
 enum cp_role {
 	CP_ROLE_NONE = 0, /* before Hello */
@@ -412,6 +420,7 @@ struct cp_conn {
 	struct evbuffer *pending; /* replies held until the journal commits */
 	bool dirty;               /* on srv->dirty_conns */
 	struct cp_conn *next_dirty;
+	bool tls;      /* on listen_tcp with TLS: the peer showed a certificate of tls_ca */
 	bool closing;  /* close once the output is flushed */
 	bool overflow; /* dropped (not reading, or replaced): freed at the next tick or pass */
 	/* agents */
@@ -450,6 +459,7 @@ struct cp_server {
 	struct loom_admin *admin;
 	struct cp_metrics_http *http;
 	struct evconnlistener *lis_unix, *lis_tcp;
+	struct ssl_ctx_st *tls; /* NULL: listen_tcp is plain TCP */
 	struct event *pass_ev, *commit_ev, *tick_ev, *wake_ev, *sigterm_ev, *sigint_ev;
 	struct cp_conn *conns;
 	uint32_t nconns, nagents, nframeworks;
@@ -525,6 +535,16 @@ int cp_rpc_replay(struct cp_server *s, struct loom_err *err);
 /* Fills a Reply envelope: error code from r (0 = OK) and err's text. */
 void cp_rpc_reply(struct cp_conn *c, uint64_t seq, int r, const struct loom_err *err,
 		  uint32_t accepted);
+
+/*
+ * server.c: whether the certificate of c (a TLS connection) names the agent
+ * of host (subjectAltName DNS, or the subject's CN without one, "host-N")
+ * and holds every address of h as an IP subjectAltName. 0, or -EPERM (wire
+ * code WRONG_ROLE) with
+ * err saying what the certificate names instead.
+ */
+int cp_conn_tls_check_agent(struct cp_conn *c, uint32_t host, const Loom__Hello *h,
+			    struct loom_err *err);
 
 /* rpc_agent.c: agents' sessions and tables. */
 int cp_agent_hello(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err);

@@ -167,9 +167,10 @@ int main(int argc, char **argv)
 		free(srv);
 		return 1;
 	}
-	log_info("listening on %s%s%s; admin %s; metrics %s; policy %s, %u classes, tick %.1f ms",
+	log_info("listening on %s%s%s%s; admin %s; metrics %s; policy %s, %u classes, tick %.1f ms",
 		 cfg.listen_unix, cfg.listen_unix[0] && cfg.listen_tcp[0] ? " and " : "",
-		 cfg.listen_tcp, cfg.admin_socket[0] ? cfg.admin_socket : "off",
+		 cfg.listen_tcp, cfg.listen_tcp[0] && cfg.tls_cert[0] ? " (TLS)" : "",
+		 cfg.admin_socket[0] ? cfg.admin_socket : "off",
 		 cfg.metrics[0] ? cfg.metrics : "off", cfg.policy, cfg.classes,
 		 (double)cfg.tick_ns * 1e-6);
 	if (!cfg.journal[0])

@@ -77,6 +77,13 @@ int cp_agent_hello(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err
 					    "address %zu is %zu bytes (4 or 16 expected)", i,
 					    a->len);
 	}
+	if (c->tls) {
+		/* the certificate is the agent's identity: it must name the host and its addresses */
+		int r = cp_conn_tls_check_agent(c, h->host_id, h, err);
+
+		if (r < 0)
+			return r;
+	}
 	old = s->agent_of_host[h->host_id];
 	if (old) {
 		log_info("host %u: agent %s replaces %s", h->host_id, c->peer, old->peer);

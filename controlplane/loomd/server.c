@@ -32,6 +32,14 @@
 #include "common/admin.h"
 #include "common/log.h"
 
+#ifdef LOOM_HAVE_TLS
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#endif
+
 /* A peer that lets this much output pile up is dropped. */
 #define CP_MAX_OUTPUT_BYTES (64u << 20)
 /* A connection has this long to say hello. */
@@ -121,6 +129,9 @@ void cp_server_need_commit(struct cp_server *s)
 static void conn_write_now(struct cp_conn *c)
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
+
+	if (c->tls)
+		return; /* the bytes must go through OpenSSL: the bufferevent writes them */
 
 	if (evbuffer_get_length(out))
 		evbuffer_write(out, bufferevent_getfd(c->bev));
@@ -455,6 +466,205 @@ static void write_cb(struct bufferevent *bev, void *arg)
 		conn_free(c);
 }
 
+/* ---- TLS ---------------------------------------------------------------------------------- */
+
+#ifdef LOOM_HAVE_TLS
+/* Appends OpenSSL error e's reason to buf ("; "-separated). */
+static void tls_append_error(char *buf, size_t size, unsigned long e)
+{
+	const char *reason = ERR_reason_error_string(e);
+	size_t n = strlen(buf);
+	char one[256];
+
+	if (!reason) {
+		ERR_error_string_n(e, one, sizeof(one));
+		reason = one;
+	}
+	if (n + 3 < size)
+		snprintf(buf + n, size - n, "%s%s", n ? "; " : "", reason);
+}
+
+/* The OpenSSL errors queued on this thread as one line (the queue is emptied). */
+static const char *tls_errors(char *buf, size_t size)
+{
+	unsigned long e;
+
+	buf[0] = 0;
+	while ((e = ERR_get_error()) != 0)
+		tls_append_error(buf, size, e);
+	if (!buf[0])
+		snprintf(buf, size, "no detail from OpenSSL");
+	return buf;
+}
+
+/* Says once why a TLS connection failed (a refused handshake: which certificate check). */
+static void tls_log_failure(struct cp_conn *c)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
+	long v = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+	char why[512] = "";
+	unsigned long e;
+
+	while ((e = bufferevent_get_openssl_error(c->bev)) != 0)
+		tls_append_error(why, sizeof(why), e);
+	if (v != X509_V_OK && strlen(why) + 3 < sizeof(why))
+		snprintf(why + strlen(why), sizeof(why) - strlen(why), "%s%s", why[0] ? ": " : "",
+			 X509_verify_cert_error_string(v));
+	if (!why[0])
+		snprintf(why, sizeof(why), "%s", strerror(EVUTIL_SOCKET_ERROR()));
+	log_info("%s: TLS %s: %s", c->peer, c->role == CP_ROLE_NONE ? "refused" : "error", why);
+}
+
+/* 0 when path is readable, else -errno with err naming the key. */
+static int tls_file_check(const char *key, const char *path, struct loom_err *err)
+{
+	if (access(path, R_OK) < 0)
+		return loom_err_set(err, errno, "%s %s: %s", key, path, strerror(errno));
+	return 0;
+}
+
+static int tls_no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)u;
+	return 0;
+}
+
+/* The server context from tls_cert, tls_key and tls_ca; 0 or -errno with err naming the key. */
+static int tls_init(struct cp_server *s, struct loom_err *err)
+{
+	const struct cp_config *cfg = &s->cfg;
+	STACK_OF(X509_NAME) * cas;
+	EVP_PKEY *key;
+	char why[512];
+	FILE *f;
+	int r;
+
+	if ((r = tls_file_check("tls_cert", cfg->tls_cert, err)) < 0 ||
+	    (r = tls_file_check("tls_key", cfg->tls_key, err)) < 0 ||
+	    (r = tls_file_check("tls_ca", cfg->tls_ca, err)) < 0)
+		return r;
+	ERR_clear_error();
+	s->tls = SSL_CTX_new(TLS_server_method());
+	if (!s->tls)
+		return loom_err_set(err, ENOMEM, "TLS: cannot make a context: %s",
+				    tls_errors(why, sizeof(why)));
+	SSL_CTX_set_min_proto_version(s->tls, TLS1_2_VERSION);
+	SSL_CTX_set_session_cache_mode(s->tls, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_num_tickets(s->tls, 0);
+	if (SSL_CTX_use_certificate_chain_file(s->tls, cfg->tls_cert) != 1)
+		return loom_err_set(err, EINVAL, "tls_cert %s: not a PEM certificate (%s)",
+				    cfg->tls_cert, tls_errors(why, sizeof(why)));
+	f = fopen(cfg->tls_key, "r");
+	if (!f)
+		return loom_err_set(err, errno, "tls_key %s: %s", cfg->tls_key, strerror(errno));
+	key = PEM_read_PrivateKey(f, NULL, tls_no_passphrase, NULL);
+	fclose(f);
+	if (!key)
+		return loom_err_set(err, EINVAL,
+				    "tls_key %s: not an unencrypted PEM private key (%s)",
+				    cfg->tls_key, tls_errors(why, sizeof(why)));
+	r = SSL_CTX_use_PrivateKey(s->tls, key) == 1 && SSL_CTX_check_private_key(s->tls) == 1;
+	EVP_PKEY_free(key);
+	if (!r)
+		return loom_err_set(err, EINVAL, "tls_key %s does not match tls_cert %s (%s)",
+				    cfg->tls_key, cfg->tls_cert, tls_errors(why, sizeof(why)));
+	if (SSL_CTX_load_verify_locations(s->tls, cfg->tls_ca, NULL) != 1)
+		return loom_err_set(err, EINVAL, "tls_ca %s: no PEM CA certificate (%s)",
+				    cfg->tls_ca, tls_errors(why, sizeof(why)));
+	cas = SSL_load_client_CA_file(cfg->tls_ca);
+	if (cas)
+		SSL_CTX_set_client_CA_list(s->tls, cas);
+	/* mutual: every peer shows a certificate of tls_ca, or the handshake fails */
+	SSL_CTX_set_verify(s->tls, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	ERR_clear_error();
+	return 0;
+}
+
+/* "DNS:a, IP:b, CN=c": what cert names, for messages. */
+static void tls_describe(X509 *cert, char *buf, size_t size)
+{
+	GENERAL_NAMES *sans = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
+	char cn[128] = "";
+
+	buf[0] = 0;
+	for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans); i++) {
+		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
+		size_t n = strlen(buf);
+		char ip[INET6_ADDRSTRLEN] = "?";
+
+		if (g->type == GEN_DNS)
+			snprintf(buf + n, size - n, "%sDNS:%.*s", n ? ", " : "",
+				 ASN1_STRING_length(g->d.dNSName),
+				 (const char *)ASN1_STRING_get0_data(g->d.dNSName));
+		else if (g->type == GEN_IPADD) {
+			int len = ASN1_STRING_length(g->d.iPAddress);
+
+			if (len == 4 || len == 16)
+				inet_ntop(len == 4 ? AF_INET : AF_INET6,
+					  ASN1_STRING_get0_data(g->d.iPAddress), ip, sizeof(ip));
+			snprintf(buf + n, size - n, "%sIP:%s", n ? ", " : "", ip);
+		}
+	}
+	GENERAL_NAMES_free(sans);
+	X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof(cn));
+	if (strlen(buf) + 2 < size)
+		snprintf(buf + strlen(buf), size - strlen(buf), "%sCN=%s", buf[0] ? ", " : "",
+			 cn[0] ? cn : "(none)");
+}
+#else
+static void tls_log_failure(struct cp_conn *c)
+{
+	(void)c;
+}
+#endif
+
+int cp_conn_tls_check_agent(struct cp_conn *c, uint32_t host, const Loom__Hello *h,
+			    struct loom_err *err)
+{
+#ifdef LOOM_HAVE_TLS
+	SSL *ssl = c->bev ? bufferevent_openssl_get_ssl(c->bev) : NULL;
+	X509 *cert = ssl ? SSL_get_peer_certificate(ssl) : NULL;
+	char name[32], names[512];
+	int r = 0;
+
+	if (!cert)
+		return loom_err_set(err, EPERM, "no client certificate on this TLS connection");
+	snprintf(name, sizeof(name), "host-%u", host);
+	tls_describe(cert, names, sizeof(names));
+	/* DNS subjectAltNames, or the subject's CN when there are none; no wildcards */
+	if (X509_check_host(cert, name, 0, X509_CHECK_FLAG_NO_WILDCARDS, NULL) != 1) {
+		r = loom_err_set(err, EPERM,
+				 "host %u: the client certificate does not name %s (it names %s)",
+				 host, name, names);
+		goto out;
+	}
+	for (size_t i = 0; i < h->n_addresses; i++) {
+		const ProtobufCBinaryData *a = &h->addresses[i];
+		char ip[INET6_ADDRSTRLEN] = "?";
+
+		if (X509_check_ip(cert, a->data, a->len, 0) == 1)
+			continue;
+		inet_ntop(a->len == 4 ? AF_INET : AF_INET6, a->data, ip, sizeof(ip));
+		r = loom_err_set(err, EPERM,
+				 "host %u: address %s is not an IP subjectAltName of the client "
+				 "certificate (it names %s)",
+				 host, ip, names);
+		goto out;
+	}
+out:
+	X509_free(cert);
+	return r;
+#else
+	(void)c;
+	(void)host;
+	(void)h;
+	return loom_err_set(err, ENOTSUP, "this loomd was built without TLS");
+#endif
+}
+
 static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct cp_conn *c = arg;
@@ -469,6 +679,8 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 		/* half-closed: the peer still reads what it is owed, then write_cb frees */
 		conn_close(c);
 		return;
+	} else if ((what & BEV_EVENT_ERROR) && c->tls) {
+		tls_log_failure(c);
 	} else if (what & BEV_EVENT_ERROR)
 		log_debug("%s: %s", c->peer, strerror(EVUTIL_SOCKET_ERROR()));
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
@@ -500,7 +712,6 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	struct cp_server *s = arg;
 	struct cp_conn *c;
 
-	(void)l;
 	(void)len;
 	if (s->stopping || s->nconns >= s->cfg.max_connections) {
 		if (!s->stopping)
@@ -523,7 +734,22 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}
-	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+#ifdef LOOM_HAVE_TLS
+	if (s->tls && l == s->lis_tcp) {
+		SSL *ssl = SSL_new(s->tls);
+
+		c->bev = ssl ? bufferevent_openssl_socket_new(s->base, fd, ssl,
+							      BUFFEREVENT_SSL_ACCEPTING,
+							      BEV_OPT_CLOSE_ON_FREE) :
+			       NULL;
+		if (c->bev) {
+			c->tls = true;
+			/* a peer that closes without close_notify has ended, not failed */
+			bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+		}
+	} else
+#endif
+		c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!c->bev) {
 		evutil_closesocket(fd);
 		free(c);
@@ -610,6 +836,19 @@ int cp_split_hostport(const char *s, char *host, size_t hsize, char *port, size_
 	return 0;
 }
 
+static bool addr_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24 == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
 static int listen_tcp(struct cp_server *s, const char *addr, struct loom_err *err)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC,
@@ -624,6 +863,21 @@ static int listen_tcp(struct cp_server *s, const char *addr, struct loom_err *er
 	r = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
 	if (r != 0)
 		return loom_err_set(err, EINVAL, "listen_tcp '%s': %s", addr, gai_strerror(r));
+	if (!s->tls && !addr_is_loopback(res->ai_addr)) {
+		if (!s->cfg.insecure) {
+			freeaddrinfo(res);
+			return loom_err_set(
+				err, EACCES,
+				"listen_tcp %s: plain TCP on a non-loopback address; set tls_cert, "
+				"tls_key and tls_ca (docs/security.md), or insecure = yes to run "
+				"without authentication",
+				addr);
+		}
+		log_warn("listen_tcp %s: plain TCP on a non-loopback address (insecure = yes): "
+			 "whoever reaches it can register and unregister any job and act as any "
+			 "host's agent",
+			 addr);
+	}
 	s->lis_tcp = evconnlistener_new_bind(s->base, accept_cb, s,
 					     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
 						     LEV_OPT_REUSEABLE,
@@ -905,6 +1159,10 @@ int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom
 	}
 	if (cfg->listen_unix[0] && (r = listen_unix(s, cfg->listen_unix, err)) < 0)
 		return r;
+#ifdef LOOM_HAVE_TLS
+	if (cfg->tls_cert[0] && (r = tls_init(s, err)) < 0)
+		return r;
+#endif
 	if (cfg->listen_tcp[0] && (r = listen_tcp(s, cfg->listen_tcp, err)) < 0)
 		return r;
 	if (cfg->admin_socket[0]) {
@@ -956,6 +1214,10 @@ void cp_server_done(struct cp_server *s)
 	}
 	if (s->lis_tcp)
 		evconnlistener_free(s->lis_tcp);
+#ifdef LOOM_HAVE_TLS
+	SSL_CTX_free(s->tls);
+	s->tls = NULL;
+#endif
 	if (s->pass_ev)
 		event_free(s->pass_ev);
 	if (s->commit_ev)

@@ -34,6 +34,13 @@
 
 #include "proto/wire.h"
 
+#ifdef LOOM_HAVE_TLS
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <signal.h>
+#endif
+
 struct loom_client {
 	/*
 	 * The connection is taken by one call at a time: `busy`, guarded by
@@ -54,6 +61,10 @@ struct loom_client {
 	struct sockaddr_un sun;
 	socklen_t sun_len;
 	char *host, *port; /* tcp only */
+	/* TLS on tcp ($LOOM_TLS_*): NULL = plain */
+	struct ssl_ctx_st *tls;
+	struct ssl_st *ssl; /* the connection's, while fd >= 0 and tls */
+	char tls_err[256];  /* the last TLS failure's reason */
 };
 
 /* ---- the calling thread's last error ------------------------------------------------- */
@@ -295,10 +306,235 @@ static int client_dial(struct loom_client *c, int64_t deadline, int *ret_fd)
 	return 0;
 }
 
-/* Encodes and sends env before deadline (wire_send: no SIGPIPE); 0 or -errno. */
-static int env_send(int fd, const Loom__Envelope *env, int64_t deadline)
+/* ---- TLS ---------------------------------------------------------------------------- */
+
+#ifdef LOOM_HAVE_TLS
+/* Keeps c->tls_err: OpenSSL's queued reasons (emptied), or what the socket said. */
+static void tls_note(struct loom_client *c, int sys_errno)
 {
-	return wire_send(fd, env, WIRE_MAX_FRAME_DEFAULT, left_ms(deadline));
+	unsigned long e;
+
+	c->tls_err[0] = 0;
+	while ((e = ERR_get_error()) != 0) {
+		const char *reason = ERR_reason_error_string(e);
+		size_t n = strlen(c->tls_err);
+
+		if (n + 3 < sizeof(c->tls_err))
+			snprintf(c->tls_err + n, sizeof(c->tls_err) - n, "%s%s", n ? "; " : "",
+				 reason ? reason : "unknown OpenSSL error");
+	}
+	if (!c->tls_err[0])
+		snprintf(c->tls_err, sizeof(c->tls_err), "%s",
+			 sys_errno ? ERRSTR(sys_errno) : "the connection was closed");
+}
+
+/*
+ * After an SSL call on c returned r: waits (poll, before deadline) for what
+ * it wants and returns 0 to try again, or -errno (-EPROTO: a TLS failure,
+ * c->tls_err says which; -EPIPE: closed).
+ */
+static int tls_wait(struct loom_client *c, int r, int64_t deadline)
+{
+	int e = SSL_get_error(c->ssl, r), sys = errno, ms;
+	struct pollfd p = {.fd = c->fd};
+
+	if (e == SSL_ERROR_WANT_READ)
+		p.events = POLLIN;
+	else if (e == SSL_ERROR_WANT_WRITE)
+		p.events = POLLOUT;
+	else if (e == SSL_ERROR_ZERO_RETURN)
+		return -EPIPE;
+	else if (e == SSL_ERROR_SYSCALL && !ERR_peek_error()) {
+		tls_note(c, sys);
+		return sys ? -sys : -EPIPE;
+	} else {
+		tls_note(c, sys);
+		return -EPROTO;
+	}
+	for (;;) {
+		ms = left_ms(deadline);
+		if (!ms)
+			return -ETIMEDOUT;
+		r = poll(&p, 1, ms);
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+/*
+ * SSL_write() writes with write(), which raises SIGPIPE on a closed
+ * connection: the calling thread blocks it for the call and takes a
+ * SIGPIPE the call raised (not one that was already pending).
+ */
+static int tls_write_all(struct loom_client *c, const void *buf, size_t len, int64_t deadline)
+{
+	sigset_t pipe_set, old, pend;
+	bool was_pending;
+	int r = 0;
+
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigpending(&pend);
+	was_pending = sigismember(&pend, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	ERR_clear_error();
+	for (;;) {
+		int n;
+
+		errno = 0;
+		n = SSL_write(c->ssl, buf, (int)len);
+		if (n > 0)
+			break;
+		r = tls_wait(c, n, deadline);
+		if (r < 0)
+			break;
+	}
+	if (!was_pending) {
+		struct timespec zero = {0, 0};
+
+		sigpending(&pend);
+		if (sigismember(&pend, SIGPIPE))
+			sigtimedwait(&pipe_set, NULL, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+static int tls_read_all(struct loom_client *c, void *buf, size_t len, int64_t deadline)
+{
+	size_t got = 0;
+
+	ERR_clear_error();
+	while (got < len) {
+		int n, r;
+
+		errno = 0;
+		n = SSL_read(c->ssl, (uint8_t *)buf + got, (int)(len - got));
+		if (n > 0) {
+			got += (size_t)n;
+			continue;
+		}
+		r = tls_wait(c, n, deadline);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The TLS handshake on c->fd (non-blocking) before deadline; 0 or -errno with the message set. */
+static int tls_handshake(struct loom_client *c, int64_t deadline)
+{
+	X509_VERIFY_PARAM *param;
+	int r;
+
+	ERR_clear_error();
+	c->ssl = SSL_new(c->tls);
+	if (!c->ssl)
+		return fail(-ENOMEM, "connect %s: TLS: out of memory", c->address);
+	param = SSL_get0_param(c->ssl);
+	if (X509_VERIFY_PARAM_set1_ip_asc(param, c->host) != 1) {
+		ERR_clear_error();
+		X509_VERIFY_PARAM_set1_host(param, c->host, 0);
+		SSL_set_tlsext_host_name(c->ssl, c->host);
+	}
+	SSL_set_fd(c->ssl, c->fd);
+	for (;;) {
+		errno = 0;
+		r = SSL_connect(c->ssl);
+		if (r == 1)
+			return 0;
+		r = tls_wait(c, r, deadline);
+		if (r == -ETIMEDOUT)
+			return fail(r, "connect %s: TLS handshake: no answer within %d ms",
+				    c->address, c->timeout_ms);
+		if (r < 0) {
+			long v = SSL_get_verify_result(c->ssl);
+
+			if (v != X509_V_OK)
+				return fail(-EPROTO, "connect %s: TLS: loomd's certificate: %s",
+					    c->address, X509_verify_cert_error_string(v));
+			return fail(r == -EPROTO ? r : -EPROTO, "connect %s: TLS handshake: %s",
+				    c->address, c->tls_err);
+		}
+	}
+}
+
+/* The client context from the three files; 0 or -errno with the message set. */
+static int tls_setup(struct loom_client *c, const char *cert, const char *key, const char *ca)
+{
+	ERR_clear_error();
+	c->tls = SSL_CTX_new(TLS_client_method());
+	if (!c->tls)
+		return fail(-ENOMEM, "TLS: out of memory");
+	SSL_CTX_set_min_proto_version(c->tls, TLS1_2_VERSION);
+	if (SSL_CTX_use_certificate_chain_file(c->tls, cert) != 1) {
+		tls_note(c, errno);
+		return fail(-EINVAL, "%s %s: not a readable PEM certificate (%s)",
+			    LOOM_CLIENT_ENV_TLS_CERT, cert, c->tls_err);
+	}
+	if (SSL_CTX_use_PrivateKey_file(c->tls, key, SSL_FILETYPE_PEM) != 1 ||
+	    SSL_CTX_check_private_key(c->tls) != 1) {
+		tls_note(c, errno);
+		return fail(-EINVAL, "%s %s: not the readable, unencrypted PEM key of %s (%s)",
+			    LOOM_CLIENT_ENV_TLS_KEY, key, cert, c->tls_err);
+	}
+	if (SSL_CTX_load_verify_locations(c->tls, ca, NULL) != 1) {
+		tls_note(c, errno);
+		return fail(-EINVAL, "%s %s: no readable PEM CA certificate (%s)",
+			    LOOM_CLIENT_ENV_TLS_CA, ca, c->tls_err);
+	}
+	SSL_CTX_set_verify(c->tls, SSL_VERIFY_PEER, NULL);
+	return 0;
+}
+#endif
+
+/* Encodes and sends env on c before deadline (no SIGPIPE); 0 or -errno. */
+static int env_send(struct loom_client *c, const Loom__Envelope *env, int64_t deadline)
+{
+#ifdef LOOM_HAVE_TLS
+	if (c->ssl) {
+		uint8_t *buf;
+		size_t len;
+		int r = wire_encode(env, WIRE_MAX_FRAME_DEFAULT, &buf, &len);
+
+		if (r < 0)
+			return r;
+		r = tls_write_all(c, buf, len, deadline);
+		free(buf);
+		return r;
+	}
+#endif
+	return wire_send(c->fd, env, WIRE_MAX_FRAME_DEFAULT, left_ms(deadline));
+}
+
+/* Receives one envelope from c before deadline; 0 or -errno as wire_recv(). */
+static int env_recv(struct loom_client *c, int64_t deadline, Loom__Envelope **ret_env)
+{
+#ifdef LOOM_HAVE_TLS
+	if (c->ssl) {
+		uint8_t hdr[WIRE_HDR_BYTES], *body;
+		uint32_t n;
+		int r = tls_read_all(c, hdr, sizeof(hdr), deadline);
+
+		if (r < 0)
+			return r;
+		r = wire_hdr_parse(hdr, WIRE_MAX_FRAME_DEFAULT, &n);
+		if (r < 0)
+			return r;
+		body = malloc(n);
+		if (!body)
+			return -ENOMEM;
+		r = tls_read_all(c, body, n, deadline);
+		*ret_env = r == 0 ? wire_decode(body, n) : NULL;
+		free(body);
+		if (r == 0 && !*ret_env)
+			return -EBADMSG;
+		return r;
+	}
+#endif
+	return wire_recv(c->fd, WIRE_MAX_FRAME_DEFAULT, left_ms(deadline), ret_env);
 }
 
 /* The errors after which the connection is gone and a new one may work. */
@@ -312,7 +548,7 @@ static bool is_broken(int r)
  * The Hello exchange on a new connection fd. Returns 0 (c->version set) or
  * -errno with the message set.
  */
-static int client_hello(struct loom_client *c, int fd, int64_t deadline)
+static int client_hello(struct loom_client *c, int64_t deadline)
 {
 	Loom__Envelope env = LOOM__ENVELOPE__INIT, *rep = NULL;
 	Loom__Hello hello = LOOM__HELLO__INIT;
@@ -327,11 +563,15 @@ static int client_hello(struct loom_client *c, int fd, int64_t deadline)
 	env.seq = seq;
 	env.body_case = LOOM__ENVELOPE__BODY_HELLO;
 	env.hello = &hello;
-	r = env_send(fd, &env, deadline);
-	if (r < 0)
-		return fail(r, "hello to %s: %s%s", c->address,
-			    r == -ETIMEDOUT ? "timed out sending: " : "", ERRSTR(r));
-	r = wire_recv(fd, WIRE_MAX_FRAME_DEFAULT, left_ms(deadline), &rep);
+	r = env_send(c, &env, deadline);
+	if (r == 0)
+		r = env_recv(c, deadline, &rep);
+	if (r < 0 && c->ssl && r != -ETIMEDOUT && r != -EMSGSIZE && r != -EBADMSG)
+		/* loomd checks our certificate after our handshake returned (TLS 1.3) */
+		return fail(-EPROTO,
+			    "hello to %s: TLS: %s (did loomd refuse this certificate? its log says "
+			    "why)",
+			    c->address, c->tls_err);
 	if (r < 0) {
 		if (r == -EPIPE)
 			return fail(r, "hello to %s: the controller closed the connection",
@@ -374,6 +614,8 @@ out:
 }
 
 /* Connects and says Hello; on success c->fd is the new connection. */
+static void client_close_fd(struct loom_client *c);
+
 static int client_open(struct loom_client *c, int64_t deadline)
 {
 	int fd, r;
@@ -381,24 +623,33 @@ static int client_open(struct loom_client *c, int64_t deadline)
 	r = client_dial(c, deadline, &fd);
 	if (r < 0)
 		return r;
-	r = client_hello(c, fd, deadline);
-	if (r < 0) {
-		close(fd);
+	c->fd = fd;
+#ifdef LOOM_HAVE_TLS
+	if (c->tls && !c->is_unix && (r = tls_handshake(c, deadline)) < 0) {
+		client_close_fd(c);
 		return r;
 	}
-	c->fd = fd;
-	return 0;
+#endif
+	r = client_hello(c, deadline);
+	if (r < 0)
+		client_close_fd(c);
+	return r;
 }
 
+/* Drops the connection (a TLS one without close_notify: it may be a fork's copy). */
 static void client_close_fd(struct loom_client *c)
 {
+#ifdef LOOM_HAVE_TLS
+	SSL_free(c->ssl);
+#endif
+	c->ssl = NULL;
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
 }
 
 /* True when the peer has closed (or reset) c's idle connection. */
-static bool peer_gone(int fd)
+static bool peer_gone(int fd, bool tls)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN | POLLRDHUP};
 	char b;
@@ -406,6 +657,9 @@ static bool peer_gone(int fd)
 	if (poll(&p, 1, 0) <= 0)
 		return false;
 	if (p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL))
+		return true;
+	/* TLS: loomd sends nothing on an idle connection but an alert before it closes */
+	if (tls)
 		return true;
 	/* Readable while idle: a stray frame (skipped later) or EOF. */
 	return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
@@ -505,7 +759,7 @@ static int client_call(struct loom_client *c, Loom__Envelope *req, const char *o
 	if (r < 0)
 		return r;
 	for (;;) {
-		if (c->fd >= 0 && !reconnected && peer_gone(c->fd))
+		if (c->fd >= 0 && !reconnected && peer_gone(c->fd, c->ssl != NULL))
 			client_close_fd(c);
 		if (c->fd < 0) {
 			/* At most one new connection per call (the loop runs twice at most). */
@@ -518,7 +772,7 @@ static int client_call(struct loom_client *c, Loom__Envelope *req, const char *o
 			}
 		}
 		req->seq = ++c->seq;
-		r = env_send(c->fd, req, deadline);
+		r = env_send(c, req, deadline);
 		if (r == -EMSGSIZE) {
 			r = fail(r, "%s: request of %zu bytes is over the %u-byte frame limit", op,
 				 loom__envelope__get_packed_size(req), WIRE_MAX_FRAME_DEFAULT);
@@ -535,7 +789,7 @@ static int client_call(struct loom_client *c, Loom__Envelope *req, const char *o
 			goto out;
 		}
 		for (;;) {
-			r = wire_recv(c->fd, WIRE_MAX_FRAME_DEFAULT, left_ms(deadline), &rep);
+			r = env_recv(c, deadline, &rep);
 			if (r < 0 || rep->seq >= req->seq)
 				break;
 			/* A late answer to a request of an earlier connection state: skip. */
@@ -641,6 +895,32 @@ struct loom_client *loom_client_connect(const char *address, const struct loom_c
 	r = client_parse_address(c, address);
 	if (r < 0)
 		goto fail;
+	{
+		const char *cert = getenv(LOOM_CLIENT_ENV_TLS_CERT);
+		const char *key = getenv(LOOM_CLIENT_ENV_TLS_KEY);
+		const char *ca = getenv(LOOM_CLIENT_ENV_TLS_CA);
+		bool any = (cert && cert[0]) || (key && key[0]) || (ca && ca[0]);
+
+		if (any && !c->is_unix) {
+			if (!cert || !cert[0] || !key || !key[0] || !ca || !ca[0]) {
+				r = fail(-EINVAL, "%s is not set: %s, %s and %s go together",
+					 !cert || !cert[0] ? LOOM_CLIENT_ENV_TLS_CERT :
+					 !key || !key[0]   ? LOOM_CLIENT_ENV_TLS_KEY :
+							     LOOM_CLIENT_ENV_TLS_CA,
+					 LOOM_CLIENT_ENV_TLS_CERT, LOOM_CLIENT_ENV_TLS_KEY,
+					 LOOM_CLIENT_ENV_TLS_CA);
+				goto fail;
+			}
+#ifdef LOOM_HAVE_TLS
+			r = tls_setup(c, cert, key, ca);
+#else
+			r = fail(-ENOTSUP, "%s: this libloom was built without TLS",
+				 LOOM_CLIENT_ENV_TLS_CERT);
+#endif
+			if (r < 0)
+				goto fail;
+		}
+	}
 	deadline = now_ms() + c->timeout_ms;
 	r = client_open(c, deadline);
 	if (r < 0)
@@ -657,6 +937,9 @@ struct loom_client *loom_client_free(struct loom_client *c)
 	if (!c)
 		return NULL;
 	client_close_fd(c);
+#ifdef LOOM_HAVE_TLS
+	SSL_CTX_free(c->tls);
+#endif
 	pthread_cond_destroy(&c->idle);
 	pthread_mutex_destroy(&c->lock);
 	free(c->name);

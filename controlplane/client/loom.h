@@ -45,6 +45,15 @@ extern "C" {
 #define LOOM_CLIENT_ENV_CONTROLLER     "LOOM_CONTROLLER"
 #define LOOM_CLIENT_DEFAULT_ADDRESS    "unix:/run/loom/loomd.sock"
 #define LOOM_CLIENT_TIMEOUT_MS_DEFAULT 5000
+/*
+ * TLS with mutual authentication to a TCP address (docs/security.md): PEM
+ * files of this client's certificate, its key, and the CA that signed
+ * loomd's, read by loom_client_connect() from these variables (all three or
+ * none; ignored for a Unix socket). Unset: plain TCP.
+ */
+#define LOOM_CLIENT_ENV_TLS_CERT "LOOM_TLS_CERT"
+#define LOOM_CLIENT_ENV_TLS_KEY  "LOOM_TLS_KEY"
+#define LOOM_CLIENT_ENV_TLS_CA   "LOOM_TLS_CA"
 
 /* A connection to loomd. Opaque; made by loom_client_connect(). */
 struct loom_client;
@@ -132,7 +141,9 @@ struct loom_client_hosts {
  * opts may be NULL (defaults). Returns a client (free with
  * loom_client_free()) or NULL with errno: EINVAL (bad address or options),
  * ENAMETOOLONG, ECONNREFUSED, ENOENT, ETIMEDOUT, EPROTONOSUPPORT (no
- * protocol version in common), EPROTO (not a Loom controller), ...
+ * protocol version in common), EPROTO (not a Loom controller, or the TLS
+ * handshake failed either way: loom_client_strerror() says why), ENOTSUP
+ * ($LOOM_TLS_* set in a build without TLS), ...
  * Host names are resolved with getaddrinfo(), which the timeout does not
  * bound; numeric addresses never block on it.
  */

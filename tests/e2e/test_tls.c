@@ -7,8 +7,8 @@
  * an expired one) and talks to loomd on 127.0.0.1 as a TLS client of its
  * own (OpenSSL, blocking, every call bounded by H_TIMEOUT_MS).
  *
- * Cases: frameworks and agents with good certificates are served (an agent
- * gets its table); a client without a certificate, one whose certificate
+ * Cases: frameworks and agents (the test's client, loom-agent, libloom) with
+ * good certificates are served (an agent gets its table); a client without a certificate, one whose certificate
  * another CA signed, one that trusts another CA, and one with an expired
  * certificate are refused in the handshake; an agent whose certificate names
  * another host, or not the address it announces, gets its Hello refused and
@@ -30,6 +30,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "controlplane/client/loom.h"
 #include "harness.h"
 #include "tests/precond.h"
 
@@ -719,6 +720,75 @@ static void test_tls_agent_daemon(void **state)
 	assert_int_equal(h_check_exit("loom-agent", h_wait(pid, h_mono_ms() + 10000), 0, log), 0);
 }
 
+/* ---- libloom over TLS ---------------------------------------------------------------------- */
+
+/* Sets $LOOM_TLS_* to cert's files (NULL: unsets them). */
+static void tls_env(const char *cert)
+{
+	if (!cert) {
+		unsetenv(LOOM_CLIENT_ENV_TLS_CERT);
+		unsetenv(LOOM_CLIENT_ENV_TLS_KEY);
+		unsetenv(LOOM_CLIENT_ENV_TLS_CA);
+		return;
+	}
+	setenv(LOOM_CLIENT_ENV_TLS_CERT, CPATH(cert, "pem"), 1);
+	setenv(LOOM_CLIENT_ENV_TLS_KEY, CPATH(cert, "key"), 1);
+	setenv(LOOM_CLIENT_ENV_TLS_CA, CPATH("ca", "pem"), 1);
+}
+
+/*
+ * libloom with $LOOM_TLS_* of a framework's certificate registers and
+ * unregisters a job over TLS; without them, with an expired certificate, or
+ * with only some of them it cannot connect, says why, and changes nothing.
+ */
+static void test_tls_libloom(void **state)
+{
+	const struct loom_client_options opts = {.timeout_ms = 3000};
+	struct loom_client_flow fl = {.src_host = 1, .dst_host = 2, .bytes = 1000};
+	struct loom_client_coflow cf = {.id = 40, .flows = &fl, .n_flows = 1};
+	struct loom_client_job job = {.id = 4, .coflows = &cf, .n_coflows = 1};
+	struct counts before = counts();
+	struct loom_client *c;
+	char addr[64];
+
+	(void)state;
+	snprintf(addr, sizeof(addr), "tcp:127.0.0.1:%u", PORT);
+	tls_env("fw");
+	c = loom_client_connect(addr, &opts);
+	if (!c)
+		fail_msg("libloom over TLS: %s", loom_client_strerror());
+	assert_int_equal(loom_client_job_register(c, &job), 0);
+	assert_int_equal(counts().jobs, before.jobs + 1);
+	assert_int_equal(loom_client_job_unregister(c, 4), 0);
+	loom_client_free(c);
+
+	/* plain TCP to the TLS port: loomd's handshake fails on our hello */
+	tls_env(NULL);
+	assert_null(loom_client_connect(addr, &opts));
+	fprintf(stderr, "libloom without TLS: %s\n", loom_client_strerror());
+
+	tls_env("expired");
+	assert_null(loom_client_connect(addr, &opts));
+	assert_int_equal(errno, EPROTO);
+	fprintf(stderr, "libloom, expired certificate: %s\n", loom_client_strerror());
+	assert_non_null(strstr(loom_client_strerror(), "TLS"));
+
+	/* a client that trusts another CA refuses loomd */
+	tls_env("fw");
+	setenv(LOOM_CLIENT_ENV_TLS_CA, CPATH("other-ca", "pem"), 1);
+	assert_null(loom_client_connect(addr, &opts));
+	assert_int_equal(errno, EPROTO);
+	assert_non_null(strstr(loom_client_strerror(), "loomd's certificate"));
+
+	tls_env(NULL);
+	setenv(LOOM_CLIENT_ENV_TLS_CERT, CPATH("fw", "pem"), 1);
+	assert_null(loom_client_connect(addr, &opts));
+	assert_int_equal(errno, EINVAL);
+	assert_non_null(strstr(loom_client_strerror(), "LOOM_TLS_KEY is not set"));
+	tls_env(NULL);
+	assert_counts(before);
+}
+
 /*
  * Runs loomd -f -c /dev/null with no Unix socket, admin socket, metrics or
  * journal, plus the NULL-ended "-o" settings, until it exits (bounded);
@@ -855,6 +925,7 @@ int main(void)
 		cmocka_unit_test(test_tls_expired),
 		cmocka_unit_test(test_tls_agent_identity),
 		cmocka_unit_test(test_tls_agent_daemon),
+		cmocka_unit_test(test_tls_libloom),
 		cmocka_unit_test(test_plain_tcp_nonloopback),
 		cmocka_unit_test(test_tls_bad_config),
 	};

@@ -31,6 +31,7 @@ void learn_opts_default(struct learn_opts *o)
 	o->dagger = false;
 	o->label_prob = 0.25;
 	o->imitate_top = 0;
+	o->agree_weight = 1;
 	o->rollouts = 4;
 	o->threads = 2;
 	o->jobs_min = 6;
@@ -409,6 +410,24 @@ static int ensure_scratch(struct worker *w, size_t n)
 }
 
 /*
+ * Would the model's greedy order (scores, highest first) put the teacher's
+ * first `top` places (0: all) first, in the teacher's order?
+ */
+static bool greedy_agrees(const float *scores, uint32_t n, const uint32_t *perm, uint32_t top)
+{
+	float rest = -INFINITY;
+
+	if (top == 0 || top > n)
+		top = n;
+	for (uint32_t k = 0; k + 1 < top; k++)
+		if (!(scores[perm[k]] > scores[perm[k + 1]]))
+			return false;
+	for (uint32_t k = top; k < n; k++)
+		rest = fmaxf(rest, scores[perm[k]]);
+	return scores[perm[top - 1]] > rest;
+}
+
+/*
  * Gradient of rollout k's chosen decisions into w's model, N = L->norm_n
  * decisions chosen over all rollouts, each with weight ndec / chosen (its
  * rollout's decisions over those chosen from it):
@@ -457,6 +476,9 @@ static int train_rollout(struct worker *w, uint32_t k)
 		}
 		if (imitate) {
 			c = d->weight / L->norm_n;
+			if (L->o->agree_weight < 1 &&
+			    greedy_agrees(w->scores, n, perm, L->o->imitate_top))
+				c *= L->o->agree_weight;
 			for (uint32_t q = 0; q < n; q++)
 				w->dscores[q] = (float)(-c * w->dlogp[q]);
 			w->loss += -logp * c;
@@ -937,6 +959,8 @@ static int check_opts(const struct learn_opts *o, struct loom_err *err)
 		return loom_err_set(err, EINVAL, "need 0 < load-min <= load-max");
 	if (o->imitate_iters > o->iters)
 		return loom_err_set(err, EINVAL, "imitation iterations exceed the total");
+	if (!(o->agree_weight >= 0 && o->agree_weight <= 1))
+		return loom_err_set(err, EINVAL, "the agreement weight must be in [0, 1]");
 	if (o->dagger && !(o->label_prob > 0 && o->label_prob <= 1))
 		return loom_err_set(err, EINVAL, "dagger needs a label probability in (0, 1]");
 	if (!o->episode && (!o->dags || !o->fb))

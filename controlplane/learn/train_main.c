@@ -56,6 +56,9 @@ static void usage(FILE *f)
 		"      --label-prob P        share of those decisions labelled, 0..1 (default %g)\n"
 		"      --imitate-top K       imitation loss on the teacher's first K places only,\n"
 		"                            0 = its whole order (default %u)\n"
+		"      --agree-weight X      weight of an imitated decision the model already gets\n"
+		"                            right (its greedy order starts as the teacher's), 0..1\n"
+		"                            (default %g)\n"
 		"      --prior NAME          residual scoring: scores are the network's output plus\n"
 		"                            the heuristic NAME's order (none, sincronia, sebf,\n"
 		"                            wsrjf, srjf, scf, lcf; default %s)\n"
@@ -93,11 +96,12 @@ static void usage(FILE *f)
 		"      --progress / --no-progress   progress bar on stderr (default: when a tty)\n"
 		"  -h, --help\n",
 		d.iters, d.imitate_iters, d.teacher, d.dagger ? "on" : "off", d.label_prob,
-		d.imitate_top, policy_gnn_prior_name(d.cfg.prior), (double)d.cfg.prior_scale,
-		d.rollouts, d.threads, d.jobs_min, d.jobs_max, d.curriculum_iters, d.load_min,
-		d.load_max, d.weight_max, d.train_decisions, (double)d.lr, (double)d.rl_lr,
-		(double)d.clip_norm, d.entropy_start, d.entropy_end, d.entropy_iters, d.eval_every,
-		d.eval_workloads, d.eval_jobs, (unsigned long long)d.seed);
+		d.imitate_top, d.agree_weight, policy_gnn_prior_name(d.cfg.prior),
+		(double)d.cfg.prior_scale, d.rollouts, d.threads, d.jobs_min, d.jobs_max,
+		d.curriculum_iters, d.load_min, d.load_max, d.weight_max, d.train_decisions,
+		(double)d.lr, (double)d.rl_lr, (double)d.clip_norm, d.entropy_start, d.entropy_end,
+		d.entropy_iters, d.eval_every, d.eval_workloads, d.eval_jobs,
+		(unsigned long long)d.seed);
 }
 
 enum {
@@ -131,6 +135,7 @@ enum {
 	OPT_NO_DAGGER,
 	OPT_LABEL_PROB,
 	OPT_IMITATE_TOP,
+	OPT_AGREE_WEIGHT,
 	OPT_PRIOR,
 	OPT_PRIOR_SCALE,
 };
@@ -187,6 +192,7 @@ static int parse_args(int argc, char **argv, struct train_args *a)
 		{"no-dagger", no_argument, NULL, OPT_NO_DAGGER},
 		{"label-prob", required_argument, NULL, OPT_LABEL_PROB},
 		{"imitate-top", required_argument, NULL, OPT_IMITATE_TOP},
+		{"agree-weight", required_argument, NULL, OPT_AGREE_WEIGHT},
 		{"prior", required_argument, NULL, OPT_PRIOR},
 		{"prior-scale", required_argument, NULL, OPT_PRIOR_SCALE},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
@@ -325,6 +331,9 @@ static int parse_args(int argc, char **argv, struct train_args *a)
 			break;
 		case OPT_IMITATE_TOP:
 			r = u32_arg("--imitate-top", optarg, 0, 1000000, &o->imitate_top);
+			break;
+		case OPT_AGREE_WEIGHT:
+			r = sim_cli_double("--agree-weight", optarg, 0, false, 1, &o->agree_weight);
 			break;
 		case OPT_PRIOR: {
 			int id = policy_gnn_prior_find(optarg);

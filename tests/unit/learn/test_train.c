@@ -214,6 +214,55 @@ static void test_residual_dagger(void **state)
 	topo_free(t);
 }
 
+/*
+ * --agree-weight 0: decisions the model already gets right weigh nothing, so
+ * a residual model on sebf taught by sebf itself does not move at all, while
+ * with the default weight 1 the same run sharpens it (its parameters change).
+ */
+static void test_agree_weight(void **state)
+{
+	struct topo *t = topo_new_bigswitch(4, 1073741824ULL);
+	struct loom_err err = {{0}};
+	struct gnn_model *a = NULL, *b = NULL, *c = NULL;
+	struct learn_opts o;
+
+	(void)state;
+	tiny_opts(&o, t);
+	o.cfg.prior = (uint32_t)policy_gnn_prior_find("sebf");
+	o.teacher = "sebf";
+	o.dagger = true;
+	o.label_prob = 1;
+	o.imitate_top = 2;
+	{
+		struct gnn_err gerr = {{0}};
+
+		a = gnn_model_new(&o.cfg, "cpu", o.seed, &gerr); /* learn_run's initial model */
+		assert_non_null(a);
+	}
+	o.lr = 3e-3f;
+	o.iters = o.imitate_iters = 5;
+	o.agree_weight = 0;
+	assert_int_equal(learn_run(&o, &b, &err), 0);
+	params_equal(a, b);
+	o.agree_weight = 1;
+	assert_int_equal(learn_run(&o, &c, &err), 0);
+	{
+		struct gnn_param pa, pc;
+		uint32_t last = gnn_param_count(a) - 2; /* head.w2 */
+
+		gnn_param_get(a, last, &pa);
+		gnn_param_get(c, last, &pc);
+		assert_memory_not_equal(pa.value, pc.value, (size_t)pa.rows * pa.cols * 4);
+	}
+	o.agree_weight = 1.5;
+	assert_int_equal(learn_run(&o, NULL, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "agreement"));
+	gnn_model_free(a);
+	gnn_model_free(b);
+	gnn_model_free(c);
+	topo_free(t);
+}
+
 /* Expert iteration: the teacher's base is the model in training; same seed, same model. */
 static void test_expert_iteration(void **state)
 {
@@ -396,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_converges_to_smallest_first),
 		cmocka_unit_test(test_residual_dagger),
 		cmocka_unit_test(test_expert_iteration),
+		cmocka_unit_test(test_agree_weight),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -175,6 +175,8 @@ static void test_bad_flags(void **state)
 	expect_usage(&r, "--label-prob: '1.5'");
 	train(&r, "--out", out, "--imitate-top", "x", NULL);
 	expect_usage(&r, "--imitate-top: 'x'");
+	train(&r, "--out", out, "--agree-weight", "2", NULL);
+	expect_usage(&r, "--agree-weight: '2'");
 	train(&r, "--out", out, "--init", out, "--prior", "sebf", NULL);
 	expect_usage(&r, "--init takes the model's shape and prior");
 	/* none of them started: nothing was written */

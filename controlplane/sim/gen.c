@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * DAG shapes (dags.txt) and the multi-stage workload generator behind
- * loom-gen; docs/trace-format.md describes both the input and the output.
+ * DAG shapes (dags.txt, or a random family from dags_random.c) and the
+ * multi-stage workload generator behind loom-gen; docs/trace-format.md
+ * describes both the input and the output, docs/simulator.md the random family.
  *
  * The dags.txt reader works like the trace readers: line by line over a
  * buffer that need not be NUL-terminated, every declared count checked
@@ -280,6 +281,16 @@ struct sim_dags *sim_dags_load(const char *path, struct loom_err *err)
 	size_t len = 0;
 	int r;
 
+	if (sim_dags_spec_is_random(path)) {
+		struct sim_dags_random p;
+
+		r = sim_dags_random_parse(path, &p, err);
+		if (r < 0) {
+			errno = -r;
+			return NULL;
+		}
+		return sim_dags_random_new(&p, err);
+	}
 	r = sim_read_file(path, "no DAG file given", &buf, &len, err);
 	if (r < 0) {
 		errno = -r;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * loom-gen: generates a multi-stage coflow workload (TPC-H job DAGs whose
- * shuffles take their width and bytes from FB2010 coflows, Poisson arrivals
- * at a target load) and writes it as a Loom trace (docs/trace-format.md).
+ * loom-gen: generates a multi-stage coflow workload (TPC-H job DAGs, or a
+ * random layered family, whose shuffles take their width and bytes from
+ * FB2010 coflows, Poisson arrivals at a target load) and writes it as a Loom
+ * trace (docs/trace-format.md).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -40,9 +41,10 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: loom-gen --out FILE [options]\n"
 		"Generates a multi-stage coflow workload and writes it as a Loom trace: each job\n"
-		"takes a TPC-H DAG shape uniformly at random, each DAG edge is a shuffle coflow\n"
-		"whose width and per-reducer bytes come from a coflow sampled from FB2010, placed\n"
-		"on random hosts; jobs arrive as a Poisson process at the target load.\n"
+		"takes a DAG shape (TPC-H, or a random family: --dags random:...) uniformly at\n"
+		"random, each DAG edge is a shuffle coflow whose width and per-reducer bytes come\n"
+		"from a coflow sampled from FB2010, placed on random hosts; jobs arrive as a\n"
+		"Poisson process at the target load.\n"
 		"\n"
 		"  -o, --out FILE          Loom trace to write (required; '-' = stdout)\n"
 		"  -n, --jobs N            number of jobs (default 100)\n"
@@ -53,9 +55,19 @@ static void usage(FILE *f)
 		"  -r, --rate-bps B        port rate of the default topology (default %llu = 1 Gbit/s\n"
 		"                          as CoflowSim counts it)\n"
 		"  -T, --topo FILE         topology JSON instead of the big switch (docs/topology.md)\n"
-		"  -d, --dags PATH         DAG shapes (default: $LOOM_DATA/" DAGS_REL ", else\n"
-		"                          data/" DAGS_REL " under the current directory, else\n"
-		"                          under $LOOM_SRCDIR)\n"
+		"  -d, --dags PATH|SPEC    DAG shapes: a dags.txt file (default: $LOOM_DATA/" DAGS_REL
+		",\n"
+		"                          else data/" DAGS_REL
+		" under the current directory, else\n"
+		"                          under $LOOM_SRCDIR), or a random layered family:\n"
+		"                            random[:min=N][:max=N][:layers=A..B|B][:fanin=N]\n"
+		"                                  [:count=N][:seed=S][:task-ms=A..B|X]\n"
+		"                          min, max: coflows (DAG edges) per job (default 2, 30);\n"
+		"                          layers: stages on the longest path (default 2..6; B\n"
+		"                          alone = 2..B); fanin: most parents of a stage (3);\n"
+		"                          count: shapes in the family (200); seed: the family's\n"
+		"                          own seed, not --seed (1); task-ms: stage mean task\n"
+		"                          time, log-uniform (20..5000). See docs/simulator.md\n"
 		"  -f, --fb PATH           FB2010 trace to sample coflows from (default: as --dags,\n"
 		"                          with " FB_REL ")\n"
 		"  -c, --compute-scale X   stage compute time = mean task time * X; 0 = no compute\n"
@@ -124,6 +136,15 @@ static int parse_args(int argc, char **argv, struct gen_args *a)
 			break;
 		case 'd':
 			a->dags = optarg;
+			if (sim_dags_spec_is_random(optarg)) {
+				struct sim_dags_random rp;
+				struct loom_err err = {{0}};
+
+				if (sim_dags_random_parse(optarg, &rp, &err) < 0) {
+					log_err("--dags: %s", loom_err_str(&err));
+					return -EINVAL;
+				}
+			}
 			break;
 		case 'f':
 			a->fb = optarg;

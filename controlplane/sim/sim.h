@@ -75,8 +75,50 @@ struct sim_dags {
 /* Parses a dags.txt buffer (data/tpch/FORMAT.md). NULL + errno, err "name:line: reason". */
 struct sim_dags *sim_dags_parse(const char *buf, size_t len, const char *name,
 				struct loom_err *err);
+/*
+ * Returns the DAG shapes that path names: a random family when path is a
+ * random spec (sim_dags_spec_is_random(): "random" or "random:..."; a file
+ * of that name is reached as "./random..."), else the dags.txt file at path.
+ * The caller owns the result (sim_dags_free()). NULL + errno, err as
+ * sim_dags_parse() or sim_dags_random_parse().
+ */
 struct sim_dags *sim_dags_load(const char *path, struct loom_err *err);
+/* Frees d and what it holds; accepts NULL; returns NULL. */
 struct sim_dags *sim_dags_free(struct sim_dags *d);
+
+/*
+ * The random layered DAG family (dags_random.c; docs/simulator.md), named by
+ * "random[:key=value]...". Each shape: coflows (edges) uniform in
+ * [min_coflows, max_coflows]; L layers, L uniform in [min_layers,
+ * min(max_layers, coflows + 1)], edges only from a layer to a later one and a
+ * chain through all L (the longest path has L stages); weakly connected; at
+ * most fanin_max parents per stage; no repeated edges; stage mean task times
+ * log-uniform in [min_task_ms, max_task_ms] (uniform when min is 0), task
+ * counts uniform in 1..200. Deterministic in seed, which is the family's own
+ * (not sim_gen_params.seed); shape i does not depend on count.
+ */
+struct sim_dags_random {
+	uint32_t min_coflows, max_coflows; /* min=, max=: 1 .. 1000 (default 2, 30) */
+	uint32_t min_layers, max_layers;   /* layers=A..B or =B: 2 .. 1001 (default 2..6) */
+	uint32_t fanin_max;                /* fanin=: 1 .. 1000 (default 3) */
+	uint32_t count;                    /* count=: shapes, 1 .. 100000 (default 200) */
+	uint64_t seed;                     /* seed= (default 1) */
+	double min_task_ms, max_task_ms;   /* task-ms=A..B or =X: 0 .. 1e7 (default 20..5000) */
+};
+
+/* Whether spec is "random" or starts with "random:". */
+bool sim_dags_spec_is_random(const char *spec);
+/* Fills the defaults above. */
+void sim_dags_random_default(struct sim_dags_random *p);
+/*
+ * Parses a random spec into *ret_p (defaults for the keys it leaves out).
+ * Returns 0, or -EINVAL with err naming the key and the value (unknown key,
+ * bad or out-of-range number, repeated key, min > max, a layer range that
+ * min coflows cannot reach), or -ENOMEM.
+ */
+int sim_dags_random_parse(const char *spec, struct sim_dags_random *ret_p, struct loom_err *err);
+/* Draws p->count shapes; the caller owns them (sim_dags_free()). NULL + errno, err. */
+struct sim_dags *sim_dags_random_new(const struct sim_dags_random *p, struct loom_err *err);
 
 struct sim_gen_params {
 	uint32_t njobs;

@@ -3,7 +3,8 @@
  * loom-gen as a user runs it: --help, exit status 2 and a message naming the
  * flag for a bad command line, a message naming the file for missing input,
  * and a run: a Loom trace that is the same for the same seed, differs for
- * another, and replays under loom-replay.
+ * another, and replays under loom-replay; the same for the random DAG family
+ * (--dags random:...), and exit 2 naming the key and value for a bad spec.
  *
  * The programs come from $LOOM_GEN and $LOOM_REPLAY, bundled data from
  * $LOOM_SRCDIR; meson sets all three. Every run writes its stdout and stderr
@@ -27,9 +28,10 @@ static int teardown(void **state)
 static void test_help(void **state)
 {
 	static const char *const words[] = {
-		"Usage: loom-gen", "--out",         "--jobs",       "--load", "--seed",
-		"--hosts",         "--rate-bps",    "--topo",       "--dags", "--fb",
-		"--compute-scale", "--bytes-scale", "--weight-max", "--help",
+		"Usage: loom-gen", "--out",         "--jobs",       "--load",   "--seed",
+		"--hosts",         "--rate-bps",    "--topo",       "--dags",   "--fb",
+		"--compute-scale", "--bytes-scale", "--weight-max", "--help",   "random[:min=N]",
+		"layers=",         "fanin=",        "count=",       "task-ms=",
 	};
 	struct result r;
 
@@ -177,6 +179,94 @@ static void test_run(void **state)
 	result_free(&r);
 }
 
+static void test_random_bad_specs(void **state)
+{
+	char fb[128];
+	const char *f = tmp_path(fb, sizeof(fb), "bad-random.loom");
+	struct result r;
+
+	(void)state;
+	gen(&r, "--out", f, "--dags", "random:foo=1", NULL);
+	expect_usage(&r, "unknown key 'foo'");
+	gen(&r, "--out", f, "--dags", "random:min=5:max=3", NULL);
+	expect_usage(&r, "min=5 exceeds max=3");
+	gen(&r, "--out", f, "--dags", "random:fanin=x", NULL);
+	expect_usage(&r, "fanin=x: 'x' is not an integer");
+	gen(&r, "--out", f, "--dags", "random:layers=9..4", NULL);
+	expect_usage(&r, "layers=9..4");
+	gen(&r, "--out", f, "--dags", "random:count=0", NULL);
+	expect_usage(&r, "count=0");
+	gen(&r, "--out", f, "--dags", "random:min=3:", NULL);
+	expect_usage(&r, "--dags: random DAG spec 'random:min=3:'");
+	assert_int_equal(access(f, F_OK), -1);
+}
+
+/* The number of "coflow " lines of each job of trace t, in order: between min and max. */
+static void check_job_coflows(const char *t, unsigned njobs, unsigned min, unsigned max)
+{
+	const char *s = strstr(t, "\njob ");
+	unsigned jobs = 0;
+
+	assert_non_null(s);
+	while (s) {
+		const char *next = strstr(s + 1, "\njob ");
+		unsigned n = 0;
+
+		for (const char *c = s; (c = strstr(c, "\ncoflow ")) && (!next || c < next); c++)
+			n++;
+		if (n < min || n > max)
+			fail_msg("job %u has %u coflows, not in [%u, %u]", jobs, n, min, max);
+		jobs++;
+		s = next;
+	}
+	assert_int_equal(jobs, njobs);
+}
+
+static void test_random_run(void **state)
+{
+	char ab[128], bb[128], cb[128], ob[128];
+	const char *a = tmp_path(ab, sizeof(ab), "ra.loom");
+	const char *b = tmp_path(bb, sizeof(bb), "rb.loom");
+	const char *c = tmp_path(cb, sizeof(cb), "rc.loom");
+	const char *o = tmp_path(ob, sizeof(ob), "out-random");
+	const char *spec = "random:min=3:max=8:layers=2..4:fanin=2:count=50:seed=5";
+	char *ta, *tb;
+	size_t la, lb;
+	struct result r;
+
+	(void)state;
+	gen(&r, "--out", a, "--jobs", "15", "--seed", "3", "--hosts", "16", "--dags", spec, NULL);
+	expect(&r, 0, "15 jobs");
+	ta = check_trace(a, 15, 16, &la);
+	check_job_coflows(ta, 15, 3, 8);
+	/* The same spec and seed: the same trace. */
+	gen(&r, "--out", b, "--jobs", "15", "--seed", "3", "--hosts", "16", "--dags", spec, NULL);
+	expect(&r, 0, NULL);
+	tb = check_trace(b, 15, 16, &lb);
+	assert_true(la == lb && memcmp(ta, tb, la) == 0);
+	free(tb);
+	/* Another family seed, same --seed: another trace. */
+	gen(&r, "--out", c, "--jobs", "15", "--seed", "3", "--hosts", "16", "--dags",
+	    "random:min=3:max=8:layers=2..4:fanin=2:count=50:seed=6", NULL);
+	expect(&r, 0, "15 jobs");
+	tb = check_trace(c, 15, 16, &lb);
+	check_job_coflows(tb, 15, 3, 8);
+	assert_false(la == lb && memcmp(ta, tb, la) == 0);
+	free(tb);
+	free(ta);
+	/* The defaults: 2..30 coflows a job. */
+	gen(&r, "--out", c, "--jobs", "10", "--hosts", "16", "--dags", "random", NULL);
+	expect(&r, 0, "10 jobs");
+	tb = check_trace(c, 10, 16, NULL);
+	check_job_coflows(tb, 10, 2, 30);
+	free(tb);
+	/* The trace replays. */
+	replay(&r, "--trace", a, "--out", o, "--no-plots", "--policy", "fifo,fair", NULL);
+	if (r.status != 0 || !strstr(r.err, "(loom): 15 jobs") || !strstr(r.out, "15 jobs in fifo"))
+		dump_fail(&r, "loom-replay of the trace generated from a random family");
+	result_free(&r);
+}
+
 static void test_missing_files(void **state)
 {
 	char fb[128], msg[256];
@@ -199,10 +289,9 @@ static void test_missing_files(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_help),
-		cmocka_unit_test(test_bad_flags),
-		cmocka_unit_test(test_run),
-		cmocka_unit_test(test_missing_files),
+		cmocka_unit_test(test_help),       cmocka_unit_test(test_bad_flags),
+		cmocka_unit_test(test_run),        cmocka_unit_test(test_random_bad_specs),
+		cmocka_unit_test(test_random_run), cmocka_unit_test(test_missing_files),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

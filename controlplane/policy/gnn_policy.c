@@ -38,9 +38,11 @@
 enum {
 	OPT_BACKEND,
 	OPT_INVERT,
+	OPT_RATES,
 };
 
 static const char *const backend_choices[] = {"cpu", "cuda", "naive", NULL};
+static const char *const rates_choices[] = {"auto", "madd", "priority", NULL};
 
 static const struct policy_opt_def gnn_opts[] = {
 	[OPT_BACKEND] = {"backend", "gnn/ backend (cuda falls back to cpu without a GPU)",
@@ -48,6 +50,11 @@ static const struct policy_opt_def gnn_opts[] = {
 	[OPT_INVERT] = {"invert",
 			"reverse the learned order (a deliberately bad policy, for checks)",
 			POLICY_OPT_BOOL, 0, 0, 1, NULL},
+	[OPT_RATES] = {"rates",
+		       "madd: Varys' MADD in the order, then backfill; priority: strict priority "
+		       "per coflow in the order (the fabric's, as sincronia); auto: priority for a "
+		       "model whose prior is sincronia, else madd",
+		       POLICY_OPT_ENUM, 0, 0, 0, rates_choices},
 };
 
 struct rank_ent {
@@ -60,6 +67,7 @@ struct gnnp {
 	struct gnn_model *model;
 	bool own_model;
 	bool invert;
+	bool madd;            /* rates=madd */
 	struct policy *prior; /* the residual prior's heuristic, or NULL */
 	float prior_scale;
 	struct policy_decision pd; /* the prior's decision */
@@ -130,6 +138,7 @@ static int gnn_init(struct policy *p, const struct cp_model *m)
 	if (!x)
 		return -ENOMEM;
 	x->invert = p->opt[OPT_INVERT] == 1;
+	x->madd = p->opt[OPT_RATES] == 1;
 	if (p->params.gnn_model) {
 		x->model = p->params.gnn_model;
 	} else {
@@ -153,6 +162,9 @@ static int gnn_init(struct policy *p, const struct cp_model *m)
 				  backend, gnn_model_fallback(x->model));
 	}
 	cfg = gnn_model_config(x->model);
+	/* auto: a residual model's rates are its prior heuristic's, so untrained it is that heuristic */
+	if (p->opt[OPT_RATES] == 0)
+		x->madd = cfg->prior != (uint32_t)policy_gnn_prior_find("sincronia");
 	if (cfg->nfeatures != POLICY_NFEATURES) {
 		loom_err_set(&p->init_err, EINVAL,
 			     "model %s has %u input features per coflow, this policy computes %u "
@@ -405,8 +417,10 @@ static int gnn_decide(struct policy *p, const struct cp_model *m, uint64_t now_n
 	for (uint32_t i = 0; i < n; i++)
 		d->order[i] = g->node_coflow[g->sched[x->perm[i]]];
 	d->norder = n;
-	policy_madd(m, d->order, n, x->s.free_bps, x->s.port_load, d->rate_bps);
-	d->has_rates = true;
+	if (x->madd) {
+		policy_madd(m, d->order, n, x->s.free_bps, x->s.port_load, d->rate_bps);
+		d->has_rates = true;
+	}
 	if (x->has_hook && x->hook.teacher && x->hook.dagger)
 		return label(x, m, now_ns);
 	if (x->has_hook && x->hook.record)

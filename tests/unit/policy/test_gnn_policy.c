@@ -450,8 +450,11 @@ static void prior_record(void *ctx, const struct policy_graph *g, const uint32_t
 static void test_residual_prior(void **state)
 {
 	static const char *const priors[] = {"sincronia", "sebf", "wsrjf", "srjf", "scf", "lcf"};
-	/* the heuristics whose rates are MADD + backfill, as the gnn's are */
-	static const char *const madd[] = {"sebf", "wsrjf", "srjf"};
+	/*
+	 * rates=auto gives a residual model its prior's rates: MADD + backfill
+	 * for these, sincronia's strict priority for sincronia
+	 */
+	static const char *const exact[] = {"sincronia", "sebf", "wsrjf", "srjf"};
 	struct policy_params pp = {.classes = 8, .seed = 1};
 	struct loom_err err = {{0}};
 	char path[256];
@@ -482,13 +485,18 @@ static void test_residual_prior(void **state)
 		policy_free(hook.teacher);
 		policy_free(p);
 	}
-	for (size_t i = 0; i < sizeof(madd) / sizeof(madd[0]); i++) {
-		run(madd[i], NULL, &want);
-		run("gnn", residual_model(madd[i], path, sizeof(path)), &got);
-		print_message("%s: weighted JCT %.6g, untrained residual gnn %.6g\n", madd[i], want,
-			      got);
+	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++) {
+		run(exact[i], NULL, &want);
+		run("gnn", residual_model(exact[i], path, sizeof(path)), &got);
+		print_message("%s: weighted JCT %.6g, untrained residual gnn %.6g\n", exact[i],
+			      want, got);
 		assert_true(got == want);
 	}
+	/* with the other rates the sincronia-residual model is no longer sincronia */
+	run("sincronia", NULL, &want);
+	run("gnn:rates=madd", residual_model("sincronia", path, sizeof(path)), &got);
+	print_message("sincronia order with MADD rates: %.6g\n", got);
+	assert_true(got != want);
 	/* a prior this build does not know: refused with the model named */
 	{
 		struct gnn_config cfg = gnn_config_default();

@@ -2,7 +2,8 @@
 /*
  * Fuzz target for the gnn weights-file parser (gnn/io.c). Every input must
  * either load into a model whose shape is valid and whose parameter count
- * matches the input's size, or be rejected with errno and a message that
+ * matches the input's size (with the header of its version: 1 without a
+ * residual prior, 2 with one), or be rejected with errno and a message that
  * starts with the name given; anything else (crash, sanitizer report,
  * abort) is a bug. Each input is tried twice: as it is, and with its trailing
  * FNV-1a checksum recomputed, so mutations reach the checks behind the
@@ -31,7 +32,8 @@ static void try_load(const uint8_t *data, size_t size)
 			abort();
 		return;
 	}
-	if (size != 44 + 4 * gnn_nparams(m) + 8)
+	/* version 1 (no prior): a 44-byte header; version 2 (a prior): 52 */
+	if (size != (gnn_model_config(m)->prior ? 52 : 44) + 4 * gnn_nparams(m) + 8)
 		abort();
 	for (uint32_t t = 0; t < gnn_param_count(m); t++) {
 		if (gnn_param_get(m, t, &p) != 0)

@@ -25,6 +25,7 @@ optional=(
 	libdpdk-dev dpdk-dev # dpdk-dev: dpdk-testpmd, the baseline of bench/dpdk.sh
 	libbpf-dev libnl-route-3-dev bpftool clang llvm
 	iproute2 ethtool
+	libopenmpi-dev openmpi-bin # loom-train --mpi (meson option mpi) and its test
 )
 
 missing=()

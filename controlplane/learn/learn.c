@@ -10,11 +10,13 @@
 #include <time.h>
 
 #include "common/cleanup.h"
+#include "controlplane/learn/learn_mpi.h"
 #include "controlplane/policy/coflow_features.h"
 #include "controlplane/policy/policy.h"
 
 #define LEARN_MAX_THREADS  16
 #define LEARN_MAX_ROLLOUTS 64
+#define LEARN_MAX_WORKERS  64 /* MPI ranks x threads; imitation uses a rollout each */
 #define STATE_MAGIC        "LOOMTRN"
 #define STATE_VERSION      1u
 
@@ -190,7 +192,7 @@ struct learn;
 
 struct worker {
 	struct learn *L;
-	uint32_t id;
+	uint32_t id; /* global: rank x threads per rank + thread */
 	struct gnn_model *model;
 	struct cp_model *m; /* the current episode (this worker's copy) */
 	uint64_t m_seed;    /* the seed it was made from */
@@ -214,9 +216,13 @@ enum job_kind {
 
 struct learn {
 	const struct learn_opts *o;
-	struct worker w[LEARN_MAX_THREADS];
+	struct worker w[LEARN_MAX_THREADS]; /* this rank's */
 	struct rollout ro[LEARN_MAX_ROLLOUTS];
 	uint32_t nthreads, nro;
+	/* MPI: worker g (0..nworkers-1) is thread g % nthreads of rank g / nthreads */
+	uint32_t rank, nranks, nworkers;
+	void *xbuf, *gbuf; /* exchange buffers (MPI only) */
+	size_t xcap, gcap;
 	/* the current iteration */
 	uint32_t iter;
 	uint64_t ep_seed;
@@ -523,16 +529,16 @@ static void *worker_main(void *arg)
 		rc = do_imitate(w);
 		break;
 	case JOB_ROLLOUT:
-		for (uint32_t k = w->id; k < L->nro && rc == 0; k += L->nthreads)
+		for (uint32_t k = w->id; k < L->nro && rc == 0; k += L->nworkers)
 			rc = do_rollout(w, k);
 		break;
 	case JOB_TRAIN:
 		gnn_zero_grad(w->model);
-		for (uint32_t k = w->id; k < L->nro && rc == 0; k += L->nthreads)
+		for (uint32_t k = w->id; k < L->nro && rc == 0; k += L->nworkers)
 			rc = train_rollout(w, k);
 		break;
 	case JOB_EVAL:
-		for (uint32_t i = w->id; i < L->o->eval_workloads && rc == 0; i += L->nthreads)
+		for (uint32_t i = w->id; i < L->o->eval_workloads && rc == 0; i += L->nworkers)
 			rc = do_eval(w, i);
 		break;
 	}
@@ -540,7 +546,17 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-/* Runs the current job kind on every worker; the first error wins. */
+/*
+ * Under MPI (more than one rank): every rank's rc agrees (learn_mpi_agree),
+ * so that no rank goes on into a collective the others have left. With one
+ * rank: rc.
+ */
+static int agree(const struct learn *L, int rc, struct loom_err *err)
+{
+	return L->nranks > 1 ? learn_mpi_agree(rc, err) : rc;
+}
+
+/* Runs the current job kind on this rank's workers; the first error (of any rank) wins. */
 static int run_workers(struct learn *L, struct loom_err *err)
 {
 	pthread_t tid[LEARN_MAX_THREADS];
@@ -559,9 +575,9 @@ static int run_workers(struct learn *L, struct loom_err *err)
 		if (L->w[t].rc < 0) {
 			loom_err_set(err, -L->w[t].rc, "%s",
 				     L->w[t].err.msg[0] ? L->w[t].err.msg : strerror(-L->w[t].rc));
-			return L->w[t].rc;
+			return agree(L, L->w[t].rc, err);
 		}
-	return 0;
+	return agree(L, 0, err);
 }
 
 enum sync_kind {
@@ -588,6 +604,221 @@ static void sync_workers(struct learn *L, enum sync_kind kind)
 			for (size_t q = 0; q < n; q++)
 				a.grad[q] += b.grad[q];
 		}
+}
+
+/* ---- exchanges between MPI ranks (learn_mpi.h; only with more than one rank) ------------- */
+
+/* Floats in all of a model's parameters. */
+static size_t param_floats(struct gnn_model *m)
+{
+	uint32_t np = gnn_param_count(m);
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < np; i++) {
+		struct gnn_param p;
+
+		gnn_param_get(m, i, &p);
+		n += (size_t)p.rows * p.cols;
+	}
+	return n;
+}
+
+/* m's parameter values (grad: gradients) into dst, in parameter order; unpack: the reverse. */
+static void params_pack(struct gnn_model *m, bool grad, float *dst)
+{
+	uint32_t np = gnn_param_count(m);
+
+	for (uint32_t i = 0; i < np; i++) {
+		struct gnn_param p;
+		size_t n;
+
+		gnn_param_get(m, i, &p);
+		n = (size_t)p.rows * p.cols;
+		memcpy(dst, grad ? p.grad : p.value, n * sizeof(float));
+		dst += n;
+	}
+}
+
+static void params_unpack(struct gnn_model *m, const float *src)
+{
+	uint32_t np = gnn_param_count(m);
+
+	for (uint32_t i = 0; i < np; i++) {
+		struct gnn_param p;
+		size_t n;
+
+		gnn_param_get(m, i, &p);
+		n = (size_t)p.rows * p.cols;
+		memcpy(p.value, src, n * sizeof(float));
+		src += n;
+	}
+}
+
+/* L->xbuf (x) or L->gbuf (g) of at least bytes; 0 or -ENOMEM. */
+static int buf_reserve(void **buf, size_t *cap, size_t bytes)
+{
+	void *p;
+
+	if (bytes <= *cap)
+		return 0;
+	p = realloc(*buf, bytes);
+	if (!p)
+		return -ENOMEM;
+	*buf = p;
+	*cap = bytes;
+	return 0;
+}
+
+/* The rank whose worker runs rollout (or evaluation workload) k. */
+static uint32_t owner_rank(const struct learn *L, uint32_t k)
+{
+	return (k % L->nworkers) / L->nthreads;
+}
+
+/*
+ * After the rollouts (or imitation episodes): every rank gets every
+ * rollout's job results, its weighted JCT sum and its decisions' times, so
+ * that each computes the same subsample, baselines and advantages
+ * (advantages() reads only those of another rank's rollout). The
+ * decisions' graphs stay with the rank that made them: each rank trains on
+ * its own rollouts.
+ */
+static int exchange_rollouts(struct learn *L, struct loom_err *err)
+{
+	for (uint32_t k = 0; k < L->nro; k++) {
+		struct rollout *r = &L->ro[k];
+		uint32_t owner = owner_rank(L, k);
+		bool mine = owner == L->rank;
+		uint64_t hdr[3] = {0}, *t_ns;
+		int rc = 0;
+
+		if (mine) {
+			hdr[0] = r->njobs;
+			hdr[1] = r->ndec;
+			memcpy(&hdr[2], &r->wjct_sum_s, sizeof(double));
+		}
+		learn_mpi_bcast(hdr, sizeof(hdr), owner);
+		if (!mine) {
+			rollout_clear(r);
+			if (grow((void **)&r->jobs, &r->jcap, hdr[0], sizeof(*r->jobs)) < 0 ||
+			    grow((void **)&r->dec, &r->dcap, hdr[1], sizeof(*r->dec)) < 0)
+				rc = loom_err_set(err, ENOMEM, "out of memory");
+			else {
+				r->njobs = (uint32_t)hdr[0];
+				r->ndec = hdr[1];
+				memcpy(&r->wjct_sum_s, &hdr[2], sizeof(double));
+			}
+		}
+		if (rc == 0 && buf_reserve(&L->xbuf, &L->xcap, hdr[1] * sizeof(uint64_t) + 1) < 0)
+			rc = loom_err_set(err, ENOMEM, "out of memory");
+		rc = agree(L, rc, err);
+		if (rc < 0)
+			return rc;
+		t_ns = L->xbuf;
+		if (mine)
+			for (size_t i = 0; i < r->ndec; i++)
+				t_ns[i] = r->dec[i].t_ns;
+		learn_mpi_bcast(r->jobs, hdr[0] * sizeof(*r->jobs), owner);
+		learn_mpi_bcast(t_ns, hdr[1] * sizeof(uint64_t), owner);
+		if (!mine)
+			for (size_t i = 0; i < r->ndec; i++)
+				r->dec[i] = (struct dec){.t_ns = t_ns[i]};
+	}
+	return 0;
+}
+
+/*
+ * SYNC_SUM_GRADS over the ranks: rank 0 receives every worker's gradient
+ * separately and adds them into worker 0's in global worker order, the
+ * very additions sync_workers() makes in one process with as many workers,
+ * so the sum is bit for bit the same.
+ */
+static int mpi_sum_grads(struct learn *L, struct loom_err *err)
+{
+	struct gnn_model *m0 = L->w[0].model;
+	size_t n = param_floats(m0), per = L->nthreads * n * sizeof(float);
+	uint32_t np = gnn_param_count(m0);
+	int rc = 0;
+
+	if (buf_reserve(&L->xbuf, &L->xcap, per) < 0 ||
+	    (L->rank == 0 && buf_reserve(&L->gbuf, &L->gcap, L->nranks * per) < 0))
+		rc = loom_err_set(err, ENOMEM, "out of memory");
+	rc = agree(L, rc, err);
+	if (rc < 0)
+		return rc;
+	for (uint32_t t = 0; t < L->nthreads; t++)
+		params_pack(L->w[t].model, true, (float *)L->xbuf + t * n);
+	rc = learn_mpi_gather(L->xbuf, per, L->gbuf, 0);
+	if (rc < 0)
+		return loom_err_set(err, -rc, "a model of %zu parameters is too large for MPI", n);
+	if (L->rank != 0)
+		return 0;
+	for (uint32_t g = 1; g < L->nworkers; g++) {
+		const float *src = (const float *)L->gbuf + g * n;
+
+		for (uint32_t i = 0; i < np; i++) {
+			struct gnn_param a;
+			size_t len;
+
+			gnn_param_get(m0, i, &a);
+			len = (size_t)a.rows * a.cols;
+			for (size_t q = 0; q < len; q++)
+				a.grad[q] += src[q];
+			src += len;
+		}
+	}
+	return 0;
+}
+
+/* Rank 0's worker 0 parameters into every rank's worker 0 (SYNC_PARAMS does the rest). */
+static int mpi_bcast_params(struct learn *L, struct loom_err *err)
+{
+	size_t n = param_floats(L->w[0].model);
+	int rc = 0;
+
+	if (buf_reserve(&L->xbuf, &L->xcap, n * sizeof(float)) < 0)
+		rc = loom_err_set(err, ENOMEM, "out of memory");
+	rc = agree(L, rc, err);
+	if (rc < 0)
+		return rc;
+	if (L->rank == 0)
+		params_pack(L->w[0].model, false, L->xbuf);
+	rc = learn_mpi_bcast(L->xbuf, n * sizeof(float), 0);
+	if (rc < 0)
+		return loom_err_set(err, -rc, "a model of %zu parameters is too large for MPI", n);
+	if (L->rank != 0)
+		params_unpack(L->w[0].model, L->xbuf);
+	return 0;
+}
+
+/*
+ * The workers' loss, entropy and decision counts, summed in global worker
+ * order (as one process sums its threads'), on every rank.
+ */
+static int mpi_worker_stats(struct learn *L, double *loss, double *ent, uint32_t *ntr,
+			    struct loom_err *err)
+{
+	double mine[3 * LEARN_MAX_THREADS], *all;
+	int rc = 0;
+
+	if (buf_reserve(&L->xbuf, &L->xcap, 3 * L->nworkers * sizeof(double)) < 0)
+		rc = loom_err_set(err, ENOMEM, "out of memory");
+	rc = agree(L, rc, err);
+	if (rc < 0)
+		return rc;
+	for (uint32_t t = 0; t < L->nthreads; t++) {
+		mine[3 * t] = L->w[t].loss;
+		mine[3 * t + 1] = L->w[t].entropy;
+		mine[3 * t + 2] = L->w[t].ntrained;
+	}
+	all = L->xbuf;
+	learn_mpi_allgather(mine, 3 * L->nthreads * sizeof(double), all);
+	for (uint32_t g = 0; g < L->nworkers; g++) {
+		*loss += all[3 * g];
+		*ent += all[3 * g + 1];
+		*ntr += (uint32_t)all[3 * g + 2];
+	}
+	return 0;
 }
 
 /* Return from time t_s on of rollout r: -sum_j w_j (finish_j - max(arrival_j, t))+. */
@@ -717,7 +948,7 @@ int learn_state_parse(const void *buf, size_t len, const char *name, struct lear
 	if (fnv1a(r.p, r.len - 8, 0xcbf29ce484222325ULL) != sum)
 		return loom_err_set(err, EINVAL, "%s: checksum mismatch (corrupt file)", name);
 	if (!isfinite(s.ema_s) || isnan(s.best_ratio) || threads == 0 ||
-	    threads > LEARN_MAX_THREADS || next > 1000000000u)
+	    threads > LEARN_MAX_WORKERS || next > 1000000000u)
 		return loom_err_set(err, EINVAL, "%s: bad field values", name);
 	s.mom1 = malloc(n * sizeof(float));
 	s.mom2 = malloc(n * sizeof(float));
@@ -804,12 +1035,12 @@ static int checkpoint(struct learn *L, uint32_t next_iter, double ema, double be
 	char path[4096];
 	int rc;
 
-	if (!L->o->out_dir)
+	if (!L->o->out_dir || L->rank != 0)
 		return 0;
 	gnn_adam_state(L->w[0].model, &as);
 	s = (struct learn_state){.next_iter = next_iter,
 				 .seed = L->o->seed,
-				 .threads = L->nthreads,
+				 .threads = L->nworkers,
 				 .ema_s = isfinite(ema) ? ema : 0,
 				 .best_ratio = best,
 				 .adam_step = *as.step,
@@ -855,12 +1086,13 @@ static int resume(struct learn *L, double *ema, double *best, uint32_t *next, st
 	if (rc < 0)
 		return rc;
 	gnn_adam_state(L->w[0].model, &as);
-	if (s.seed != L->o->seed || s.threads != L->nthreads || s.n != as.n) {
+	if (s.seed != L->o->seed || s.threads != L->nworkers || s.n != as.n) {
 		loom_err_set(err, EINVAL,
-			     "--resume: %s was made with --seed %llu --threads %u and %zu "
-			     "parameters; this run has --seed %llu --threads %u and %zu",
+			     "--resume: %s was made with --seed %llu, %u workers (MPI ranks x "
+			     "--threads) and %zu parameters; this run has --seed %llu, %u workers "
+			     "and %zu",
 			     path, (unsigned long long)s.seed, s.threads, s.n,
-			     (unsigned long long)L->o->seed, L->nthreads, as.n);
+			     (unsigned long long)L->o->seed, L->nworkers, as.n);
 		learn_state_done(&s);
 		return -EINVAL;
 	}
@@ -926,9 +1158,17 @@ static int evaluate(struct learn *L, double *ret_ratio, struct loom_err *err)
 	int rc;
 
 	L->kind = JOB_EVAL;
+	/* each workload's result comes from one rank; the others add zeros, exactly */
+	for (uint32_t i = 0; i < L->o->eval_workloads; i++)
+		L->eval_gnn_s[i] = 0;
 	rc = run_workers(L, err);
 	if (rc < 0)
 		return rc;
+	if (L->nranks > 1) {
+		rc = learn_mpi_sum(L->eval_gnn_s, L->o->eval_workloads);
+		if (rc < 0)
+			return loom_err_set(err, -rc, "too many validation workloads for MPI");
+	}
 	for (uint32_t i = 0; i < L->o->eval_workloads; i++)
 		s += L->eval_best_s[i] > 0 ? L->eval_gnn_s[i] / L->eval_best_s[i] : 1;
 	*ret_ratio = s / L->o->eval_workloads;
@@ -1076,31 +1316,60 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 		return loom_err_set(err, ENOMEM, "out of memory");
 	L->o = o;
 	L->nthreads = o->threads;
-	L->nro = o->rollouts > o->threads ? o->rollouts : o->threads;
+	L->rank = o->mpi ? learn_mpi_rank() : 0;
+	L->nranks = o->mpi ? learn_mpi_size() : 1;
+	L->nworkers = L->nranks * L->nthreads;
+	if (L->nworkers > LEARN_MAX_WORKERS) {
+		rc = loom_err_set(err, EINVAL,
+				  "%u MPI ranks x %u threads: at most %d workers in all", L->nranks,
+				  L->nthreads, LEARN_MAX_WORKERS);
+		goto out;
+	}
+	L->nro = o->rollouts > L->nworkers ? o->rollouts : L->nworkers;
 	adam.clip_norm = o->clip_norm;
 	for (uint32_t t = 0; t < L->nthreads; t++) {
 		L->w[t].L = L;
-		L->w[t].id = t;
+		L->w[t].id = L->rank * L->nthreads + t;
 		if (o->init_weights)
 			L->w[t].model = gnn_model_load(o->init_weights, "cpu", &gerr);
 		else
 			L->w[t].model = gnn_model_new(&o->cfg, "cpu", o->seed, &gerr);
 		if (!L->w[t].model) {
 			rc = loom_err_set(err, errno ? errno : EINVAL, "%s", gerr.msg);
-			goto out;
+			break;
 		}
 		if (gnn_model_config(L->w[t].model)->nfeatures != POLICY_NFEATURES) {
 			rc = loom_err_set(err, EINVAL, "%s: the model takes %u features, not %u",
 					  o->init_weights,
 					  gnn_model_config(L->w[t].model)->nfeatures,
 					  POLICY_NFEATURES);
-			goto out;
+			break;
 		}
 	}
+	rc = agree(L, rc, err);
+	if (rc < 0)
+		goto out;
 	if (o->resume) {
-		rc = resume(L, &ema, &best, &start, err);
+		/* rank 0 reads the checkpoint and hands the others what they need */
+		if (L->rank == 0)
+			rc = resume(L, &ema, &best, &start, err);
+		rc = agree(L, rc, err);
 		if (rc < 0)
 			goto out;
+		if (L->nranks > 1) {
+			struct {
+				double ema, best;
+				uint32_t start;
+			} hdr = {ema, best, start};
+
+			learn_mpi_bcast(&hdr, sizeof(hdr), 0);
+			ema = hdr.ema;
+			best = hdr.best;
+			start = hdr.start;
+			rc = mpi_bcast_params(L, err);
+			if (rc < 0)
+				goto out;
+		}
 		if (start > o->iters) {
 			rc = loom_err_set(
 				err, EINVAL,
@@ -1109,10 +1378,9 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 			goto out;
 		}
 		sync_workers(L, SYNC_PARAMS);
-		rc = csv_truncate(o->out_dir, start, err);
-		if (rc < 0)
-			goto out;
-	} else if (o->out_dir) {
+		if (L->rank == 0)
+			rc = csv_truncate(o->out_dir, start, err);
+	} else if (o->out_dir && L->rank == 0) {
 		/* a fresh run: nothing of an earlier run in out_dir may pass for ours */
 		static const char *const stale[] = {"best.lgw", "checkpoint.lgw",
 						    "checkpoint.state"};
@@ -1123,28 +1391,28 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 			snprintf(path, sizeof(path), "%s/%s", o->out_dir, stale[i]);
 			if (remove(path) < 0 && errno != ENOENT) {
 				rc = loom_err_set(err, errno, "%s: %s", path, strerror(errno));
-				goto out;
+				break;
 			}
 		}
 	}
-	if (o->eval_every) {
+	if (rc == 0 && o->eval_every)
 		rc = eval_setup(L, err);
-		if (rc < 0)
-			goto out;
-	}
-	if (o->out_dir) {
+	/* only rank 0 writes files */
+	if (rc == 0 && o->out_dir && L->rank == 0) {
 		csv = open_csv(o, o->resume, err);
-		if (!csv) {
+		if (!csv)
 			rc = -EIO;
-			goto out;
-		}
 	}
+	rc = agree(L, rc, err);
+	if (rc < 0)
+		goto out;
 	for (uint32_t it = start; it < o->iters; it++) {
 		bool imitation = it < o->imitate_iters;
 		struct learn_progress pr = {0};
 		double frac, grad_norm = 0, sum = 0, loss = 0, ent = 0;
 		uint32_t ntr = 0;
 		struct gnn_rng rng;
+		bool stop;
 
 		L->iter = it;
 		frac = o->curriculum_iters ? fmin(1.0, (double)it / o->curriculum_iters) : 1.0;
@@ -1155,7 +1423,7 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 		L->ep_seed = (mix(mix(o->seed, it), 7) | (1ULL << 40)) & ~(1ULL << 63);
 		if (imitation) {
 			L->kind = JOB_IMITATE;
-			L->nro = L->nthreads;
+			L->nro = L->nworkers;
 		} else {
 			double a = o->entropy_iters ? fmin(1.0, (double)(it - o->imitate_iters) /
 									o->entropy_iters) :
@@ -1166,6 +1434,8 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 			L->nro = o->rollouts;
 		}
 		rc = run_workers(L, err);
+		if (rc == 0 && L->nranks > 1)
+			rc = exchange_rollouts(L, err);
 		if (rc < 0)
 			goto out;
 		for (uint32_t k = 0; k < L->nro; k++)
@@ -1185,9 +1455,16 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 			rc = run_workers(L, err);
 			if (rc < 0)
 				goto out;
-			sync_workers(L, SYNC_SUM_GRADS);
+			if (L->nranks > 1)
+				rc = mpi_sum_grads(L, err);
+			else
+				sync_workers(L, SYNC_SUM_GRADS);
+			if (rc < 0)
+				goto out;
 			adam.lr = imitation ? o->lr : o->rl_lr;
-			rc = gnn_adam_step(L->w[0].model, &adam, &grad_norm, &gerr);
+			/* rank 0 holds the summed gradient and the optimiser state */
+			if (L->rank == 0)
+				rc = gnn_adam_step(L->w[0].model, &adam, &grad_norm, &gerr);
 			if (rc == -EINVAL) {
 				/* a non-finite gradient: skip this update, keep training */
 				skipped++;
@@ -1195,14 +1472,24 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 				rc = 0;
 			} else if (rc < 0) {
 				loom_err_set(err, -rc, "iteration %u: %s", it, gerr.msg);
-				goto out;
 			}
+			rc = agree(L, rc, err);
+			if (rc == 0 && L->nranks > 1)
+				rc = mpi_bcast_params(L, err);
+			if (rc < 0)
+				goto out;
 			sync_workers(L, SYNC_PARAMS);
 		}
-		for (uint32_t t = 0; t < L->nthreads; t++) {
-			loss += L->w[t].loss;
-			ent += L->w[t].entropy;
-			ntr += L->w[t].ntrained;
+		if (L->nranks > 1) {
+			rc = mpi_worker_stats(L, &loss, &ent, &ntr, err);
+			if (rc < 0)
+				goto out;
+		} else {
+			for (uint32_t t = 0; t < L->nthreads; t++) {
+				loss += L->w[t].loss;
+				ent += L->w[t].entropy;
+				ntr += L->w[t].ntrained;
+			}
 		}
 		sum /= L->nro;
 		ema = isnan(ema) ? sum : 0.98 * ema + 0.02 * sum;
@@ -1212,20 +1499,20 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 			if (rc < 0)
 				goto out;
 			pr.eval_ratio = last_eval;
-			if (last_eval < best && o->out_dir) {
-				char path[4096];
+			if (last_eval < best) {
+				best = last_eval;
+				if (o->out_dir && L->rank == 0) {
+					char path[4096];
 
-				best = last_eval;
-				snprintf(path, sizeof(path), "%s/best.lgw", o->out_dir);
-				rc = gnn_save(L->w[0].model, path, &gerr);
-				if (rc < 0) {
-					loom_err_set(err, -rc, "%s", gerr.msg);
-					goto out;
+					snprintf(path, sizeof(path), "%s/best.lgw", o->out_dir);
+					rc = gnn_save(L->w[0].model, path, &gerr);
+					if (rc < 0)
+						loom_err_set(err, -rc, "%s", gerr.msg);
 				}
-			} else if (last_eval < best) {
-				best = last_eval;
 			}
-			rc = checkpoint(L, it + 1, ema, best, err);
+			if (rc == 0)
+				rc = checkpoint(L, it + 1, ema, best, err);
+			rc = agree(L, rc, err);
 			if (rc < 0)
 				goto out;
 		}
@@ -1254,10 +1541,19 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 			fprintf(csv, "%.6f,%.1f\n", isfinite(best) ? best : 0, pr.wall_s);
 			fflush(csv);
 		}
-		if (o->progress)
+		if (o->progress && L->rank == 0)
 			o->progress(o->progress_ctx, &pr);
-		if (o->time_limit_s > 0 && pr.wall_s > o->time_limit_s && it + 1 < o->iters) {
+		stop = o->time_limit_s > 0 && pr.wall_s > o->time_limit_s && it + 1 < o->iters;
+		if (L->nranks > 1 && o->time_limit_s > 0) {
+			/* rank 0's clock decides for all */
+			uint8_t b = stop;
+
+			learn_mpi_bcast(&b, 1, 0);
+			stop = b;
+		}
+		if (stop) {
 			rc = checkpoint(L, it + 1, ema, best, err);
+			rc = agree(L, rc, err);
 			if (rc < 0)
 				goto out;
 			rc = -ETIME;
@@ -1269,6 +1565,7 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 		}
 	}
 	rc = checkpoint(L, o->iters, ema, best, err);
+	rc = agree(L, rc, err);
 out:
 	if (csv)
 		fclose(csv);
@@ -1294,6 +1591,8 @@ out:
 	free(L->eval_m);
 	free(L->eval_best_s);
 	free(L->eval_gnn_s);
+	free(L->xbuf);
+	free(L->gbuf);
 	free(L);
 	return rc;
 }

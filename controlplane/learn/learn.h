@@ -23,10 +23,20 @@
  * weighted JCT is compared with the best heuristic's; the best model so far
  * is kept.
  *
- * Deterministic given the seed and the number of threads: every episode,
+ * Deterministic given the seed and the number of workers: every episode,
  * sample and subsample seed derives from (seed, iteration, rollout), each
- * thread owns its rollouts and model copy, and gradients are summed in a
+ * worker owns its rollouts and model copy, and gradients are summed in a
  * fixed order. Resuming from a checkpoint continues the same sequence.
+ *
+ * With MPI (opts.mpi, learn_mpi.h) the workers are spread over the ranks:
+ * W = ranks x threads, worker g is thread g % threads of rank g / threads,
+ * and each rank runs its own workers' rollouts, episodes and validation
+ * workloads. Every rank gets every rollout's job results and decision times
+ * (so all compute the same baselines), rank 0 adds every worker's gradient
+ * in worker order (the additions one process with W threads makes), takes
+ * the Adam step and broadcasts the parameters; only rank 0 writes files
+ * and reports progress. So a run over R ranks of T threads is bit for bit
+ * the run of one process with R x T threads.
  */
 #ifndef LOOM_CONTROLPLANE_LEARN_LEARN_H
 #define LOOM_CONTROLPLANE_LEARN_LEARN_H
@@ -76,7 +86,7 @@ struct learn_opts {
 	double agree_weight;    /* imitation: weight of a decision the model already gets right
 				   (its greedy order starts as the teacher's), 0..1 */
 	uint32_t rollouts;      /* per reinforcement iteration, >= 2 */
-	uint32_t threads;       /* worker threads (each owns a model copy) */
+	uint32_t threads;       /* worker threads (each owns a model copy); per rank with mpi */
 	uint32_t jobs_min, jobs_max;
 	uint32_t curriculum_iters; /* jobs grow linearly from min to max over these */
 	double load_min, load_max;
@@ -92,6 +102,7 @@ struct learn_opts {
 	const char *init_weights; /* start from these weights (NULL: random init) */
 	const char *out_dir;      /* checkpoint, best model, learning curve; NULL = none */
 	bool resume;              /* continue from out_dir's checkpoint */
+	bool mpi; /* spread the workers over the MPI ranks (after learn_mpi_init); collective */
 	/* episodes: when NULL, generated from dags/fb on the topology */
 	learn_episode_fn episode;
 	void *episode_ctx;
@@ -113,7 +124,9 @@ void learn_opts_default(struct learn_opts *o);
  * out_dir/checkpoint.lgw + checkpoint.state every eval_every iterations and
  * at the end, out_dir/best.lgw (best evaluation), out_dir/learning.csv and
  * learning.gp (+ learning.png when gnuplot is on PATH). Returns 0 or -errno
- * with err filled.
+ * with err filled. With mpi it is collective: every rank calls it with the
+ * same options, gets the same model and the same outcome (an error of one
+ * rank, with its message, on all); only rank 0 writes out_dir.
  */
 int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct loom_err *err);
 
@@ -121,13 +134,14 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 
 /*
  * Little-endian: "LOOMTRN\0", u32 version (1), u32 next iteration, u64 seed,
- * u32 threads, f64 avg_wjct_ema_s, f64 best_eval_ratio, u64 adam step,
+ * u32 workers (MPI ranks x threads; threads without MPI), f64 avg_wjct_ema_s,
+ * f64 best_eval_ratio, u64 adam step,
  * u64 n, n f32 first moments, n f32 second moments, u64 FNV-1a 64 of all before.
  */
 struct learn_state {
 	uint32_t next_iter;
 	uint64_t seed;
-	uint32_t threads;
+	uint32_t threads; /* workers: MPI ranks x threads per rank */
 	double ema_s, best_ratio;
 	uint64_t adam_step;
 	size_t n;

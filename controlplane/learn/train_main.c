@@ -18,6 +18,7 @@
 #include "common/datapath.h"
 #include "common/log.h"
 #include "controlplane/learn/learn.h"
+#include "controlplane/learn/learn_mpi.h"
 #include "controlplane/policy/coflow_features.h"
 #include "controlplane/policy/policy.h"
 #include "controlplane/sim/cli.h"
@@ -64,7 +65,11 @@ static void usage(FILE *f)
 		"                            wsrjf, srjf, scf, lcf; default %s)\n"
 		"      --prior-scale X       score per place of the prior's order (default %g)\n"
 		"  -k, --rollouts K          rollouts of each episode per iteration, >= 2 (default %u)\n"
-		"  -j, --threads T           worker threads (default %u); results depend on it\n"
+		"  -j, --threads T           worker threads (default %u; per rank with --mpi);\n"
+		"                            results depend on the workers in all\n"
+		"      --mpi                 spread the workers over MPI ranks (start with\n"
+		"                            mpirun -np R): R x T workers, the same model as one\n"
+		"                            process with R x T threads; only rank 0 writes (%s)\n"
 		"      --jobs-min N          jobs in the first episodes (default %u)\n"
 		"      --jobs-max N          jobs once the curriculum is done (default %u)\n"
 		"      --curriculum N        iterations over which episodes grow (default %u)\n"
@@ -84,9 +89,9 @@ static void usage(FILE *f)
 		"      --eval-workloads N    validation workloads (seeds 1000001.., loads 0.7/0.9;\n"
 		"                            default %u)\n"
 		"      --eval-jobs N         jobs per validation workload (default %u)\n"
-		"  -s, --seed S              seed; same seed and threads, same model (default %llu)\n"
+		"  -s, --seed S              seed; same seed and workers, same model (default %llu)\n"
 		"      --init PATH           start from these weights instead of a random model\n"
-		"      --resume              continue from DIR/checkpoint.* (same seed and threads)\n"
+		"      --resume              continue from DIR/checkpoint.* (same seed, workers)\n"
 		"      --time-limit SEC      stop with a checkpoint after SEC seconds\n"
 		"      --hidden N --layers N --emb N --heads N --mlp N   model shape (gnn/)\n"
 		"  -H, --hosts H             hosts of the big-switch fabric (default 150)\n"
@@ -97,11 +102,12 @@ static void usage(FILE *f)
 		"  -h, --help\n",
 		d.iters, d.imitate_iters, d.teacher, d.dagger ? "on" : "off", d.label_prob,
 		d.imitate_top, d.agree_weight, policy_gnn_prior_name(d.cfg.prior),
-		(double)d.cfg.prior_scale, d.rollouts, d.threads, d.jobs_min, d.jobs_max,
-		d.curriculum_iters, d.load_min, d.load_max, d.weight_max, d.train_decisions,
-		(double)d.lr, (double)d.rl_lr, (double)d.clip_norm, d.entropy_start, d.entropy_end,
-		d.entropy_iters, d.eval_every, d.eval_workloads, d.eval_jobs,
-		(unsigned long long)d.seed);
+		(double)d.cfg.prior_scale, d.rollouts, d.threads,
+		learn_mpi_built() ? "this build has MPI" : "not in this build", d.jobs_min,
+		d.jobs_max, d.curriculum_iters, d.load_min, d.load_max, d.weight_max,
+		d.train_decisions, (double)d.lr, (double)d.rl_lr, (double)d.clip_norm,
+		d.entropy_start, d.entropy_end, d.entropy_iters, d.eval_every, d.eval_workloads,
+		d.eval_jobs, (unsigned long long)d.seed);
 }
 
 enum {
@@ -138,6 +144,7 @@ enum {
 	OPT_AGREE_WEIGHT,
 	OPT_PRIOR,
 	OPT_PRIOR_SCALE,
+	OPT_MPI,
 };
 
 static int u32_arg(const char *flag, const char *v, uint64_t min, uint64_t max, uint32_t *ret)
@@ -195,6 +202,7 @@ static int parse_args(int argc, char **argv, struct train_args *a)
 		{"agree-weight", required_argument, NULL, OPT_AGREE_WEIGHT},
 		{"prior", required_argument, NULL, OPT_PRIOR},
 		{"prior-scale", required_argument, NULL, OPT_PRIOR_SCALE},
+		{"mpi", no_argument, NULL, OPT_MPI},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"help", no_argument, NULL, 'h'},
@@ -353,6 +361,9 @@ static int parse_args(int argc, char **argv, struct train_args *a)
 			r = sim_cli_double("--prior-scale", optarg, 0, true, 1e6, &x);
 			o->cfg.prior_scale = (float)x;
 			break;
+		case OPT_MPI:
+			o->mpi = true;
+			break;
 		case OPT_PROGRESS:
 			a->progress = 1;
 			break;
@@ -462,16 +473,77 @@ static void plot(const char *dir)
 		;
 }
 
+/*
+ * final.lgw, the plot and --save (rank 0's work). 0, or -errno after
+ * logging why.
+ */
+static int write_outputs(const struct train_args *a, const struct gnn_model *model)
+{
+	struct gnn_err gerr = {{0}};
+	char path[PATH_MAX], best[PATH_MAX];
+	int r;
+
+	snprintf(path, sizeof(path), "%s/final.lgw", a->o.out_dir);
+	r = gnn_save(model, path, &gerr);
+	if (r < 0) {
+		log_err("%s", gerr.msg);
+		return r;
+	}
+	plot(a->o.out_dir);
+	snprintf(best, sizeof(best), "%s/best.lgw", a->o.out_dir);
+	if (access(best, R_OK) != 0)
+		snprintf(best, sizeof(best), "%s", path);
+	if (a->save) {
+		r = copy_file(best, a->save);
+		if (r < 0) {
+			log_err("--save %s: %s", a->save, strerror(-r));
+			return r;
+		}
+		log_info("saved %s as %s", best, a->save);
+	}
+	log_info("done: %s (best validation), %s (last), learning curve %s/learning.csv", best,
+		 path, a->o.out_dir);
+	return 0;
+}
+
+/*
+ * The fabric, the DAG shapes and the FB2010 trace (every rank reads its
+ * own), and --out (rank 0 makes it). 0, or -errno with err saying why.
+ */
+static int load_inputs(const struct train_args *a, uint32_t rank, struct topo **ret_t,
+		       struct sim_dags **ret_dags, struct cp_model **ret_fb, struct loom_err *err)
+{
+	char dags_buf[PATH_MAX], fb_buf[PATH_MAX];
+	int r;
+
+	*ret_t = topo_new_bigswitch(a->hosts, TOPO_DEFAULT_BPS);
+	if (!*ret_t)
+		return loom_err_set(err, ENOMEM, "cannot make the fabric");
+	*ret_dags = sim_dags_load(
+		a->dags ? a->dags : loom_data_path(DAGS_REL, dags_buf, sizeof(dags_buf)), err);
+	if (!*ret_dags)
+		return -(errno ? errno : EINVAL);
+	*ret_fb = sim_trace_load(a->fb ? a->fb : loom_data_path(FB_REL, fb_buf, sizeof(fb_buf)),
+				 SIM_TRACE_FB, NULL, err);
+	if (!*ret_fb)
+		return -(errno ? errno : EINVAL);
+	if (rank == 0) {
+		r = sim_cli_mkdirs(a->o.out_dir);
+		if (r < 0)
+			return loom_err_set(err, -r, "--out %s: %s", a->o.out_dir, strerror(-r));
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct train_args a = {.hosts = 150, .progress = -1};
 	struct loom_err err = {{0}};
 	struct gnn_model *model = NULL;
-	struct gnn_err gerr = {{0}};
 	struct sim_dags *dags = NULL;
 	struct cp_model *fb = NULL;
 	struct topo *t = NULL;
-	char dags_buf[PATH_MAX], fb_buf[PATH_MAX], path[PATH_MAX], best[PATH_MAX];
+	uint32_t rank = 0, ranks = 1;
 	int mode, rc = 1, r;
 	bool stopped;
 
@@ -497,22 +569,22 @@ int main(int argc, char **argv)
 		log_err("--teacher: %s", loom_err_str(&err));
 		return 2;
 	}
-	t = topo_new_bigswitch(a.hosts, TOPO_DEFAULT_BPS);
-	dags = sim_dags_load(a.dags ? a.dags : loom_data_path(DAGS_REL, dags_buf, sizeof(dags_buf)),
-			     &err);
-	if (!t || !dags) {
-		log_err("%s", t ? loom_err_str(&err) : "cannot make the fabric");
-		goto out;
+	if (a.o.mpi) {
+		r = learn_mpi_init(&argc, &argv, &err);
+		if (r < 0) {
+			log_err("--mpi: %s", loom_err_str(&err));
+			return 1;
+		}
+		rank = learn_mpi_rank();
+		ranks = learn_mpi_size();
 	}
-	fb = sim_trace_load(a.fb ? a.fb : loom_data_path(FB_REL, fb_buf, sizeof(fb_buf)),
-			    SIM_TRACE_FB, NULL, &err);
-	if (!fb) {
-		log_err("%s", loom_err_str(&err));
-		goto out;
-	}
-	r = sim_cli_mkdirs(a.o.out_dir);
+	r = load_inputs(&a, rank, &t, &dags, &fb, &err);
+	/* a rank that cannot start must not leave the others waiting in learn_run */
+	if (a.o.mpi)
+		r = learn_mpi_agree(r, &err);
 	if (r < 0) {
-		log_err("--out %s: %s", a.o.out_dir, strerror(-r));
+		if (rank == 0)
+			log_err("%s", loom_err_str(&err));
 		goto out;
 	}
 	a.o.dags = dags;
@@ -521,47 +593,48 @@ int main(int argc, char **argv)
 	mode = a.progress < 0 ? (isatty(STDERR_FILENO) ? 1 : 2) : (a.progress ? 1 : 2);
 	a.o.progress = show_progress;
 	a.o.progress_ctx = &mode;
-	log_info("training %u iterations (%u imitating %s%s) with %u threads, seed %llu, into %s",
-		 a.o.iters, a.o.imitate_iters, a.o.teacher,
-		 a.o.dagger ? " on the model's states" : "", a.o.threads,
-		 (unsigned long long)a.o.seed, a.o.out_dir);
+	if (rank == 0 && ranks > 1)
+		log_info("training %u iterations (%u imitating %s%s) with %u workers (%u MPI ranks "
+			 "x %u threads), seed %llu, into %s",
+			 a.o.iters, a.o.imitate_iters, a.o.teacher,
+			 a.o.dagger ? " on the model's states" : "", ranks * a.o.threads, ranks,
+			 a.o.threads, (unsigned long long)a.o.seed, a.o.out_dir);
+	else if (rank == 0)
+		log_info("training %u iterations (%u imitating %s%s) with %u threads, seed %llu, "
+			 "into %s",
+			 a.o.iters, a.o.imitate_iters, a.o.teacher,
+			 a.o.dagger ? " on the model's states" : "", a.o.threads,
+			 (unsigned long long)a.o.seed, a.o.out_dir);
 	r = learn_run(&a.o, &model, &err);
 	stopped = r == -ETIME;
 	if (r < 0 && r != -ETIME) {
-		if (mode == 1)
+		if (rank == 0 && mode == 1)
 			fputc('\n', stderr);
-		log_err("%s", loom_err_str(&err));
+		if (rank == 0)
+			log_err("%s", loom_err_str(&err));
 		goto out;
 	}
-	if (stopped) {
-		if (mode == 1)
-			fputc('\n', stderr);
-		log_info("%s", loom_err_str(&err));
-	}
-	snprintf(path, sizeof(path), "%s/final.lgw", a.o.out_dir);
-	if (gnn_save(model, path, &gerr) < 0) {
-		log_err("%s", gerr.msg);
-		goto out;
-	}
-	plot(a.o.out_dir);
-	snprintf(best, sizeof(best), "%s/best.lgw", a.o.out_dir);
-	if (access(best, R_OK) != 0)
-		snprintf(best, sizeof(best), "%s", path);
-	if (a.save) {
-		r = copy_file(best, a.save);
-		if (r < 0) {
-			log_err("--save %s: %s", a.save, strerror(-r));
-			goto out;
+	/* every rank holds the same model; rank 0 writes, the others wait for it */
+	if (rank == 0) {
+		if (stopped) {
+			if (mode == 1)
+				fputc('\n', stderr);
+			log_info("%s", loom_err_str(&err));
 		}
-		log_info("saved %s as %s", best, a.save);
+		r = write_outputs(&a, model);
+	} else {
+		r = 0;
 	}
-	log_info("done: %s (best validation), %s (last), learning curve %s/learning.csv", best,
-		 path, a.o.out_dir);
+	if (a.o.mpi)
+		r = learn_mpi_agree(r, &err);
+	if (r < 0)
+		goto out;
 	rc = stopped ? 3 : 0;
 out:
 	gnn_model_free(model);
 	cp_model_free(fb);
 	sim_dags_free(dags);
 	topo_free(t);
+	learn_mpi_finalize();
 	return rc;
 }

@@ -8,8 +8,9 @@
 #     (TPC-H shapes, FB2010-sampled coflows, Poisson arrivals) at loads 0.5,
 #     0.7 and 0.9 with seeds 101, 102, 103 -- seeds loom-train never uses
 #     (its episodes have bit 40 set, its validation seeds are 1000001..) --
-#     replayed in ideal mode under every heuristic, gnn (the shipped model)
-#     and ensemble: avg weighted JCT normalised to the best heuristic of each
+#     replayed in ideal mode under every heuristic, gnn (the shipped model),
+#     ensemble and lookahead, and under an untrained residual model on the
+#     shipped model's prior (sincronia, scale 2: what training added to it): avg weighted JCT normalised to the best heuristic of each
 #     workload, with the critical-path isolation bound;
 #  2. FB2010 (single-stage coflows): sebf, sincronia, gnn, ensemble;
 #  3. the gnn policy's decision latency (features + forward + sort + MADD)
@@ -28,6 +29,7 @@ fi
 dir=${1:-build-release}
 bash scripts/build.sh "$dir" -Dbuildtype=release >/dev/null
 replay="$dir/controlplane/sim/loom-replay"
+train="$dir/controlplane/learn/loom-train"
 gen="$dir/controlplane/sim/loom-gen"
 lat="$dir/bench/loom_policy_latency"
 out=out/bench-learned
@@ -36,7 +38,7 @@ mkdir -p "$out/fb2010" "$out/multi"
 
 heuristics=fifo,scf,ncf,lcf,sebf,dclas,dclas-job,sincronia,cpf,wcpf,srjf,wsrjf
 lookahead="lookahead:base=sincronia,lookahead:base=gnn"
-policies=fair,$heuristics,gnn,ensemble,$lookahead
+policies=fair,$heuristics,gnn,gnn:rates=madd,ensemble,$lookahead
 jobs=40
 seeds="101 102 103"
 loads="0.5 0.7 0.9"
@@ -64,6 +66,12 @@ throttle() {
 	echo "command: bench/learned.sh$([ "$quick" = 1 ] && echo ' --quick')"
 } >"$out/machine.txt"
 
+# The shipped model's prior alone: a residual model one step of 1e-30 from its
+# initialisation (a zero last layer), i.e. sincronia's order with MADD rates.
+"$train" --out "$out/prior-model" --iters 1 --imitate-iters 1 --lr 1e-30 --eval-every 0 \
+	--jobs-min 2 --jobs-max 2 --threads 1 --prior sincronia --prior-scale 2 --no-progress \
+	>"$out/prior-model.log" 2>&1
+
 # ---- 1. held-out multi-stage workloads ------------------------------------------
 for load in $loads; do
 	for seed in $seeds; do
@@ -74,6 +82,10 @@ for load in $loads; do
 		log "multi-stage $name"
 		"$replay" --trace "$out/multi/$name.loom" --policy "$policies" --mode ideal \
 			--no-progress --out "$out/multi/$name" >"$out/multi/$name.log" 2>&1 &
+		throttle
+		"$replay" --trace "$out/multi/$name.loom" --policy gnn --mode ideal --no-progress \
+			--weights "$out/prior-model/final.lgw" --out "$out/multi/prior-$name" \
+			>"$out/multi/prior-$name.log" 2>&1 &
 	done
 done
 # ---- 2. FB2010 --------------------------------------------------------------------

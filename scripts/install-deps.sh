@@ -22,6 +22,7 @@ required=(
 # distribution has them so that CI exercises them too.
 optional=(
 	libopenblas-dev
+	libglpk-dev # the LP bound of loom-replay (meson option lp)
 	libdpdk-dev dpdk-dev # dpdk-dev: dpdk-testpmd, the baseline of bench/dpdk.sh
 	libbpf-dev libnl-route-3-dev bpftool clang llvm
 	iproute2 ethtool

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,23 @@
 #include "controlplane/sim/sim.h"
 
 #define MAX_RUNS 64
+
+/*
+ * --bound unset: the LP bound is computed when GLPK is built in and the
+ * workload has at most this many coflows, and gives up adding cuts after
+ * BOUND_AUTO_TIME_S (the bound of the last round is still valid).
+ * --bound lp has neither limit.
+ */
+#define BOUND_AUTO_MAX_COFLOWS 10000
+#define BOUND_AUTO_TIME_S      120.0
+#define STR_(x)                #x
+#define STR(x)                 STR_(x)
+
+enum replay_bound {
+	BOUND_AUTO = 0,
+	BOUND_LP,
+	BOUND_NONE,
+};
 
 struct replay_args {
 	const char *trace;
@@ -39,6 +57,7 @@ struct replay_args {
 	bool plots;
 	bool check;
 	int progress; /* -1 auto, 0 off, 1 on */
+	enum replay_bound bound;
 };
 
 static void usage(FILE *f)
@@ -70,11 +89,14 @@ static void usage(FILE *f)
 		"  -o, --out DIR          output folder (default out/<trace name>)\n"
 		"      --no-plots         write CSV only\n"
 		"      --check            verify port capacities and byte conservation at every step\n"
+		"  -b, --bound B          lp | none: lower bound row under the policies (default: lp\n"
+		"                         when built with GLPK and the trace has at most %d coflows,\n"
+		"                         cuts stop after %.0f s; docs/bounds.md)\n"
 		"      --progress         always show progress; --no-progress never (default: on a tty)\n"
 		"  -v, --verbose          more logging\n"
 		"  -h, --help             this text\n"
 		"\nPolicies:\n",
-		(unsigned long long)TOPO_DEFAULT_BPS);
+		(unsigned long long)TOPO_DEFAULT_BPS, BOUND_AUTO_MAX_COFLOWS, BOUND_AUTO_TIME_S);
 	policy_describe(f);
 	fprintf(f, "\nOutputs in DIR: <label>-coflows.csv, <label>-jobs.csv, summary.csv,\n"
 		   "plots.gp and cct_cdf, jct_cdf, bars as .png and .svg (needs gnuplot).\n");
@@ -116,6 +138,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 		{"out", required_argument, NULL, 'o'},
 		{"no-plots", no_argument, NULL, OPT_NO_PLOTS},
 		{"check", no_argument, NULL, OPT_CHECK},
+		{"bound", required_argument, NULL, 'b'},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"verbose", no_argument, NULL, 'v'},
@@ -126,7 +149,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:f:T:r:p:m:k:q:e:R:s:w:o:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:f:T:r:p:m:k:q:e:R:s:w:o:b:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			a->trace = optarg;
@@ -185,6 +208,16 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 			break;
 		case 'o':
 			a->out = optarg;
+			break;
+		case 'b':
+			if (strcmp(optarg, "lp") == 0) {
+				a->bound = BOUND_LP;
+			} else if (strcmp(optarg, "none") == 0) {
+				a->bound = BOUND_NONE;
+			} else {
+				log_err("--bound: '%s' is not one of lp, none", optarg);
+				return -EINVAL;
+			}
 			break;
 		case OPT_NO_PLOTS:
 			a->plots = false;
@@ -397,6 +430,56 @@ static int run_one(struct cp_model *m, const char *name, const struct replay_arg
 }
 
 /*
+ * Computes the workload's LP bound as a->bound asks into *ret (NANs when
+ * skipped). Returns 0 (also when skipped), or -errno (logged) when --bound lp
+ * was asked for and cannot be given.
+ */
+static int compute_bound(const struct cp_model *m, const struct replay_args *a,
+			 struct sim_bound_result *ret)
+{
+	struct sim_bound_opts o;
+	struct loom_err err = {{0}};
+	const char *status;
+	char cct[48];
+	int r;
+
+	ret->avg_wjct_s = NAN;
+	ret->avg_cct_s = NAN;
+	if (a->bound == BOUND_NONE)
+		return 0;
+	if (a->bound == BOUND_AUTO &&
+	    (!sim_bound_lp_available() || m->ncoflows > BOUND_AUTO_MAX_COFLOWS)) {
+		log_info("LP bound skipped (%s; --bound lp forces it)",
+			 sim_bound_lp_available() ? "over " STR(BOUND_AUTO_MAX_COFLOWS) " coflows" :
+						    "built without GLPK");
+		return 0;
+	}
+	sim_bound_opts_default(&o);
+	if (a->bound == BOUND_AUTO)
+		o.time_limit_s = BOUND_AUTO_TIME_S;
+	r = sim_bound_lp(m, &o, ret, &err);
+	if (r < 0) {
+		log_err("--bound lp: %s", loom_err_str(&err));
+		ret->avg_wjct_s = NAN;
+		ret->avg_cct_s = NAN;
+		return a->bound == BOUND_LP ? r : 0;
+	}
+	if (ret->converged)
+		status = "converged";
+	else if (ret->timed_out)
+		status = "stopped by the time limit";
+	else
+		status = "stopped by the round cap";
+	if (isnan(ret->avg_cct_s))
+		cct[0] = '\0';
+	else
+		snprintf(cct, sizeof(cct), ", avg CCT >= %.6g s", ret->avg_cct_s);
+	log_info("LP bound: avg wJCT >= %.6g s%s; %u rounds, %u cuts, %u rows, %s, %.2f s",
+		 ret->avg_wjct_s, cct, ret->rounds, ret->cuts, ret->rows, status, ret->solve_s);
+	return 0;
+}
+
+/*
  * Appends every registered policy not already in names[0 .. n) (by name,
  * default options), in registry order, as "--policy all" asks; returns the
  * new count (at most MAX_RUNS / 2).
@@ -427,6 +510,7 @@ int main(int argc, char **argv)
 		.progress = -1,
 	};
 	struct sim_summary runs[MAX_RUNS];
+	struct sim_bound_result bound;
 	struct loom_err err = {{0}};
 	enum sim_trace_format fmt;
 	struct cp_model *m = NULL;
@@ -529,6 +613,8 @@ int main(int argc, char **argv)
 		 a.trace, sim_trace_format_name(fmt), m->njobs, m->ncoflows, m->nflows, t->nhosts,
 		 t->nports, outdir);
 
+	if (compute_bound(m, &a, &bound) < 0)
+		goto out;
 	for (size_t i = 0; i < npol; i++) {
 		if (strcmp(a.mode, "classes") != 0) {
 			if (run_one(m, names[i], &a, SIM_MODE_IDEAL, outdir, &runs[nruns]) < 0)
@@ -540,6 +626,10 @@ int main(int argc, char **argv)
 				goto out;
 			nruns++;
 		}
+	}
+	for (size_t i = 0; i < nruns; i++) {
+		runs[i].lp_bound_wjct_s = bound.avg_wjct_s;
+		runs[i].lp_bound_cct_s = bound.avg_cct_s;
 	}
 	sim_print_table(stdout, runs, nruns);
 	snprintf(path, sizeof(path), "%s/summary.csv", outdir);

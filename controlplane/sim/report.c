@@ -95,6 +95,8 @@ int sim_summarise(const struct cp_model *m, const struct sim_stats *st, const ch
 	struct sim_summary s;
 
 	memset(&s, 0, sizeof(s));
+	s.lp_bound_wjct_s = NAN;
+	s.lp_bound_cct_s = NAN;
 	snprintf(s.label, sizeof(s.label), "%s", label ? label : "");
 	if (st)
 		s.stats = *st;
@@ -294,7 +296,8 @@ int sim_write_summary_csv(const struct sim_summary *s, size_t n, const char *pat
 	}
 	fprintf(f, ",jobs,avg_jct_s,p50_jct_s,p95_jct_s,p99_jct_s,avg_wjct_s,avg_isolation_s,"
 		   "avg_cct_slowdown,avg_job_isolation_s,avg_wjob_isolation_s,avg_jct_slowdown,"
-		   "makespan_s,utilisation,events,steps,decisions,wall_s\n");
+		   "makespan_s,utilisation,events,steps,decisions,wall_s,lp_bound_wjct_s,"
+		   "lp_bound_cct_s\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_summary *r = &s[i];
 
@@ -310,8 +313,10 @@ int sim_write_summary_csv(const struct sim_summary *s, size_t n, const char *pat
 			r->avg_wjct_s, r->avg_isolation_s, r->avg_cct_slowdown,
 			r->avg_job_isolation_s, r->avg_wjob_isolation_s, r->avg_jct_slowdown);
 		fprintf(f, ",%.10g,%.10g", r->makespan_s, r->utilisation);
-		fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.6g\n", r->stats.events,
+		fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.6g", r->stats.events,
 			r->stats.steps, r->stats.decisions, r->wall_s);
+		/* the workload's LP bounds, the same on every row; nan when not computed */
+		fprintf(f, ",%.10g,%.10g\n", r->lp_bound_wjct_s, r->lp_bound_cct_s);
 	}
 	return close_checked(f);
 }
@@ -322,8 +327,9 @@ enum {
 	TABLE_COLS = 10
 };
 
-/* The label of the table's lower-bound row. */
-#define BOUND_LABEL "(isolation bound)"
+/* The labels of the table's lower-bound rows. */
+#define BOUND_LABEL    "(isolation bound)"
+#define LP_BOUND_LABEL "(LP bound)"
 
 /* Varys' short name of a bin: initials of its name ("short_narrow" -> "SN"). */
 static const char *bin_initials(enum cp_bin b, char *buf, size_t size)
@@ -372,24 +378,22 @@ static double table_value(const struct sim_summary *r, int j, bool *ok)
 }
 
 /*
- * The lower bounds as a last row, as ratios to s[0] like every other row:
- * avg coflow isolation time under avg CCT, avg job critical-path isolation
- * time under avg JCT and its weighted mean under avg wJCT.
+ * A lower-bound row under the policies, bound[j] under column j (0 or NAN:
+ * none), as ratios to s[0] like every other row. The isolation row: avg
+ * coflow isolation time under avg CCT, avg job critical-path isolation time
+ * under avg JCT and its weighted mean under avg wJCT; the LP row: the LP
+ * bounds under avg CCT (single-stage workloads) and avg wJCT.
  */
-static void print_bound_row(FILE *f, const struct sim_summary *s, int lw, const int *cw)
+static void print_bound_row(FILE *f, const char *label, const double *bound,
+			    const struct sim_summary *s, int lw, const int *cw)
 {
-	double bound[TABLE_COLS] = {0};
-
-	bound[0] = s[0].avg_isolation_s;
-	bound[6] = s[0].avg_job_isolation_s;
-	bound[7] = s[0].avg_wjob_isolation_s;
-	fprintf(f, "%-*s", lw, BOUND_LABEL);
+	fprintf(f, "%-*s", lw, label);
 	for (int j = 0; j < TABLE_COLS; j++) {
 		bool ok;
 		double base = table_value(&s[0], j, &ok);
 		char cell[32];
 
-		if (bound[j] > 0 && ok && base > 0)
+		if (isfinite(bound[j]) && bound[j] > 0 && ok && base > 0)
 			snprintf(cell, sizeof(cell), "%.3fx", bound[j] / base);
 		else
 			snprintf(cell, sizeof(cell), "-");
@@ -473,7 +477,19 @@ void sim_print_table(FILE *f, const struct sim_summary *s, size_t n)
 		}
 		fputc('\n', f);
 	}
-	print_bound_row(f, s, lw, cw);
+	{
+		double iso[TABLE_COLS] = {0}, lp[TABLE_COLS] = {0};
+
+		iso[0] = s[0].avg_isolation_s;
+		iso[6] = s[0].avg_job_isolation_s;
+		iso[7] = s[0].avg_wjob_isolation_s;
+		print_bound_row(f, BOUND_LABEL, iso, s, lw, cw);
+		/* the LP bound (sim_bound_lp()) when the caller computed it */
+		lp[0] = s[0].lp_bound_cct_s;
+		lp[7] = s[0].lp_bound_wjct_s;
+		if ((isfinite(lp[0]) && lp[0] > 0) || (isfinite(lp[7]) && lp[7] > 0))
+			print_bound_row(f, LP_BOUND_LABEL, lp, s, lw, cw);
+	}
 }
 
 /* ---- plots -------------------------------------------------------------- */

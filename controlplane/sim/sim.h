@@ -209,6 +209,49 @@ struct sim_stats {
 int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 	    struct sim_stats *ret_stats, struct loom_err *err);
 
+/* ---- the LP lower bound (bound_lp.c; docs/bounds.md) ------------------- */
+
+/*
+ * A lower bound on the average weighted JCT of any schedule of a workload
+ * (and on the average CCT when every job is one coflow): the optimum of an
+ * LP over completion times with isolation and DAG precedence rows and, per
+ * port, Queyranne's parallel inequalities with release dates, added lazily
+ * (the most violated per port and round). Every round's optimum is a valid
+ * bound; more rounds only tighten it. Needs GLPK (meson option lp).
+ */
+struct sim_bound_opts {
+	uint32_t max_rounds; /* separation rounds at most (default 500) */
+	double tol;          /* a cut is violated beyond tol x mean isolation time (1e-4) */
+	double time_limit_s; /* stop adding cuts after this long; 0 = no limit (default) */
+	uint32_t thresholds; /* release thresholds per port and round; 0 = all (default) */
+};
+
+struct sim_bound_result {
+	double avg_wjct_s;      /* bound on the mean over jobs of weight x JCT */
+	double avg_cct_s;       /* bound on the mean CCT; NAN unless every job is one coflow */
+	uint32_t rounds, cuts;  /* separation rounds solved, cuts added */
+	uint32_t rows, cols;    /* final LP size */
+	double max_violation_s; /* largest violation left (normalised cut, seconds) */
+	bool converged;         /* no cut violated beyond the tolerance at the end */
+	bool timed_out;         /* stopped by time_limit_s */
+	double solve_s;         /* wall time of the whole computation */
+};
+
+/* Fills the defaults above. */
+void sim_bound_opts_default(struct sim_bound_opts *o);
+
+/* Whether the LP bound was built in (GLPK found). */
+bool sim_bound_lp_available(void);
+
+/*
+ * Computes the LP bound of m (bound to its fabric; read only; its dynamic
+ * state is not used) with options o (NULL: defaults) into *ret. Returns 0,
+ * or -EINVAL (model not bound, no jobs), -ENOTSUP (built without GLPK),
+ * -EIO (the solver failed) or -ENOMEM, with err filled.
+ */
+int sim_bound_lp(const struct cp_model *m, const struct sim_bound_opts *o,
+		 struct sim_bound_result *ret, struct loom_err *err);
+
 /* ---- metrics and reports (report.c) ----------------------------------- */
 
 struct sim_dist {
@@ -234,6 +277,9 @@ struct sim_summary {
 	double utilisation; /* bytes moved / (uplink capacity * makespan) */
 	struct sim_stats stats;
 	double wall_s;
+	/* the workload's LP bounds (sim_bound_lp()); NAN until the caller sets them */
+	double lp_bound_wjct_s;
+	double lp_bound_cct_s;
 };
 
 /* Fills s from a finished run of m. 0 or -ENOMEM. */

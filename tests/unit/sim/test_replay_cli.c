@@ -11,6 +11,7 @@
  * under /tmp (removed at the end) and is killed if it hangs.
  */
 #include "controlplane/policy/policy.h"
+#include "controlplane/sim/sim.h"
 #include "tests/unit/sim/cli_harness.h"
 
 static size_t count_char(const char *s, char c)
@@ -133,6 +134,8 @@ static void test_help(void **state)
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (!strstr(r.out, words[i]))
 			fail_msg("--help does not mention %s:\n%s", words[i], r.out);
+	if (!strstr(r.out, "--bound B") || !strstr(r.out, "lp | none"))
+		fail_msg("--help does not describe --bound:\n%s", r.out);
 	/* The policy list: one line per policy, name first. */
 	assert_true(strstr(r.out, "Policies:") != NULL);
 	assert_true(has_line(r.out, "  fifo "));
@@ -201,6 +204,12 @@ static void test_bad_flags(void **state)
 	expect_usage(&r, "wants an integer in [1, 64], got '99'");
 	replay(&r, "-t", t, "-o", o, "extra", NULL);
 	expect_usage(&r, "unexpected argument 'extra'");
+	replay(&r, "-t", t, "-o", o, "--bound", "order", NULL);
+	expect_usage(&r, "--bound: 'order' is not one of lp, none");
+	replay(&r, "-t", t, "-o", o, "--bound", "", NULL);
+	expect_usage(&r, "--bound: '' is not one of lp, none");
+	replay(&r, "-t", t, "-o", o, "--bound", NULL);
+	expect_usage(&r, "--bound");
 	/* An empty policy list is refused (not a crash, not an empty table). */
 	replay(&r, "-t", t, "-o", o, "--policy", ",", NULL);
 	if (r.status <= 0 || !strstr(r.err, "--policy"))
@@ -394,6 +403,53 @@ static void test_good_run(void **state)
 	check_csv(o, "fair-K2-coflows.csv", coflows_hdr, 1, 5, true);
 }
 
+/*
+ * --bound: lp gives the "(LP bound)" row and the summary.csv columns (or,
+ * built without GLPK, exit 1 naming GLPK); none gives neither (nan columns);
+ * the default is lp where GLPK is built in (the small trace is under the cap).
+ */
+static void test_bound(void **state)
+{
+	char tb[128], ob[128], path[256];
+	const char *t = small_trace(tb, sizeof(tb));
+	const char *o = tmp_path(ob, sizeof(ob), "out-bound");
+	struct result r;
+	char *csv;
+
+	(void)state;
+	replay(&r, "-t", t, "-p", "fifo,sebf", "-o", o, "--no-plots", "--bound", "lp", NULL);
+	if (!sim_bound_lp_available()) {
+		if (r.status != 1 || !strstr(r.err, "GLPK"))
+			dump_fail(&r, "--bound lp without GLPK: expected exit 1 naming GLPK");
+		result_free(&r);
+		return;
+	}
+	if (r.status != 0 || !has_line(r.out, "(LP bound) ") ||
+	    !has_line(r.out, "(isolation bound) ") || !strstr(r.err, "LP bound: avg wJCT >= "))
+		dump_fail(&r, "--bound lp: expected exit 0, the LP row and its log line");
+	result_free(&r);
+	snprintf(path, sizeof(path), "%s/summary.csv", o);
+	csv = slurp(path, NULL);
+	assert_non_null(csv);
+	assert_non_null(strstr(csv, ",lp_bound_wjct_s,lp_bound_cct_s\n"));
+	assert_null(strstr(csv, ",nan"));
+	free(csv);
+
+	replay(&r, "-t", t, "-p", "fifo", "-o", o, "--no-plots", "--bound", "none", NULL);
+	if (r.status != 0 || has_line(r.out, "(LP bound) "))
+		dump_fail(&r, "--bound none: expected exit 0 and no LP row");
+	result_free(&r);
+	csv = slurp(path, NULL);
+	assert_non_null(csv);
+	assert_non_null(strstr(csv, ",nan,nan\n"));
+	free(csv);
+
+	replay(&r, "-t", t, "-p", "fifo", "-o", o, "--no-plots", NULL);
+	if (r.status != 0 || !has_line(r.out, "(LP bound) "))
+		dump_fail(&r, "default --bound: expected the LP row");
+	result_free(&r);
+}
+
 static void test_plots(void **state)
 {
 	static const char *const images[] = {"cct_cdf.png", "cct_cdf.svg", "jct_cdf.png",
@@ -509,15 +565,11 @@ static void test_bundled_sincronia(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_help),
-		cmocka_unit_test(test_bad_flags),
-		cmocka_unit_test(test_bad_input),
-		cmocka_unit_test(test_good_run),
-		cmocka_unit_test(test_all_policies),
-		cmocka_unit_test(test_plots),
-		cmocka_unit_test(test_format_detection),
-		cmocka_unit_test(test_check),
-		cmocka_unit_test(test_bundled_sincronia),
+		cmocka_unit_test(test_help),         cmocka_unit_test(test_bad_flags),
+		cmocka_unit_test(test_bad_input),    cmocka_unit_test(test_good_run),
+		cmocka_unit_test(test_all_policies), cmocka_unit_test(test_plots),
+		cmocka_unit_test(test_bound),        cmocka_unit_test(test_format_detection),
+		cmocka_unit_test(test_check),        cmocka_unit_test(test_bundled_sincronia),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -304,7 +304,8 @@ static int worker_episode(struct worker *w)
 /* Runs model m under the gnn policy on w's model, with the hook (or greedy without). */
 static int run_episode(struct worker *w, struct cp_model *m, const struct policy_gnn_hook *hook)
 {
-	struct policy_params pp = {.classes = 8, .seed = 1, .gnn_model = w->model};
+	struct policy_params pp = {
+		.classes = 8, .seed = 1, .gnn_model = w->model, .gnn_rates = w->L->o->gnn_rates};
 	struct sim_opts so;
 	struct sim_stats st;
 	struct policy *p;
@@ -368,7 +369,8 @@ static int do_imitate(struct worker *w)
 {
 	struct learn *L = w->L;
 	struct rollout *r = &L->ro[w->id];
-	struct policy_params pp = {.classes = 8, .seed = 1, .gnn_model = w->model};
+	struct policy_params pp = {
+		.classes = 8, .seed = 1, .gnn_model = w->model, .gnn_rates = w->L->o->gnn_rates};
 	struct gnn_rng lrng;
 	struct policy_gnn_hook hook = {.record = record,
 				       .ctx = r,

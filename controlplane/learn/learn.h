@@ -83,10 +83,11 @@ struct learn_opts {
 	bool dagger;            /* imitation on the model's own states, labelled by the teacher */
 	double label_prob;      /* dagger: share of the model's decisions the teacher labels */
 	uint32_t imitate_top;   /* imitation loss on the teacher's first places only; 0 = all */
-	double agree_weight;    /* imitation: weight of a decision the model already gets right
+	uint32_t gnn_rates;  /* the gnn policy's rates=auto: POLICY_GNN_RATES_* (0: the prior's) */
+	double agree_weight; /* imitation: weight of a decision the model already gets right
 				   (its greedy order starts as the teacher's), 0..1 */
-	uint32_t rollouts;      /* per reinforcement iteration, >= 2 */
-	uint32_t threads;       /* worker threads (each owns a model copy); per rank with mpi */
+	uint32_t rollouts;   /* per reinforcement iteration, >= 2 */
+	uint32_t threads;    /* worker threads (each owns a model copy); per rank with mpi */
 	uint32_t jobs_min, jobs_max;
 	uint32_t curriculum_iters; /* jobs grow linearly from min to max over these */
 	double load_min, load_max;

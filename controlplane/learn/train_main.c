@@ -60,6 +60,10 @@ static void usage(FILE *f)
 		"      --agree-weight X      weight of an imitated decision the model already gets\n"
 		"                            right (its greedy order starts as the teacher's), 0..1\n"
 		"                            (default %g)\n"
+		"      --rates R             the gnn policy's rates in training, validation and a\n"
+		"                            lookahead teacher's gnn base: auto (by the prior:\n"
+		"                            strict priority for sincronia, else MADD), madd or\n"
+		"                            priority (default auto)\n"
 		"      --prior NAME          residual scoring: scores are the network's output plus\n"
 		"                            the heuristic NAME's order (none, sincronia, sebf,\n"
 		"                            wsrjf, srjf, scf, lcf; default %s)\n"
@@ -142,6 +146,7 @@ enum {
 	OPT_LABEL_PROB,
 	OPT_IMITATE_TOP,
 	OPT_AGREE_WEIGHT,
+	OPT_RATES,
 	OPT_PRIOR,
 	OPT_PRIOR_SCALE,
 	OPT_MPI,
@@ -200,6 +205,7 @@ static int parse_args(int argc, char **argv, struct train_args *a)
 		{"label-prob", required_argument, NULL, OPT_LABEL_PROB},
 		{"imitate-top", required_argument, NULL, OPT_IMITATE_TOP},
 		{"agree-weight", required_argument, NULL, OPT_AGREE_WEIGHT},
+		{"rates", required_argument, NULL, OPT_RATES},
 		{"prior", required_argument, NULL, OPT_PRIOR},
 		{"prior-scale", required_argument, NULL, OPT_PRIOR_SCALE},
 		{"mpi", no_argument, NULL, OPT_MPI},
@@ -342,6 +348,18 @@ static int parse_args(int argc, char **argv, struct train_args *a)
 			break;
 		case OPT_AGREE_WEIGHT:
 			r = sim_cli_double("--agree-weight", optarg, 0, false, 1, &o->agree_weight);
+			break;
+		case OPT_RATES:
+			if (strcmp(optarg, "auto") == 0) {
+				o->gnn_rates = POLICY_GNN_RATES_PRIOR;
+			} else if (strcmp(optarg, "madd") == 0) {
+				o->gnn_rates = POLICY_GNN_RATES_MADD;
+			} else if (strcmp(optarg, "priority") == 0) {
+				o->gnn_rates = POLICY_GNN_RATES_PRIORITY;
+			} else {
+				log_err("--rates: '%s' is not auto, madd or priority", optarg);
+				return -EINVAL;
+			}
 			break;
 		case OPT_PRIOR: {
 			int id = policy_gnn_prior_find(optarg);

@@ -163,7 +163,9 @@ static int gnn_init(struct policy *p, const struct cp_model *m)
 	}
 	cfg = gnn_model_config(x->model);
 	/* auto: a residual model's rates are its prior heuristic's, so untrained it is that heuristic */
-	if (p->opt[OPT_RATES] == 0)
+	if (p->opt[OPT_RATES] == 0 && p->params.gnn_rates != POLICY_GNN_RATES_PRIOR)
+		x->madd = p->params.gnn_rates == POLICY_GNN_RATES_MADD;
+	else if (p->opt[OPT_RATES] == 0)
 		x->madd = cfg->prior != (uint32_t)policy_gnn_prior_find("sincronia");
 	if (cfg->nfeatures != POLICY_NFEATURES) {
 		loom_err_set(&p->init_err, EINVAL,

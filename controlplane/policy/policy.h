@@ -75,6 +75,18 @@ struct policy_params {
 	 * the policy); overrides weights. The trainer's way in.
 	 */
 	struct gnn_model *gnn_model;
+	/*
+	 * Rates of gnn policies whose spec leaves rates=auto (a lookahead's gnn
+	 * base among them): POLICY_GNN_RATES_PRIOR (0) by the model's prior, or
+	 * MADD or PRIORITY for all. The trainer's way to hold them fixed.
+	 */
+	uint32_t gnn_rates;
+};
+
+enum {
+	POLICY_GNN_RATES_PRIOR = 0,
+	POLICY_GNN_RATES_MADD = 1,
+	POLICY_GNN_RATES_PRIORITY = 2,
 };
 
 struct policy;

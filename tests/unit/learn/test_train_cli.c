@@ -177,6 +177,8 @@ static void test_bad_flags(void **state)
 	expect_usage(&r, "--imitate-top: 'x'");
 	train(&r, "--out", out, "--agree-weight", "2", NULL);
 	expect_usage(&r, "--agree-weight: '2'");
+	train(&r, "--out", out, "--rates", "fast", NULL);
+	expect_usage(&r, "--rates: 'fast' is not auto, madd or priority");
 	train(&r, "--out", out, "--init", out, "--prior", "sebf", NULL);
 	expect_usage(&r, "--init takes the model's shape and prior");
 	/* none of them started: nothing was written */

@@ -269,20 +269,7 @@ static double ns_from(uint64_t t_ns, uint64_t now_ns)
 	return -(double)(now_ns - t_ns) * 1e-9;
 }
 
-/* Coflow i's remaining critical path alone on the empty fabric at the snapshot (memo in key). */
-static double path0_s(struct pol_fluid *f, uint32_t i)
-{
-	double tail = 0, b = 0;
-
-	if (f->key[i] >= 0)
-		return f->key[i];
-	for (uint32_t k = f->kstart[i]; k < f->kstart[i + 1]; k++)
-		tail = fmax(tail, f->kdelay_s[k] + path0_s(f, f->kchild[k]));
-	for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
-		b = fmax(b, f->dbits[e] / f->cap_bps[f->dport[e]]);
-	f->key[i] = b + tail;
-	return f->key[i];
-}
+static double path_s(struct pol_fluid *f, uint32_t i);
 
 /*
  * f->jlb_s: no rollout finishes job j before the longest remaining critical
@@ -292,8 +279,10 @@ static double path0_s(struct pol_fluid *f, uint32_t i)
  */
 static void job_floors(struct pol_fluid *f)
 {
+	/* path_s() of the snapshot: the rollout's bits as they are now */
+	memcpy(f->rbits, f->dbits, f->dstart[f->n] * sizeof(double));
 	for (uint32_t i = 0; i < f->n; i++)
-		f->key[i] = -1;
+		f->path[i] = -1;
 	for (uint32_t j = 0; j < f->nj; j++)
 		f->jlb_s[j] = 0;
 	for (uint32_t i = 0; i < f->n; i++) {
@@ -305,7 +294,7 @@ static void job_floors(struct pol_fluid *f)
 			start = fmax(0, f->ready0_s[i]);
 		else
 			continue;
-		f->jlb_s[f->job[i]] = fmax(f->jlb_s[f->job[i]], start + path0_s(f, i));
+		f->jlb_s[f->job[i]] = fmax(f->jlb_s[f->job[i]], start + path_s(f, i));
 	}
 	for (uint32_t j = 0; j < f->nj; j++)
 		f->jlb_s[j] = f->jlb_s[j] * (1 - 1e-6) - 1e-6;
@@ -482,8 +471,8 @@ static void allocate(struct pol_fluid *f)
 				f->free_bps[p] = 0;
 			if (had && f->free_bps[p] <= f->thr_bps[p]) {
 				nfree--;
-				nfree_up -= host_up(f, p);
-				nfree_down -= host_down(f, p);
+				nfree_up -= f->dside[e] == 0;
+				nfree_down -= f->dside[e] == 1;
 			}
 		}
 	}

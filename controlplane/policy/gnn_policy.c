@@ -12,8 +12,9 @@
  * (policy_gnn_prior_name()) scores each schedulable coflow as the network's
  * output plus prior_scale x (minus the coflow's place in that heuristic's
  * order, 0 first). Such a model starts with a zero last layer, so untrained
- * it orders exactly as the heuristic does (with MADD rates, as always); the
- * network learns corrections to it.
+ * it orders exactly as the heuristic does (and with rates=auto, the default,
+ * it takes the heuristic's rates too: strict priority for sincronia, MADD
+ * for the others); the network learns corrections to it.
  *
  * The weights come from params->weights, else the shipped model
  * (policy_gnn_default_weights()); a missing, corrupt or wrongly shaped file
@@ -73,7 +74,6 @@ struct gnnp {
 	struct policy_decision pd; /* the prior's decision */
 	float *prior_pos;          /* ncoflows: place in the prior's order (scratch) */
 	struct policy_decision td; /* a labelling teacher's decision (sized on first use) */
-	bool td_ready;
 	struct policy_graph g;
 	struct pol_scratch s;
 	float *scores;         /* ncoflows */
@@ -347,11 +347,10 @@ static int label(struct gnnp *x, const struct cp_model *m, uint64_t now_ns)
 	if (x->hook.label_prob < 1 &&
 	    !(x->hook.label_rng && gnn_rng_uniform(x->hook.label_rng) < x->hook.label_prob))
 		return 0;
-	if (!x->td_ready) {
+	if (!x->td.order) {
 		r = policy_decision_init(&x->td, m);
 		if (r < 0)
 			return r;
-		x->td_ready = true;
 	}
 	policy_decision_clear(&x->td);
 	return decide_teacher(x, m, now_ns, &x->td);

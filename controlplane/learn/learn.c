@@ -610,21 +610,6 @@ static void sync_workers(struct learn *L, enum sync_kind kind)
 
 /* ---- exchanges between MPI ranks (learn_mpi.h; only with more than one rank) ------------- */
 
-/* Floats in all of a model's parameters. */
-static size_t param_floats(struct gnn_model *m)
-{
-	uint32_t np = gnn_param_count(m);
-	size_t n = 0;
-
-	for (uint32_t i = 0; i < np; i++) {
-		struct gnn_param p;
-
-		gnn_param_get(m, i, &p);
-		n += (size_t)p.rows * p.cols;
-	}
-	return n;
-}
-
 /* m's parameter values (grad: gradients) into dst, in parameter order; unpack: the reverse. */
 static void params_pack(struct gnn_model *m, bool grad, float *dst)
 {
@@ -654,21 +639,6 @@ static void params_unpack(struct gnn_model *m, const float *src)
 		memcpy(p.value, src, n * sizeof(float));
 		src += n;
 	}
-}
-
-/* L->xbuf (x) or L->gbuf (g) of at least bytes; 0 or -ENOMEM. */
-static int buf_reserve(void **buf, size_t *cap, size_t bytes)
-{
-	void *p;
-
-	if (bytes <= *cap)
-		return 0;
-	p = realloc(*buf, bytes);
-	if (!p)
-		return -ENOMEM;
-	*buf = p;
-	*cap = bytes;
-	return 0;
 }
 
 /* The rank whose worker runs rollout (or evaluation workload) k. */
@@ -711,7 +681,7 @@ static int exchange_rollouts(struct learn *L, struct loom_err *err)
 				memcpy(&r->wjct_sum_s, &hdr[2], sizeof(double));
 			}
 		}
-		if (rc == 0 && buf_reserve(&L->xbuf, &L->xcap, hdr[1] * sizeof(uint64_t) + 1) < 0)
+		if (rc == 0 && grow(&L->xbuf, &L->xcap, hdr[1] * sizeof(uint64_t) + 1, 1) < 0)
 			rc = loom_err_set(err, ENOMEM, "out of memory");
 		rc = agree(L, rc, err);
 		if (rc < 0)
@@ -738,12 +708,12 @@ static int exchange_rollouts(struct learn *L, struct loom_err *err)
 static int mpi_sum_grads(struct learn *L, struct loom_err *err)
 {
 	struct gnn_model *m0 = L->w[0].model;
-	size_t n = param_floats(m0), per = L->nthreads * n * sizeof(float);
+	size_t n = gnn_nparams(m0), per = L->nthreads * n * sizeof(float);
 	uint32_t np = gnn_param_count(m0);
 	int rc = 0;
 
-	if (buf_reserve(&L->xbuf, &L->xcap, per) < 0 ||
-	    (L->rank == 0 && buf_reserve(&L->gbuf, &L->gcap, L->nranks * per) < 0))
+	if (grow(&L->xbuf, &L->xcap, per, 1) < 0 ||
+	    (L->rank == 0 && grow(&L->gbuf, &L->gcap, L->nranks * per, 1) < 0))
 		rc = loom_err_set(err, ENOMEM, "out of memory");
 	rc = agree(L, rc, err);
 	if (rc < 0)
@@ -775,10 +745,10 @@ static int mpi_sum_grads(struct learn *L, struct loom_err *err)
 /* Rank 0's worker 0 parameters into every rank's worker 0 (SYNC_PARAMS does the rest). */
 static int mpi_bcast_params(struct learn *L, struct loom_err *err)
 {
-	size_t n = param_floats(L->w[0].model);
+	size_t n = gnn_nparams(L->w[0].model);
 	int rc = 0;
 
-	if (buf_reserve(&L->xbuf, &L->xcap, n * sizeof(float)) < 0)
+	if (grow(&L->xbuf, &L->xcap, n * sizeof(float), 1) < 0)
 		rc = loom_err_set(err, ENOMEM, "out of memory");
 	rc = agree(L, rc, err);
 	if (rc < 0)
@@ -803,7 +773,7 @@ static int mpi_worker_stats(struct learn *L, double *loss, double *ent, uint32_t
 	double mine[3 * LEARN_MAX_THREADS], *all;
 	int rc = 0;
 
-	if (buf_reserve(&L->xbuf, &L->xcap, 3 * L->nworkers * sizeof(double)) < 0)
+	if (grow(&L->xbuf, &L->xcap, 3 * L->nworkers * sizeof(double), 1) < 0)
 		rc = loom_err_set(err, ENOMEM, "out of memory");
 	rc = agree(L, rc, err);
 	if (rc < 0)

@@ -47,6 +47,9 @@ struct admin_conn {
 	struct admin_conn *prev, *next;
 	bool closing;   /* flush what is queued, then close; read and discard */
 	bool throttled; /* reading paused until the client takes our replies */
+	bool has_cred;  /* uid and pid below are the peer's (SO_PEERCRED) */
+	uid_t uid;
+	pid_t pid;
 };
 
 struct loom_admin {
@@ -57,6 +60,7 @@ struct loom_admin {
 	struct admin_cmd *cmds; /* sorted by name */
 	size_t n_cmds, cap_cmds;
 	struct admin_conn *conns;
+	const struct admin_conn *running; /* the connection whose command runs, or NULL */
 };
 
 /* ---- commands ------------------------------------------------------------------------- */
@@ -338,7 +342,9 @@ static void conn_handle_line(struct admin_conn *c, const char *line, size_t len)
 		goto out;
 	}
 	loom_err_clear(&err);
+	a->running = c;
 	r = cmd->fn(cmd->ctx, (int)argc, argv, &result, &err);
+	a->running = NULL;
 	if (r < 0) {
 		json_decref(result);
 		conn_send_error(c, err.msg[0] ? err.msg : strerror(-r));
@@ -491,6 +497,17 @@ static void admin_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct
 		return;
 	}
 	c->admin = a;
+	{
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+		    len == sizeof(cred)) {
+			c->has_cred = true;
+			c->uid = cred.uid;
+			c->pid = cred.pid;
+		}
+	}
 	c->bev = bufferevent_socket_new(a->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!c->bev) {
 		evutil_closesocket(fd);
@@ -577,7 +594,22 @@ static int admin_clear_stale(const struct sockaddr_un *sun, const char *path, st
 	return 0;
 }
 
+int loom_admin_peer(const struct loom_admin *a, uid_t *ret_uid, pid_t *ret_pid)
+{
+	if (!a || !a->running || !a->running->has_cred)
+		return -ENOENT;
+	*ret_uid = a->running->uid;
+	*ret_pid = a->running->pid;
+	return 0;
+}
+
 struct loom_admin *loom_admin_new(struct event_base *base, const char *path, struct loom_err *err)
+{
+	return loom_admin_new_perm(base, path, 0660, (gid_t)-1, err);
+}
+
+struct loom_admin *loom_admin_new_perm(struct event_base *base, const char *path, mode_t mode,
+				       gid_t gid, struct loom_err *err)
 {
 	struct loom_admin *a = NULL;
 	struct sockaddr_un sun;
@@ -620,8 +652,14 @@ struct loom_admin *loom_admin_new(struct event_base *base, const char *path, str
 				 strerror(errno));
 		goto fail;
 	}
-	/* Nobody can connect before listen(), so the mode is right before anyone can. */
-	if (chmod(path, 0660) < 0) {
+	/* Nobody can connect before listen(), so mode and group are right before anyone can. */
+	if (gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) {
+		r = loom_err_set(err, errno, "cannot give admin socket %s group %u: %s", path,
+				 (unsigned)gid, strerror(errno));
+		unlink(path);
+		goto fail;
+	}
+	if (chmod(path, mode) < 0) {
 		r = loom_err_set(err, errno, "cannot chmod admin socket %s: %s", path,
 				 strerror(errno));
 		unlink(path);

@@ -23,6 +23,7 @@
 #define LOOM_COMMON_ADMIN_H
 
 #include <jansson.h>
+#include <sys/types.h>
 
 #include "common/errors.h"
 
@@ -57,6 +58,22 @@ typedef int (*loom_admin_fn)(void *ctx, int argc, const char *const *argv, json_
  * with). base stays owned by the caller and must outlive the server.
  */
 struct loom_admin *loom_admin_new(struct event_base *base, const char *path, struct loom_err *err);
+
+/*
+ * loom_admin_new() with the socket's mode (e.g. 0600: its owner alone) and
+ * group (gid; (gid_t)-1 leaves the process's), both set before anyone can
+ * connect. Fails as loom_admin_new(), and with the chown's errno (EPERM: a
+ * group the process is not in).
+ */
+struct loom_admin *loom_admin_new_perm(struct event_base *base, const char *path, mode_t mode,
+				       gid_t gid, struct loom_err *err);
+
+/*
+ * Inside a command handler: the user and process ids of the client whose
+ * command runs (SO_PEERCRED, read when it connected). 0, or -ENOENT outside
+ * a handler or when the kernel did not say.
+ */
+int loom_admin_peer(const struct loom_admin *a, uid_t *ret_uid, pid_t *ret_pid);
 
 /*
  * Closes every connection (replies not yet written are dropped), stops

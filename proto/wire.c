@@ -325,6 +325,7 @@ static const struct {
 	{LOOM__ERROR_CODE__LIMIT, -ENOSPC, "limit"},
 	{LOOM__ERROR_CODE__INTERNAL, -EIO, "internal"},
 	{LOOM__ERROR_CODE__UNAVAILABLE, -ESHUTDOWN, "unavailable"},
+	{LOOM__ERROR_CODE__DENIED, -EACCES, "denied"},
 };
 
 int wire_error_to_errno(Loom__ErrorCode code)

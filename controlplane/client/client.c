@@ -56,6 +56,7 @@ struct loom_client {
 	uint32_t version;
 	int timeout_ms;
 	char *name;
+	char *token;   /* $LOOM_TOKEN, or NULL */
 	char *address; /* canonical: "unix:/path" or "tcp:HOST:PORT" */
 	bool is_unix;
 	struct sockaddr_un sun;
@@ -560,6 +561,8 @@ static int client_hello(struct loom_client *c, int64_t deadline)
 	hello.version_max = WIRE_VERSION_MAX;
 	hello.role = LOOM__ROLE__FRAMEWORK;
 	hello.name = c->name;
+	if (c->token)
+		hello.token = c->token;
 	env.seq = seq;
 	env.body_case = LOOM__ENVELOPE__BODY_HELLO;
 	env.hello = &hello;
@@ -896,6 +899,14 @@ struct loom_client *loom_client_connect(const char *address, const struct loom_c
 	if (r < 0)
 		goto fail;
 	{
+		const char *token = getenv(LOOM_CLIENT_ENV_TOKEN);
+
+		if (token && token[0] && !(c->token = strdup(token))) {
+			r = fail(-ENOMEM, "out of memory");
+			goto fail;
+		}
+	}
+	{
 		const char *cert = getenv(LOOM_CLIENT_ENV_TLS_CERT);
 		const char *key = getenv(LOOM_CLIENT_ENV_TLS_KEY);
 		const char *ca = getenv(LOOM_CLIENT_ENV_TLS_CA);
@@ -943,6 +954,9 @@ struct loom_client *loom_client_free(struct loom_client *c)
 	pthread_cond_destroy(&c->idle);
 	pthread_mutex_destroy(&c->lock);
 	free(c->name);
+	if (c->token)
+		explicit_bzero(c->token, strlen(c->token));
+	free(c->token);
 	free(c->address);
 	free(c->host);
 	free(c->port);

@@ -17,7 +17,8 @@
  *   -EINVAL, BAD_VERSION -EPROTONOSUPPORT, UNKNOWN_TYPE -EBADMSG, EXISTS
  *   -EEXIST, NOT_FOUND -ENOENT, CYCLE -ELOOP, FINISHED -EALREADY, WRONG_ROLE
  *   -EPERM, NOT_READY -ENOTCONN, LIMIT -ENOSPC, INTERNAL -EIO, UNAVAILABLE
- *   -ESHUTDOWN; an unknown code is -EPROTO.
+ *   -ESHUTDOWN, DENIED -EACCES (a refused token or certificate; another
+ *   tenant's job); an unknown code is -EPROTO.
  * - Every call blocks for at most the client's timeout (waiting for other
  *   threads' calls on the same client included) and fails with -ETIMEDOUT
  *   past it. A call that meets a broken connection reconnects (and repeats
@@ -54,6 +55,13 @@ extern "C" {
 #define LOOM_CLIENT_ENV_TLS_CERT "LOOM_TLS_CERT"
 #define LOOM_CLIENT_ENV_TLS_KEY  "LOOM_TLS_KEY"
 #define LOOM_CLIENT_ENV_TLS_CA   "LOOM_TLS_CA"
+/*
+ * The bearer token of this framework's tenant, from loomd's tokens file
+ * (docs/security.md): read by loom_client_connect() and sent in every Hello.
+ * Unset or empty: none (loomd then refuses the Hello when it has a tokens
+ * file and the connection is not TLS with a client certificate).
+ */
+#define LOOM_CLIENT_ENV_TOKEN "LOOM_TOKEN"
 
 /* A connection to loomd. Opaque; made by loom_client_connect(). */
 struct loom_client;
@@ -143,7 +151,8 @@ struct loom_client_hosts {
  * ENAMETOOLONG, ECONNREFUSED, ENOENT, ETIMEDOUT, EPROTONOSUPPORT (no
  * protocol version in common), EPROTO (not a Loom controller, or the TLS
  * handshake failed either way: loom_client_strerror() says why), ENOTSUP
- * ($LOOM_TLS_* set in a build without TLS), ...
+ * ($LOOM_TLS_* set in a build without TLS), EACCES (loomd refused
+ * $LOOM_TOKEN or the certificate, or needs a token), ...
  * Host names are resolved with getaddrinfo(), which the timeout does not
  * bound; numeric addresses never block on it.
  */

@@ -18,6 +18,19 @@
 
 static const char *const state_names[] = {"waiting", "ready", "active", "done"};
 
+/* "uid 1000, pid 42": who runs the current admin command (SO_PEERCRED), for the log. */
+static const char *admin_peer(const struct cp_server *s, char *buf, size_t size)
+{
+	uid_t uid;
+	pid_t pid;
+
+	if (loom_admin_peer(s->admin, &uid, &pid) == 0)
+		snprintf(buf, size, "uid %u, pid %ld", (unsigned)uid, (long)pid);
+	else
+		snprintf(buf, size, "uid unknown");
+	return buf;
+}
+
 static const char *enforcer_name(int e)
 {
 	switch (e) {
@@ -90,8 +103,9 @@ static json_t *job_json(const struct cp_server *s, const struct cp_rjob *j)
 
 	for (uint32_t c = 0; c < j->ncoflows; c++)
 		flows += j->coflows[c].nflows;
-	return json_pack("{s:I, s:s, s:f, s:s, s:i, s:i, s:I, s:I, s:f}", "id", (json_int_t)j->id,
-			 "name", j->name, "weight", j->weight, "state",
+	return json_pack("{s:I, s:s, s:s, s:f, s:s, s:i, s:i, s:I, s:I, s:f}", "id",
+			 (json_int_t)j->id, "tenant", s->tenants[j->tenant].name, "name", j->name,
+			 "weight", j->weight, "state",
 			 j->done_ns != CP_TIME_NEVER ? "done" : "running", "coflows",
 			 (int)j->ncoflows, "coflows_done", (int)j->coflows_done, "flows",
 			 (json_int_t)flows, "bytes_sent", (json_int_t)j->sent_bytes, "age_s",
@@ -310,16 +324,20 @@ static int cmd_set_policy(void *ctx, int argc, const char *const *argv, json_t *
 			  struct loom_err *err)
 {
 	struct cp_server *s = ctx;
-	char prev[POLICY_SPEC_MAX];
+	char prev[POLICY_SPEC_MAX], who[64];
 	int r;
 
 	if (argc != 1)
 		return loom_err_set(err, EINVAL, "usage: set-policy SPEC");
 	snprintf(prev, sizeof(prev), "%s", cp_sched_policy(s->sched));
 	r = cp_sched_set_policy(s->sched, argv[0], err);
-	if (r < 0)
+	if (r < 0) {
+		log_info("admin set-policy %s (%s): refused: %s", argv[0],
+			 admin_peer(s, who, sizeof(who)), loom_err_str(err));
 		return r;
-	log_info("policy: %s -> %s (admin)", prev, argv[0]);
+	}
+	log_info("policy: %s -> %s (admin set-policy, %s)", prev, argv[0],
+		 admin_peer(s, who, sizeof(who)));
 	cp_server_schedule_pass(s);
 	*ret = json_pack("{s:s, s:s}", "policy", argv[0], "previous", prev);
 	return 0;
@@ -352,10 +370,12 @@ static int cmd_dump(void *ctx, int argc, const char *const *argv, json_t **ret,
 	struct cp_rjob *const *jobs;
 	json_t *stats = NULL, *ja = json_array(), *agents = NULL, *prio = NULL;
 	uint32_t n;
+	char who[64];
 
 	(void)argc;
 	(void)argv;
 	jobs = cp_registry_jobs(s->reg, &n);
+	log_info("admin dump (%s): %u jobs", admin_peer(s, who, sizeof(who)), n);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct cp_rjob *j = jobs[i];
 		json_t *jo = job_json(s, j), *cs = json_array(), *es = json_array();
@@ -397,6 +417,34 @@ static int cmd_dump(void *ctx, int argc, const char *const *argv, json_t **ret,
 			 "agents", agents ? agents : json_null(), "priorities",
 			 prio ? prio : json_null());
 	return *ret ? 0 : -ENOMEM;
+}
+
+/* Every tenant loomd knows: what its jobs hold and its quotas (0 = none). */
+static int cmd_tenants(void *ctx, int argc, const char *const *argv, json_t **ret,
+		       struct loom_err *err)
+{
+	struct cp_server *s = ctx;
+	json_t *a;
+
+	(void)argv;
+	if (argc)
+		return loom_err_set(err, EINVAL, "usage: tenants");
+	a = json_array();
+	for (uint32_t i = 0; i < s->ntenants; i++) {
+		const struct cp_tenant *t = &s->tenants[i];
+		struct cp_tenant_use u;
+
+		cp_registry_tenant_use(s->reg, i, &u);
+		json_array_append_new(a,
+				      json_pack("{s:s, s:i, s:i, s:I, s:{s:i, s:i, s:i, s:i}}",
+						"name", t->name, "jobs", (int)u.jobs, "coflows",
+						(int)u.coflows, "flows", (json_int_t)u.flows,
+						"quota", "jobs", (int)t->quota.jobs, "coflows",
+						(int)t->quota.coflows, "flows", (int)t->quota.flows,
+						"announce_rate", (int)t->quota.announce_rate));
+	}
+	*ret = a;
+	return 0;
 }
 
 /* Test-only commands (virtual_clock = yes). */
@@ -459,6 +507,7 @@ int cp_admin_register_all(struct cp_server *s)
 		 cmd_set_policy},
 		{"policies", "", "every policy loomd can run", cmd_policies},
 		{"dump", "", "the whole registry as JSON", cmd_dump},
+		{"tenants", "", "tenants: what their jobs hold, their quotas", cmd_tenants},
 		{"clock-set", "NS", "tests: move the virtual clock", cmd_clock_set},
 		{"decide", "", "run a scheduling pass now; returns the order", cmd_decide},
 	};

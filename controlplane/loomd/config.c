@@ -90,6 +90,13 @@ static const struct key keys[] = {
 	{"tls_key", STR(tls_key), 0, 0},
 	{"tls_ca", STR(tls_ca), 0, 0},
 	{"insecure", NUM(K_BOOL, insecure), 0, 1},
+	{"tokens", STR(tokens), 0, 0},
+	{"tenant_max_jobs", NUM(K_U32, tenant_max_jobs), 0, UINT32_MAX / 2},
+	{"tenant_max_coflows", NUM(K_U32, tenant_max_coflows), 0, UINT32_MAX / 2},
+	{"tenant_max_flows", NUM(K_U32, tenant_max_flows), 0, UINT32_MAX / 2},
+	{"tenant_announce_rate", NUM(K_U32, tenant_announce_rate), 0, UINT32_MAX / 2},
+	{"unix_group", STR(unix_group), 0, 0},
+	{"admin_group", STR(admin_group), 0, 0},
 };
 
 /*
@@ -191,7 +198,7 @@ int cp_config_set(struct cp_config *c, const char *key, const char *value, struc
 		if (!strcmp(keys[i].name, key))
 			k = &keys[i];
 	if (!k) {
-		char list[512] = "";
+		char list[1024] = "";
 
 		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",

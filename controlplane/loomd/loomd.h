@@ -68,6 +68,17 @@ struct cp_config {
 	 */
 	char tls_cert[PATH_MAX], tls_key[PATH_MAX], tls_ca[PATH_MAX];
 	bool insecure; /* plain TCP on a non-loopback address (refused without it) */
+	/*
+	 * Tenants (docs/security.md): the tokens file ("" = none: frameworks
+	 * off TLS are all tenant "default"), and the quotas every tenant has
+	 * unless its line in the tokens file says otherwise (0 = none).
+	 */
+	char tokens[PATH_MAX];
+	uint32_t tenant_max_jobs, tenant_max_coflows, tenant_max_flows;
+	uint32_t tenant_announce_rate; /* flows announced per second */
+	/* Socket files: listen_unix is 0660, admin_socket 0600 (0660 with admin_group). */
+	char unix_group[64];  /* group of listen_unix; "" = loomd's own */
+	char admin_group[64]; /* "" = the admin socket is loomd's user's alone */
 };
 
 /* Fills the defaults (docs/loomd.md). */
@@ -116,6 +127,7 @@ struct cp_edge_spec {
 
 struct cp_job_spec {
 	uint64_t id;
+	uint32_t tenant; /* the server's tenant id (0 = "default") */
 	double weight;
 	char name[CP_NAME_MAX];
 	uint32_t ncoflows, nedges;
@@ -156,6 +168,7 @@ struct cp_rcoflow {
 
 struct cp_rjob {
 	uint64_t id;
+	uint32_t tenant; /* who registered it: only that tenant may change it */
 	char name[CP_NAME_MAX];
 	double weight;
 	uint64_t arrival_ns;
@@ -224,6 +237,15 @@ struct cp_rflow *cp_registry_flow(const struct cp_registry *r, const struct wire
 
 /* Jobs in registration order: ret_jobs borrowed until the next change. */
 struct cp_rjob *const *cp_registry_jobs(const struct cp_registry *r, uint32_t *ret_n);
+
+/* What one tenant's jobs hold (done jobs count until they are forgotten). */
+struct cp_tenant_use {
+	uint32_t jobs, coflows;
+	uint64_t flows;
+};
+/* Fills *ret with tenant's use (zeros for a tenant that never registered). */
+void cp_registry_tenant_use(const struct cp_registry *r, uint32_t tenant,
+			    struct cp_tenant_use *ret);
 
 struct cp_registry_counts {
 	uint32_t jobs, jobs_done, coflows, coflows_active, coflows_done;
@@ -313,6 +335,75 @@ uint32_t cp_sched_flow_class(const struct cp_sched *s, uint32_t f);
 uint32_t cp_sched_rank(const struct cp_sched *s, uint32_t c);
 uint32_t cp_sched_classes(const struct cp_sched *s);
 uint64_t cp_sched_decisions(const struct cp_sched *s);
+
+/* ---- tenants (tenants.c) ------------------------------------------------------------------ */
+
+#define CP_TENANT_MAX     64 /* a tenant's name: 1..63 of [A-Za-z0-9._-], NUL */
+#define CP_TENANT_DEFAULT "default"
+#define CP_TOKEN_MIN      16  /* a token's length, at least */
+#define CP_TOKEN_MAX      256 /* ... and less than this */
+
+/* A tenant's quotas; 0 = none. */
+struct cp_quota {
+	uint32_t jobs, coflows, flows;
+	uint32_t announce_rate; /* flows announced per second (a bucket of one second's worth) */
+};
+
+enum {
+	CP_QUOTA_JOBS = 1,
+	CP_QUOTA_COFLOWS = 2,
+	CP_QUOTA_FLOWS = 4,
+	CP_QUOTA_RATE = 8,
+};
+
+/* One line of the tokens file. */
+struct cp_token_entry {
+	char tenant[CP_TENANT_MAX];
+	char token[CP_TOKEN_MAX]; /* "" for "-": a certificate's tenant, quotas only */
+	struct cp_quota quota;    /* the fields quota_set names */
+	uint32_t quota_set;       /* CP_QUOTA_* */
+	unsigned line;
+};
+
+struct cp_tokens {
+	struct cp_token_entry *v; /* owned, in file order */
+	uint32_t n;
+};
+
+/* Whether name is a tenant name (1..63 of A-Z a-z 0-9 . _ -). */
+bool cp_tenant_name_valid(const char *name);
+
+/*
+ * Parses a tokens file's text (len bytes; name for messages) into *ret_tokens
+ * (free with cp_tokens_free()). Returns 0, or -EINVAL / -ERANGE / -EEXIST /
+ * -ENOMEM with err = "name:line: what is wrong" (never quoting a token).
+ * The format is at the top of tenants.c and in docs/security.md.
+ */
+int cp_tokens_parse(const char *name, const char *text, size_t len, struct cp_tokens **ret_tokens,
+		    struct loom_err *err);
+/* Reads and parses the file at path (warns when every user may read it); as cp_tokens_parse(). */
+int cp_tokens_load(const char *path, struct cp_tokens **ret_tokens, struct loom_err *err);
+/* Accepts NULL; returns NULL. */
+struct cp_tokens *cp_tokens_free(struct cp_tokens *t);
+/*
+ * The line whose token is token (compared in constant time against every
+ * line), or NULL. Borrowed from t.
+ */
+const struct cp_token_entry *cp_tokens_find(const struct cp_tokens *t, const char *token);
+
+/* A tenant loomd knows, with its quotas and its announcement bucket. */
+struct cp_tenant {
+	char name[CP_TENANT_MAX];
+	struct cp_quota quota;
+	double rate_tokens; /* announcements left in the bucket */
+	uint64_t rate_ns;   /* when it was last filled */
+};
+
+/*
+ * Takes one announcement from t's bucket at now_ns: true, or false when its
+ * announce_rate is spent (nothing taken).
+ */
+bool cp_tenant_take_announce(struct cp_tenant *t, uint64_t now_ns);
 
 /* ---- journal (journal.c) ------------------------------------------------------------------- */
 
@@ -420,9 +511,10 @@ struct cp_conn {
 	struct evbuffer *pending; /* replies held until the journal commits */
 	bool dirty;               /* on srv->dirty_conns */
 	struct cp_conn *next_dirty;
-	bool tls;      /* on listen_tcp with TLS: the peer showed a certificate of tls_ca */
-	bool closing;  /* close once the output is flushed */
-	bool overflow; /* dropped (not reading, or replaced): freed at the next tick or pass */
+	bool tls;        /* on listen_tcp with TLS: the peer showed a certificate of tls_ca */
+	uint32_t tenant; /* frameworks: the server's tenant id, set at Hello */
+	bool closing;    /* close once the output is flushed */
+	bool overflow;   /* dropped (not reading, or replaced): freed at the next tick or pass */
 	/* agents */
 	uint32_t host;
 	uint64_t link_bps;
@@ -459,7 +551,10 @@ struct cp_server {
 	struct loom_admin *admin;
 	struct cp_metrics_http *http;
 	struct evconnlistener *lis_unix, *lis_tcp;
-	struct ssl_ctx_st *tls; /* NULL: listen_tcp is plain TCP */
+	struct ssl_ctx_st *tls;    /* NULL: listen_tcp is plain TCP */
+	struct cp_tokens *tokens;  /* the tokens file; NULL: none */
+	struct cp_tenant *tenants; /* by id; 0 is "default" */
+	uint32_t ntenants, cap_tenants;
 	struct event *pass_ev, *commit_ev, *tick_ev, *wake_ev, *sigterm_ev, *sigint_ev;
 	struct cp_conn *conns;
 	uint32_t nconns, nagents, nframeworks;
@@ -545,6 +640,22 @@ void cp_rpc_reply(struct cp_conn *c, uint64_t seq, int r, const struct loom_err 
  */
 int cp_conn_tls_check_agent(struct cp_conn *c, uint32_t host, const Loom__Hello *h,
 			    struct loom_err *err);
+
+/*
+ * tenants.c: the id of the tenant called name ("" or NULL: "default"),
+ * added with its quotas (the config's, or its tokens-file line's) when new.
+ * 0, or -EINVAL (not a tenant name) / -ENOSPC / -ENOMEM with err.
+ */
+int cp_server_tenant(struct cp_server *s, const char *name, uint32_t *ret_id, struct loom_err *err);
+
+/*
+ * server.c: who a framework saying Hello h on c is. Sets c->tenant, or
+ * returns -EACCES (wire DENIED: a token that is not in the tokens file, a
+ * token where loomd has none, none where it needs one, a token of another
+ * tenant than the certificate's) or -EPERM (an agent's certificate, host-N)
+ * with err saying which.
+ */
+int cp_conn_auth_framework(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err);
 
 /* rpc_agent.c: agents' sessions and tables. */
 int cp_agent_hello(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err);

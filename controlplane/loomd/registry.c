@@ -72,6 +72,8 @@ struct cp_registry {
 	uint64_t nflows;
 	struct hmap by_job, by_coflow, by_tuple, by_addr;
 	uint64_t now_ns;
+	struct cp_tenant_use *use; /* by tenant id */
+	uint32_t nuse;
 
 	/* the view */
 	struct cp_model *view;
@@ -144,6 +146,7 @@ struct cp_registry *cp_registry_free(struct cp_registry *r)
 	hm_done(&r->by_addr);
 	view_drop(r);
 	free(r->events);
+	free(r->use);
 	free(r);
 	return NULL;
 }
@@ -590,8 +593,47 @@ static void job_unmap(struct cp_registry *r, struct cp_rjob *j)
 				hm_remove(&r->by_tuple, tuple_hash(&rc->flows[f]->tuple),
 					  rc->flows[f]);
 		r->nflows -= rc->nflows;
+		r->use[j->tenant].flows -= rc->nflows;
 	}
 	r->ncoflows -= j->ncoflows;
+	r->use[j->tenant].coflows -= j->ncoflows;
+	r->use[j->tenant].jobs--;
+}
+
+/* Makes room in use[] for tenant (zeros for new ones). 0 or -ENOMEM. */
+static int use_reserve(struct cp_registry *r, uint32_t tenant)
+{
+	struct cp_tenant_use *v;
+	uint32_t n;
+
+	if (tenant < r->nuse)
+		return 0;
+	n = tenant + 16;
+	v = realloc(r->use, n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	memset(v + r->nuse, 0, (n - r->nuse) * sizeof(*v));
+	r->use = v;
+	r->nuse = n;
+	return 0;
+}
+
+/* Counts j's objects as in the registry (the inverse of job_unmap's counts). */
+static void job_count(struct cp_registry *r, const struct cp_rjob *j, uint64_t nflows)
+{
+	r->ncoflows += j->ncoflows;
+	r->nflows += nflows;
+	r->use[j->tenant].jobs++;
+	r->use[j->tenant].coflows += j->ncoflows;
+	r->use[j->tenant].flows += nflows;
+}
+
+void cp_registry_tenant_use(const struct cp_registry *r, uint32_t tenant, struct cp_tenant_use *ret)
+{
+	if (tenant < r->nuse)
+		*ret = r->use[tenant];
+	else
+		memset(ret, 0, sizeof(*ret));
 }
 
 int cp_registry_add_job(struct cp_registry *r, const struct cp_job_spec *spec, uint64_t now_ns,
@@ -612,6 +654,8 @@ int cp_registry_add_job(struct cp_registry *r, const struct cp_job_spec *spec, u
 	if (rc < 0)
 		goto out;
 	rc = -ENOMEM;
+	if (use_reserve(r, spec->tenant) < 0)
+		goto fail;
 	if (r->njobs == r->cap_jobs) {
 		uint32_t ncap = r->cap_jobs ? r->cap_jobs * 2 : 64;
 		struct cp_rjob **v = realloc(r->jobs, ncap * sizeof(*v));
@@ -625,6 +669,7 @@ int cp_registry_add_job(struct cp_registry *r, const struct cp_job_spec *spec, u
 	if (!j)
 		goto fail;
 	j->id = spec->id;
+	j->tenant = spec->tenant;
 	snprintf(j->name, sizeof(j->name), "%s", spec->name);
 	j->weight = spec->weight;
 	see_time(r, now_ns);
@@ -672,16 +717,14 @@ int cp_registry_add_job(struct cp_registry *r, const struct cp_job_spec *spec, u
 				    0)
 				goto fail_mapped;
 	}
-	r->ncoflows += j->ncoflows;
-	r->nflows += nflows;
+	job_count(r, j, nflows);
 	r->jobs[r->njobs++] = j;
 	r->dirty = true;
 	rc = 0;
 	goto out;
 fail_mapped:
-	/* hm_remove of absent entries is harmless; counts are restored below */
-	r->ncoflows += j->ncoflows;
-	r->nflows += nflows;
+	/* hm_remove of absent entries is harmless; job_unmap takes back these counts */
+	job_count(r, j, nflows);
 	job_unmap(r, j);
 fail:
 	job_free(j);
@@ -767,6 +810,7 @@ int cp_registry_add_flow(struct cp_registry *r, uint64_t coflow_id, const struct
 	}
 	see_time(r, now_ns);
 	r->nflows++;
+	r->use[c->job->tenant].flows++;
 	if (!view_add_flow(r, c, fl))
 		r->dirty = true;
 	return 0;

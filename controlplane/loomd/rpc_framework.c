@@ -130,9 +130,15 @@ int cp_rpc_register_job(struct cp_server *s, Loom__RegisterJob *m, uint64_t now_
 	struct cp_flow_spec *flows = NULL;
 	size_t nflows = 0, k = 0, jlen = 0;
 	uint8_t *jbuf = NULL;
+	uint32_t tenant;
 	int r;
 
+	/* live: the connection's tenant (set by cp_rpc_framework); replay: the journal's */
+	r = cp_server_tenant(s, m->tenant, &tenant, err);
+	if (r < 0)
+		return r;
 	spec.id = m->job_id;
+	spec.tenant = tenant;
 	spec.weight = m->weight == 0 ? 1.0 : m->weight;
 	snprintf(spec.name, sizeof(spec.name), "%s", m->name ? m->name : "");
 	if (m->n_coflows > s->cfg.max_coflows || m->n_edges > 16u * s->cfg.max_coflows)
@@ -262,6 +268,81 @@ int cp_rpc_unregister(struct cp_server *s, uint64_t job_id, bool journal, struct
 	return r;
 }
 
+/* ---- tenants: who may change what, and their quotas ------------------------------------------ */
+
+/* -EACCES when job j (may be NULL: no such job) is another tenant's than c's. */
+static int check_owner(const struct cp_conn *c, const struct cp_rjob *j, const char *what,
+		       uint64_t id, struct loom_err *err)
+{
+	if (!j || j->tenant == c->tenant)
+		return 0;
+	return loom_err_set(err, EACCES,
+			    "%s %llu belongs to another tenant (this connection is tenant '%s')",
+			    what, (unsigned long long)id, c->srv->tenants[c->tenant].name);
+}
+
+/* A new job of c's tenant: not another tenant's id, within its jobs, coflows and flows quotas. */
+static int check_register(const struct cp_conn *c, const Loom__RegisterJob *m, struct loom_err *err)
+{
+	const struct cp_tenant *t = &c->srv->tenants[c->tenant];
+	struct cp_tenant_use u;
+	uint64_t nflows = 0;
+	int r;
+
+	r = check_owner(c, cp_registry_job(c->srv->reg, m->job_id), "job", m->job_id, err);
+	if (r < 0)
+		return r;
+	cp_registry_tenant_use(c->srv->reg, c->tenant, &u);
+	for (size_t i = 0; i < m->n_coflows; i++)
+		nflows += m->coflows[i]->n_flows;
+	if (t->quota.jobs && u.jobs >= t->quota.jobs)
+		return loom_err_set(err, ENOSPC,
+				    "job %llu: tenant '%s' holds %u jobs, its quota 'jobs' "
+				    "(unregister some, or wait for done ones to be forgotten)",
+				    (unsigned long long)m->job_id, t->name, u.jobs);
+	if (t->quota.coflows && u.coflows + m->n_coflows > t->quota.coflows)
+		return loom_err_set(err, ENOSPC,
+				    "job %llu: %zu more coflows would exceed tenant '%s''s quota "
+				    "'coflows' (%u; it holds %u)",
+				    (unsigned long long)m->job_id, m->n_coflows, t->name,
+				    t->quota.coflows, u.coflows);
+	if (t->quota.flows && u.flows + nflows > t->quota.flows)
+		return loom_err_set(err, ENOSPC,
+				    "job %llu: %llu more flows would exceed tenant '%s''s quota "
+				    "'flows' (%u; it holds %llu)",
+				    (unsigned long long)m->job_id, (unsigned long long)nflows,
+				    t->name, t->quota.flows, (unsigned long long)u.flows);
+	return 0;
+}
+
+/* One announced flow of c's tenant: its coflow's, within its flows quota and announce rate. */
+static int check_announce(struct cp_conn *c, const Loom__AnnounceFlow *a, uint64_t now_ns,
+			  struct loom_err *err)
+{
+	struct cp_server *s = c->srv;
+	struct cp_tenant *t = &s->tenants[c->tenant];
+	const struct cp_rcoflow *cf = cp_registry_coflow(s->reg, a->coflow_id);
+	struct cp_tenant_use u;
+	int r;
+
+	if (cf && (r = check_owner(c, cf->job, "coflow", a->coflow_id, err)) < 0)
+		return r;
+	cp_registry_tenant_use(s->reg, c->tenant, &u);
+	if (t->quota.flows && u.flows >= t->quota.flows)
+		return loom_err_set(err, ENOSPC,
+				    "flow of coflow %llu: tenant '%s' holds %llu flows, its quota "
+				    "'flows'",
+				    (unsigned long long)a->coflow_id, t->name,
+				    (unsigned long long)u.flows);
+	if (!cp_tenant_take_announce(t, now_ns))
+		return loom_err_set(err, ENOSPC,
+				    "flow of coflow %llu: tenant '%s' announces faster than its "
+				    "quota 'announce_rate' (%u flows per second)",
+				    (unsigned long long)a->coflow_id, t->name,
+				    t->quota.announce_rate);
+	return 0;
+}
+
 void cp_rpc_framework(struct cp_conn *c, const Loom__Envelope *env)
 {
 	struct cp_server *s = c->srv;
@@ -271,13 +352,26 @@ void cp_rpc_framework(struct cp_conn *c, const Loom__Envelope *env)
 	int r;
 
 	switch (env->body_case) {
-	case LOOM__ENVELOPE__BODY_REGISTER_JOB:
-		r = cp_rpc_register_job(s, env->register_job, now, true, &err);
+	case LOOM__ENVELOPE__BODY_REGISTER_JOB: {
+		Loom__RegisterJob *m = env->register_job;
+		char *theirs = m->tenant;
+
+		r = check_register(c, m, &err);
+		if (r < 0)
+			break;
+		/* the job is the connection's tenant's, whatever the client wrote there */
+		m->tenant = s->tenants[c->tenant].name;
+		r = cp_rpc_register_job(s, m, now, true, &err);
+		m->tenant = theirs;
 		break;
+	}
 	case LOOM__ENVELOPE__BODY_ANNOUNCE_FLOWS:
 		r = 0;
 		for (size_t i = 0; i < env->announce_flows->n_flows && r == 0; i++) {
-			r = cp_rpc_announce(s, env->announce_flows->flows[i], now, true, &err);
+			r = check_announce(c, env->announce_flows->flows[i], now, &err);
+			if (r == 0)
+				r = cp_rpc_announce(s, env->announce_flows->flows[i], now, true,
+						    &err);
 			if (r == 0)
 				accepted++;
 		}
@@ -289,14 +383,26 @@ void cp_rpc_framework(struct cp_conn *c, const Loom__Envelope *env)
 			err = e2;
 		}
 		break;
-	case LOOM__ENVELOPE__BODY_COFLOW_DONE:
-		r = cp_rpc_coflow_done(s, env->coflow_done->coflow_id, now, true, &err);
+	case LOOM__ENVELOPE__BODY_COFLOW_DONE: {
+		const struct cp_rcoflow *cf =
+			cp_registry_coflow(s->reg, env->coflow_done->coflow_id);
+
+		r = cf ? check_owner(c, cf->job, "coflow", cf->id, &err) : 0;
+		if (r == 0)
+			r = cp_rpc_coflow_done(s, env->coflow_done->coflow_id, now, true, &err);
 		break;
+	}
 	case LOOM__ENVELOPE__BODY_JOB_DONE:
-		r = cp_rpc_job_done(s, env->job_done->job_id, now, true, &err);
+		r = check_owner(c, cp_registry_job(s->reg, env->job_done->job_id), "job",
+				env->job_done->job_id, &err);
+		if (r == 0)
+			r = cp_rpc_job_done(s, env->job_done->job_id, now, true, &err);
 		break;
 	case LOOM__ENVELOPE__BODY_UNREGISTER:
-		r = cp_rpc_unregister(s, env->unregister->job_id, true, &err);
+		r = check_owner(c, cp_registry_job(s->reg, env->unregister->job_id), "job",
+				env->unregister->job_id, &err);
+		if (r == 0)
+			r = cp_rpc_unregister(s, env->unregister->job_id, true, &err);
 		break;
 	case LOOM__ENVELOPE__BODY_TABLE_ACK:
 	case LOOM__ENVELOPE__BODY_FLOW_STATS:

@@ -17,6 +17,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <grp.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -296,12 +297,21 @@ static void handle_hello(struct cp_conn *c, const Loom__Envelope *env)
 	snprintf(c->name, sizeof(c->name), "%s", h->name ? h->name : "");
 	switch (h->role) {
 	case LOOM__ROLE__FRAMEWORK:
+		r = cp_conn_auth_framework(c, h, &err);
+		if (r < 0) {
+			log_info("%s: framework '%s' refused: %s", c->peer, c->name,
+				 loom_err_str(&err));
+			send_hello_reply(c, env->seq, r, loom_err_str(&err));
+			conn_close(c);
+			return;
+		}
 		c->role = CP_ROLE_FRAMEWORK;
 		c->srv->nframeworks++;
 		if (c->bev)
 			bufferevent_set_timeouts(c->bev, NULL, NULL);
 		send_hello_reply(c, env->seq, 0, NULL);
-		log_debug("%s: framework '%s' connected", c->peer, c->name);
+		log_debug("%s: framework '%s' connected (tenant %s)", c->peer, c->name,
+			  c->srv->tenants[c->tenant].name);
 		return;
 	case LOOM__ROLE__AGENT:
 		r = cp_agent_hello(c, h, &err);
@@ -665,6 +675,96 @@ out:
 #endif
 }
 
+/*
+ * The tenant c's certificate names: its first DNS subjectAltName, or the
+ * subject's CN when it has none. 0 with the name in buf, or -EACCES/-EPERM
+ * with err.
+ */
+static int tls_tenant(struct cp_conn *c, char *buf, size_t size, struct loom_err *err)
+{
+#ifdef LOOM_HAVE_TLS
+	SSL *ssl = c->bev ? bufferevent_openssl_get_ssl(c->bev) : NULL;
+	X509 *cert = ssl ? SSL_get_peer_certificate(ssl) : NULL;
+	GENERAL_NAMES *sans;
+	char name[256] = "";
+	unsigned long long host;
+	int r = 0;
+
+	if (!cert)
+		return loom_err_set(err, EACCES, "no client certificate on this TLS connection");
+	sans = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
+	for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans) && !name[0]; i++) {
+		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
+
+		if (g->type == GEN_DNS)
+			snprintf(name, sizeof(name), "%.*s", ASN1_STRING_length(g->d.dNSName),
+				 (const char *)ASN1_STRING_get0_data(g->d.dNSName));
+	}
+	GENERAL_NAMES_free(sans);
+	if (!name[0])
+		X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, name,
+					  sizeof(name));
+	X509_free(cert);
+	for (char *p = name; *p; p++)
+		if ((unsigned char)*p < ' ' || (unsigned char)*p >= 0x7f)
+			*p = '?';
+	if (!strncmp(name, "host-", 5) && loom_parse_u64(name + 5, &host) == 0)
+		r = loom_err_set(err, EPERM,
+				 "the client certificate names %s: an agent's certificate cannot "
+				 "say hello as a framework",
+				 name);
+	else if (!cp_tenant_name_valid(name))
+		r = loom_err_set(
+			err, EACCES,
+			"the client certificate names '%.64s', which is not a tenant name "
+			"(1..%d of A-Z a-z 0-9 . _ -; its first DNS subjectAltName, or its "
+			"CN without one)",
+			name, CP_TENANT_MAX - 1);
+	else
+		snprintf(buf, size, "%s", name);
+	return r;
+#else
+	(void)c;
+	(void)buf;
+	(void)size;
+	return loom_err_set(err, ENOTSUP, "this loomd was built without TLS");
+#endif
+}
+
+int cp_conn_auth_framework(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err)
+{
+	struct cp_server *s = c->srv;
+	const char *token = h->token && h->token[0] ? h->token : NULL;
+	const struct cp_token_entry *e = NULL;
+	char name[CP_TENANT_MAX] = CP_TENANT_DEFAULT;
+	int r;
+
+	/* the token is a secret: no message quotes it */
+	if (token && !s->tokens)
+		return loom_err_set(err, EACCES,
+				    "hello: a token was given but loomd has no tokens file "
+				    "(tokens = PATH)");
+	if (token && !(e = cp_tokens_find(s->tokens, token)))
+		return loom_err_set(err, EACCES, "hello: the token is not in loomd's tokens file");
+	if (c->tls) {
+		r = tls_tenant(c, name, sizeof(name), err);
+		if (r < 0)
+			return r;
+		if (e && strcmp(e->tenant, name))
+			return loom_err_set(err, EACCES,
+					    "hello: the token is tenant %s's but the certificate "
+					    "names %s",
+					    e->tenant, name);
+	} else if (e) {
+		snprintf(name, sizeof(name), "%s", e->tenant);
+	} else if (s->tokens) {
+		return loom_err_set(err, EACCES,
+				    "hello: loomd has a tokens file: a framework needs a token "
+				    "(LOOM_TOKEN) or, on listen_tcp, a client certificate");
+	}
+	return cp_server_tenant(s, name, &c->tenant, err);
+}
+
 static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct cp_conn *c = arg;
@@ -778,10 +878,60 @@ static void listener_error_cb(struct evconnlistener *l, void *arg)
 	log_warn("accept: %s", strerror(EVUTIL_SOCKET_ERROR()));
 }
 
+/*
+ * The group id of name (a group name, or a number) for config key; 0 or
+ * -ENOENT/-errno with err naming the key.
+ */
+static int group_id(const char *key, const char *name, gid_t *ret, struct loom_err *err)
+{
+	struct group gr, *found = NULL;
+	unsigned long long n;
+	char buf[16384];
+	int r;
+
+	if (loom_parse_u64(name, &n) == 0 && n < (gid_t)-1) {
+		*ret = (gid_t)n;
+		return 0;
+	}
+	r = getgrnam_r(name, &gr, buf, sizeof(buf), &found);
+	if (r != 0)
+		return loom_err_set(err, r, "%s '%s': %s", key, name, strerror(r));
+	if (!found)
+		return loom_err_set(err, ENOENT, "%s '%s': no such group", key, name);
+	*ret = found->gr_gid;
+	return 0;
+}
+
+/*
+ * Gives the socket file path its mode and (group != "") its group, before
+ * anyone can connect (the socket is bound, not yet listening). 0 or -errno
+ * with err naming key.
+ */
+static int socket_perms(const char *key, const char *path, mode_t mode, const char *group_key,
+			const char *group, struct loom_err *err)
+{
+	gid_t gid;
+	int r;
+
+	if (group[0]) {
+		r = group_id(group_key, group, &gid, err);
+		if (r < 0)
+			return r;
+		if (chown(path, (uid_t)-1, gid) < 0)
+			return loom_err_set(err, errno,
+					    "%s %s: cannot give it group %s (%s = %s): %s", key,
+					    path, group, group_key, group, strerror(errno));
+	}
+	if (chmod(path, mode) < 0)
+		return loom_err_set(err, errno, "%s %s: chmod %04o: %s", key, path, (unsigned)mode,
+				    strerror(errno));
+	return 0;
+}
+
 static int listen_unix(struct cp_server *s, const char *path, struct loom_err *err)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
-	int fd;
+	int fd, r;
 
 	if (strlen(path) >= sizeof(sun.sun_path))
 		return loom_err_set(err, ENAMETOOLONG, "listen_unix %s: path too long", path);
@@ -799,13 +949,31 @@ static int listen_unix(struct cp_server *s, const char *path, struct loom_err *e
 		close(fd);
 	}
 	unlink(path);
-	s->lis_unix = evconnlistener_new_bind(s->base, accept_cb, s,
-					      LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 512,
-					      (struct sockaddr *)&sun, sizeof(sun));
-	if (!s->lis_unix)
-		return loom_err_set(err, errno ? errno : EIO, "listen_unix %s: %s", path,
-				    strerror(errno ? errno : EIO));
-	chmod(path, 0666);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return loom_err_set(err, errno, "listen_unix %s: socket: %s", path,
+				    strerror(errno));
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		r = loom_err_set(err, errno, "listen_unix %s: %s", path, strerror(errno));
+		close(fd);
+		return r;
+	}
+	/* 0660 and its group before listen(): nobody else connects meanwhile */
+	r = socket_perms("listen_unix", path, 0660, "unix_group", s->cfg.unix_group, err);
+	if (r < 0) {
+		close(fd);
+		unlink(path);
+		return r;
+	}
+	s->lis_unix = evconnlistener_new(s->base, accept_cb, s,
+					 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 512, fd);
+	if (!s->lis_unix) {
+		r = loom_err_set(err, errno ? errno : EIO, "listen_unix %s: %s", path,
+				 strerror(errno ? errno : EIO));
+		close(fd);
+		unlink(path);
+		return r;
+	}
 	evconnlistener_set_error_cb(s->lis_unix, listener_error_cb);
 	return 0;
 }
@@ -1123,6 +1291,21 @@ int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom
 				err);
 	if (!s->sched)
 		return -errno;
+	/* tenant 0 is "default"; then the tokens file's, in its order (the journal's come after) */
+	if (cfg->tokens[0] && (r = cp_tokens_load(cfg->tokens, &s->tokens, err)) < 0)
+		return r;
+	{
+		uint32_t id;
+
+		r = cp_server_tenant(s, CP_TENANT_DEFAULT, &id, err);
+		for (uint32_t i = 0; r == 0 && s->tokens && i < s->tokens->n; i++)
+			r = cp_server_tenant(s, s->tokens->v[i].tenant, &id, err);
+		if (r < 0)
+			return r;
+	}
+	if (s->tokens)
+		log_info("tokens %s: %u lines, %u tenants", cfg->tokens, s->tokens->n,
+			 s->ntenants - 1);
 	if (cfg->journal[0]) {
 		uint64_t t0 = cp_mono_ns();
 
@@ -1166,7 +1349,14 @@ int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom
 	if (cfg->listen_tcp[0] && (r = listen_tcp(s, cfg->listen_tcp, err)) < 0)
 		return r;
 	if (cfg->admin_socket[0]) {
-		s->admin = loom_admin_new(s->base, cfg->admin_socket, err);
+		gid_t gid = (gid_t)-1;
+
+		/* the admin socket is loomd's user's alone, or its group's with admin_group */
+		if (cfg->admin_group[0] &&
+		    (r = group_id("admin_group", cfg->admin_group, &gid, err)) < 0)
+			return r;
+		s->admin = loom_admin_new_perm(s->base, cfg->admin_socket,
+					       cfg->admin_group[0] ? 0660 : 0600, gid, err);
 		if (!s->admin)
 			return -errno;
 		r = cp_admin_register_all(s);
@@ -1234,6 +1424,10 @@ void cp_server_done(struct cp_server *s)
 		event_base_free(s->base);
 	s->sched = cp_sched_free(s->sched);
 	s->reg = cp_registry_free(s->reg);
+	s->tokens = cp_tokens_free(s->tokens);
+	free(s->tenants);
+	s->tenants = NULL;
+	s->ntenants = s->cap_tenants = 0;
 	free(s->agent_of_host);
 	s->topo = topo_free(s->topo);
 }

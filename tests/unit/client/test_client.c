@@ -708,6 +708,7 @@ static void test_error_replies(void **state)
 		{LOOM__ERROR_CODE__LIMIT, -ENOSPC},
 		{LOOM__ERROR_CODE__INTERNAL, -EIO},
 		{LOOM__ERROR_CODE__UNKNOWN_TYPE, -EBADMSG},
+		{LOOM__ERROR_CODE__DENIED, -EACCES},
 		{(Loom__ErrorCode)99, -EPROTO},
 	};
 	struct fake_server *fs = fs_new();

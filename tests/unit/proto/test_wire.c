@@ -774,6 +774,7 @@ static void test_error_mapping(void **state)
 		{LOOM__ERROR_CODE__LIMIT, -ENOSPC, "limit"},
 		{LOOM__ERROR_CODE__INTERNAL, -EIO, "internal"},
 		{LOOM__ERROR_CODE__UNAVAILABLE, -ESHUTDOWN, "unavailable"},
+		{LOOM__ERROR_CODE__DENIED, -EACCES, "denied"},
 	};
 
 	(void)state;
@@ -787,7 +788,7 @@ static void test_error_mapping(void **state)
 	}
 	/* every code the protocol defines is in the table */
 	assert_int_equal(sizeof(want) / sizeof(want[0]), loom__error_code__descriptor.n_values);
-	assert_int_equal(wire_error_to_errno((Loom__ErrorCode)13), -EPROTO);
+	assert_int_equal(wire_error_to_errno((Loom__ErrorCode)14), -EPROTO);
 	assert_int_equal(wire_error_to_errno((Loom__ErrorCode)-1), -EPROTO);
 	assert_string_equal(wire_error_name((Loom__ErrorCode)99), "unknown");
 	assert_int_equal(wire_errno_to_error(-ENOMEM), LOOM__ERROR_CODE__INTERNAL);

@@ -12,7 +12,10 @@
  * another CA signed, one that trusts another CA, and one with an expired
  * certificate are refused in the handshake; an agent whose certificate names
  * another host, or not the address it announces, gets its Hello refused and
- * the host's agent stays; none of these changes the registry. Plain TCP on
+ * the host's agent stays; a framework certificate names its tenant
+ * (framework-a's job is not framework-b's to unregister), an agent's may not
+ * say Hello as a framework, and a token where loomd has no tokens file is
+ * refused; none of these changes the registry. Plain TCP on
  * a non-loopback address does not start without insecure = yes (and starts
  * with it, warning); bad tls_* settings stop loomd with a message naming
  * the key.
@@ -86,6 +89,7 @@ static int make_certs(void)
 	    leaf("host1", "ca", "host-1", "DNS:host-1,IP:10.0.0.1", 2) < 0 ||
 	    leaf("host2", "ca", "host-2", "DNS:host-2,IP:10.0.0.2", 2) < 0 ||
 	    leaf("fw", "ca", "framework-a", NULL, 2) < 0 ||
+	    leaf("fw2", "ca", "fw2-cn", "DNS:framework-b", 2) < 0 ||
 	    leaf("rogue", "other-ca", "host-1", "DNS:host-1,IP:10.0.0.1", 2) < 0 ||
 	    leaf("expired", "ca", "host-1", "DNS:host-1,IP:10.0.0.1", -1) < 0)
 		return -1;
@@ -599,6 +603,119 @@ static void test_tls_agent_identity(void **state)
 	tc_close(&ag);
 }
 
+/* A framework Hello with token (NULL: none); the reply's code (message in t->why), -1: none. */
+static int tc_hello_token(struct tc *t, const char *token)
+{
+	Loom__Envelope env = LOOM__ENVELOPE__INIT, *rep;
+	Loom__Hello h = LOOM__HELLO__INIT;
+	int code;
+
+	h.version_min = WIRE_VERSION_MIN;
+	h.version_max = WIRE_VERSION_MAX;
+	h.role = LOOM__ROLE__FRAMEWORK;
+	h.name = (char *)"e2e-tls";
+	h.token = (char *)(token ? token : "");
+	env.body_case = LOOM__ENVELOPE__BODY_HELLO;
+	env.hello = &h;
+	rep = tc_call(t, &env);
+	if (!rep || rep->body_case != LOOM__ENVELOPE__BODY_HELLO_REPLY) {
+		wire_free(rep);
+		return -1;
+	}
+	code = rep->hello_reply->error ? (int)rep->hello_reply->error->code : 0;
+	snprintf(t->why, sizeof(t->why), "%s",
+		 rep->hello_reply->error && rep->hello_reply->error->message ?
+			 rep->hello_reply->error->message :
+			 "");
+	wire_free(rep);
+	return code;
+}
+
+/* Unregisters job; the reply's code (message in t->why), -1: none. */
+static int tc_unregister(struct tc *t, uint64_t job)
+{
+	Loom__Envelope env = LOOM__ENVELOPE__INIT, *rep;
+	Loom__Unregister un = LOOM__UNREGISTER__INIT;
+	int code;
+
+	un.job_id = job;
+	env.body_case = LOOM__ENVELOPE__BODY_UNREGISTER;
+	env.unregister = &un;
+	rep = tc_call(t, &env);
+	if (!rep)
+		return -1;
+	code = rep->reply && rep->reply->error ? (int)rep->reply->error->code : 0;
+	snprintf(t->why, sizeof(t->why), "%s",
+		 rep->reply && rep->reply->error && rep->reply->error->message ?
+			 rep->reply->error->message :
+			 "");
+	wire_free(rep);
+	return code;
+}
+
+/* The tenant of job in admin jobs ("" when absent). */
+static void job_tenant(uint64_t job, char *buf, size_t size)
+{
+	json_t *jobs = h_admin(&H, "jobs", 0, NULL), *j;
+	size_t i;
+
+	assert_non_null(jobs);
+	buf[0] = 0;
+	json_array_foreach(jobs, i, j)
+	{
+		if ((uint64_t)json_integer_value(json_object_get(j, "id")) == job)
+			snprintf(buf, size, "%s", json_string_value(json_object_get(j, "tenant")));
+	}
+	json_decref(jobs);
+}
+
+/*
+ * Over TLS the certificate names the tenant (its first DNS subjectAltName,
+ * or its CN without one): framework-b may not unregister framework-a's
+ * job; an agent's certificate may not say Hello as a framework; a token
+ * where loomd has no tokens file is refused. None changes the registry.
+ */
+static void test_tls_tenants(void **state)
+{
+	struct tc a, b, bad;
+	struct counts before;
+	char tenant[64];
+
+	(void)state;
+	assert_int_equal(tc_open(&a, "fw", "ca"), 0);
+	assert_int_equal(tc_hello_token(&a, NULL), 0);
+	assert_int_equal(tc_register(&a, 5), 0);
+	job_tenant(5, tenant, sizeof(tenant));
+	assert_string_equal(tenant, "framework-a");
+	before = counts();
+
+	assert_int_equal(tc_open(&b, "fw2", "ca"), 0);
+	assert_int_equal(tc_hello_token(&b, NULL), 0);
+	assert_int_equal(tc_unregister(&b, 5), LOOM__ERROR_CODE__DENIED);
+	fprintf(stderr, "framework-b unregistering framework-a's job: %s\n", b.why);
+	assert_non_null(strstr(b.why, "job 5 belongs to another tenant (this connection is "
+				      "tenant 'framework-b')"));
+	assert_int_equal(tc_register(&b, 5), LOOM__ERROR_CODE__DENIED);
+	tc_close(&b);
+
+	assert_int_equal(tc_open(&bad, "host1", "ca"), 0);
+	assert_int_equal(tc_hello_token(&bad, NULL), LOOM__ERROR_CODE__WRONG_ROLE);
+	assert_non_null(strstr(bad.why, "an agent's certificate cannot say hello as a framework"));
+	tc_close(&bad);
+
+	assert_int_equal(tc_open(&bad, "fw2", "ca"), 0);
+	assert_int_equal(tc_hello_token(&bad, "framework-b-token-0123456789"),
+			 LOOM__ERROR_CODE__DENIED);
+	assert_non_null(strstr(bad.why, "loomd has no tokens file"));
+	tc_close(&bad);
+	assert_counts(before);
+	job_tenant(5, tenant, sizeof(tenant));
+	assert_string_equal(tenant, "framework-a");
+
+	assert_int_equal(tc_unregister(&a, 5), 0);
+	tc_close(&a);
+}
+
 /* ---- loom-agent over TLS ------------------------------------------------------------------ */
 
 /* Starts loom-agent as host 1 (address 10.0.0.1) on loomd's TLS port with cert; its pid. */
@@ -924,6 +1041,7 @@ int main(void)
 		cmocka_unit_test(test_tls_wrong_ca),
 		cmocka_unit_test(test_tls_expired),
 		cmocka_unit_test(test_tls_agent_identity),
+		cmocka_unit_test(test_tls_tenants),
 		cmocka_unit_test(test_tls_agent_daemon),
 		cmocka_unit_test(test_tls_libloom),
 		cmocka_unit_test(test_plain_tcp_nonloopback),

@@ -34,6 +34,17 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 	return 0;
 }
 
+/* Port classes for the backfill's conservation rule. */
+static inline bool host_up(const struct pol_fluid *f, uint32_t p)
+{
+	return p < f->nhosts;
+}
+
+static inline bool host_down(const struct pol_fluid *f, uint32_t p)
+{
+	return p >= f->nhosts && p < 2 * f->nhosts;
+}
+
 int pol_fluid_init(struct pol_fluid *f, const struct cp_model *m)
 {
 	uint32_t np = m->topo ? m->topo->nports : 0;
@@ -61,6 +72,11 @@ int pol_fluid_init(struct pol_fluid *f, const struct cp_model *m)
 	for (uint32_t p = 0; p < np; p++) {
 		f->cap_bps[p] = (double)m->topo->port_bps[p];
 		f->thr_bps[p] = FLUID_FREE_EPS * f->cap_bps[p];
+		if (f->cap_bps[p] > f->thr_bps[p]) {
+			f->nfree0++;
+			f->nfree_up0 += host_up(f, p);
+			f->nfree_down0 += host_down(f, p);
+		}
 	}
 	for (uint32_t c = 0; c < m->ncoflows; c++)
 		f->local[c] = CP_NONE;
@@ -72,6 +88,9 @@ void pol_fluid_done(struct pol_fluid *f)
 	free(f->cap_bps);
 	free(f->thr_bps);
 	free(f->dside);
+	free(f->rside);
+	free(f->rport);
+	free(f->dend);
 	free(f->free_bps);
 	free(f->acc);
 	free(f->port_stamp);
@@ -139,6 +158,7 @@ static int size_coflows(struct pol_fluid *f, uint32_t n, uint32_t nj)
 	} while (0)
 		RE(job);
 		RE(dstart);
+		RE(dend);
 		RE(kstart);
 		RE(state0);
 		RE(parents0);
@@ -212,6 +232,14 @@ static int push_demand(struct pol_fluid *f, uint32_t *nd, uint32_t port, double 
 		if (!q)
 			return -ENOMEM;
 		f->dside = q;
+		q = realloc(f->rside, (size_t)c * sizeof(uint8_t));
+		if (!q)
+			return -ENOMEM;
+		f->rside = q;
+		q = realloc(f->rport, (size_t)c * sizeof(uint32_t));
+		if (!q)
+			return -ENOMEM;
+		f->rport = q;
 		f->ndcap = c;
 	}
 	f->dside[*nd] = port < f->nhosts ? 0 : port < 2 * f->nhosts ? 1 : 2;
@@ -271,6 +299,18 @@ static double ns_from(uint64_t t_ns, uint64_t now_ns)
 
 static double path_s(struct pol_fluid *f, uint32_t i);
 
+/* The rollout's demands from the snapshot's: every entry live, in snapshot order. */
+static void load_demands(struct pol_fluid *f)
+{
+	uint32_t nd = f->dstart[f->n];
+
+	memcpy(f->rbits, f->dbits, nd * sizeof(double));
+	memcpy(f->rport, f->dport, nd * sizeof(uint32_t));
+	memcpy(f->rside, f->dside, nd * sizeof(uint8_t));
+	for (uint32_t i = 0; i < f->n; i++)
+		f->dend[i] = f->dstart[i + 1];
+}
+
 /*
  * f->jlb_s: no rollout finishes job j before the longest remaining critical
  * path from its released or releasing coflows (every waiting coflow descends
@@ -280,7 +320,7 @@ static double path_s(struct pol_fluid *f, uint32_t i);
 static void job_floors(struct pol_fluid *f)
 {
 	/* path_s() of the snapshot: the rollout's bits as they are now */
-	memcpy(f->rbits, f->dbits, f->dstart[f->n] * sizeof(double));
+	load_demands(f);
 	for (uint32_t i = 0; i < f->n; i++)
 		f->path[i] = -1;
 	for (uint32_t j = 0; j < f->nj; j++)
@@ -404,17 +444,6 @@ static void act_insert(struct pol_fluid *f, uint32_t i)
 	f->nact++;
 }
 
-/* Port classes for the backfill's conservation rule. */
-static inline bool host_up(const struct pol_fluid *f, uint32_t p)
-{
-	return p < f->nhosts;
-}
-
-static inline bool host_down(const struct pol_fluid *f, uint32_t p)
-{
-	return p >= f->nhosts && p < 2 * f->nhosts;
-}
-
 /*
  * Rates for the schedulable list, in order: MADD (every port demand of a
  * coflow finishes at its bottleneck time on the capacity left; a coflow with
@@ -431,12 +460,9 @@ static void allocate(struct pol_fluid *f)
 	uint32_t nfree = 0, nfree_up = 0, nfree_down = 0;
 
 	memcpy(f->free_bps, f->cap_bps, f->nports * sizeof(double));
-	for (uint32_t p = 0; p < f->nports; p++)
-		if (f->free_bps[p] > f->thr_bps[p]) {
-			nfree++;
-			nfree_up += host_up(f, p);
-			nfree_down += host_down(f, p);
-		}
+	nfree = f->nfree0;
+	nfree_up = f->nfree_up0;
+	nfree_down = f->nfree_down0;
 	for (uint32_t a = 0; a < f->nact; a++) {
 		uint32_t i = f->act[a];
 		double g = 0; /* seconds to finish at the bottleneck */
@@ -445,11 +471,9 @@ static void allocate(struct pol_fluid *f)
 		f->moving[i] = 0;
 		if (nfree == 0)
 			continue; /* a coflow with bits left would be blocked */
-		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
-			uint32_t p = f->dport[e];
+		for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++) {
+			uint32_t p = f->rport[e];
 
-			if (!(f->rbits[e] > 0))
-				continue;
 			if (f->free_bps[p] <= f->thr_bps[p]) {
 				blocked = true;
 				break;
@@ -461,8 +485,8 @@ static void allocate(struct pol_fluid *f)
 			continue;
 		g = 1 / g;
 		f->moving[i] = 1;
-		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
-			uint32_t p = f->dport[e];
+		for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++) {
+			uint32_t p = f->rport[e];
 			bool had = f->free_bps[p] > f->thr_bps[p];
 
 			f->drate[e] = f->rbits[e] * g;
@@ -471,8 +495,8 @@ static void allocate(struct pol_fluid *f)
 				f->free_bps[p] = 0;
 			if (had && f->free_bps[p] <= f->thr_bps[p]) {
 				nfree--;
-				nfree_up -= f->dside[e] == 0;
-				nfree_down -= f->dside[e] == 1;
+				nfree_up -= f->rside[e] == 0;
+				nfree_down -= f->rside[e] == 1;
 			}
 		}
 	}
@@ -482,14 +506,14 @@ static void allocate(struct pol_fluid *f)
 		uint32_t i = f->act[a];
 		double up = 0, down = 0, su, sd;
 
-		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
-			uint32_t p = f->dport[e];
+		for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++) {
+			uint32_t p = f->rport[e];
 
-			if (!(f->rbits[e] > 0) || f->free_bps[p] <= f->thr_bps[p])
+			if (f->free_bps[p] <= f->thr_bps[p])
 				continue;
-			if (f->dside[e] == 0)
+			if (f->rside[e] == 0)
 				up += f->free_bps[p];
-			else if (f->dside[e] == 1)
+			else if (f->rside[e] == 1)
 				down += f->free_bps[p];
 		}
 		if (!(up > 0) || !(down > 0))
@@ -498,25 +522,25 @@ static void allocate(struct pol_fluid *f)
 		sd = down > up ? up / down : 1;
 		if (!f->moving[i]) {
 			/* no MADD rate: its rates are stale, start them from 0 */
-			for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
+			for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++)
 				f->drate[e] = 0;
 			f->moving[i] = 1;
 		}
-		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
-			uint32_t p = f->dport[e];
+		for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++) {
+			uint32_t p = f->rport[e];
 			double extra;
 
-			if (!(f->rbits[e] > 0) || f->free_bps[p] <= f->thr_bps[p])
+			if (f->free_bps[p] <= f->thr_bps[p])
 				continue;
-			extra = f->free_bps[p] * (f->dside[e] == 0 ? su : sd);
+			extra = f->free_bps[p] * (f->rside[e] == 0 ? su : sd);
 			f->drate[e] += extra;
 			f->free_bps[p] -= extra;
 			if (f->free_bps[p] < 0)
 				f->free_bps[p] = 0;
 			if (f->free_bps[p] <= f->thr_bps[p]) {
 				nfree--;
-				nfree_up -= f->dside[e] == 0;
-				nfree_down -= f->dside[e] == 1;
+				nfree_up -= f->rside[e] == 0;
+				nfree_down -= f->rside[e] == 1;
 			}
 		}
 	}
@@ -530,18 +554,11 @@ static double time_left_s(const struct pol_fluid *f, uint32_t i, double *drain)
 {
 	double t = 0;
 
-	if (!f->moving[i]) {
-		/* no rate: never, unless nothing is left */
-		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
-			if (f->rbits[e] > 0)
-				return INFINITY;
-		return 0;
-	}
-	for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
+	if (!f->moving[i]) /* no rate: never, unless nothing is left */
+		return f->dend[i] > f->dstart[i] ? INFINITY : 0;
+	for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++) {
 		double d;
 
-		if (!(f->rbits[e] > 0))
-			continue;
 		if (!(f->drate[e] > 0)) {
 			t = INFINITY;
 			continue;
@@ -570,8 +587,9 @@ static void job_coflow_done(struct pol_fluid *f, uint32_t i, double t)
 static void complete(struct pol_fluid *f, uint32_t i, double t)
 {
 	f->state[i] = CP_COFLOW_DONE;
-	for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
+	for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++)
 		f->rbits[e] = 0;
+	f->dend[i] = f->dstart[i];
 	for (uint32_t k = f->kstart[i]; k < f->kstart[i + 1]; k++) {
 		uint32_t ch = f->kchild[k];
 		double r = t + f->kdelay_s[k];
@@ -617,9 +635,9 @@ static double bottleneck_s(const struct pol_fluid *f, uint32_t i)
 {
 	double b = 0;
 
-	for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
-		if (f->rbits[e] / f->cap_bps[f->dport[e]] > b)
-			b = f->rbits[e] / f->cap_bps[f->dport[e]];
+	for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++)
+		if (f->rbits[e] / f->cap_bps[f->rport[e]] > b)
+			b = f->rbits[e] / f->cap_bps[f->rport[e]];
 	return b;
 }
 
@@ -651,8 +669,8 @@ static double job_bottleneck_s(struct pol_fluid *f, uint32_t first, uint32_t j)
 	for (uint32_t i = first; i < end; i++) {
 		if (f->state[i] == CP_COFLOW_DONE)
 			continue;
-		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
-			uint32_t p = f->dport[e];
+		for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++) {
+			uint32_t p = f->rport[e];
 			double t;
 
 			f->acc[p] += f->rbits[e];
@@ -662,8 +680,8 @@ static double job_bottleneck_s(struct pol_fluid *f, uint32_t first, uint32_t j)
 		}
 	}
 	for (uint32_t i = first; i < end; i++)
-		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
-			f->acc[f->dport[e]] = 0;
+		for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++)
+			f->acc[f->rport[e]] = 0;
 	return worst;
 }
 
@@ -681,11 +699,10 @@ static void bssi(struct pol_fluid *f)
 
 		f->bs_w[i] = f->jweight[f->job[i]];
 		f->bs_placed[i] = 0;
-		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
-			if (f->rbits[e] > 0) {
-				f->bs_pfirst[f->dport[e] + 1]++;
-				f->bs_load[f->dport[e]] += f->rbits[e];
-			}
+		for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++) {
+			f->bs_pfirst[f->rport[e] + 1]++;
+			f->bs_load[f->rport[e]] += f->rbits[e];
+		}
 	}
 	for (uint32_t p = 0; p < f->nports; p++)
 		f->bs_pfirst[p + 1] += f->bs_pfirst[p];
@@ -693,13 +710,12 @@ static void bssi(struct pol_fluid *f)
 	for (uint32_t a = 0; a < f->nact; a++) {
 		uint32_t i = f->act[a];
 
-		for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
-			if (f->rbits[e] > 0) {
-				uint32_t k = f->bs_fill[f->dport[e]]++;
+		for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++) {
+			uint32_t k = f->bs_fill[f->rport[e]]++;
 
-				f->bs_coflow[k] = i;
-				f->bs_bits[k] = f->rbits[e];
-			}
+			f->bs_coflow[k] = i;
+			f->bs_bits[k] = f->rbits[e];
+		}
 	}
 	while (left > 0) {
 		uint32_t b = 0, last = CP_NONE;
@@ -739,10 +755,10 @@ static void bssi(struct pol_fluid *f)
 				f->bs_w[i] = 0;
 		}
 		f->bs_placed[last] = 1;
-		for (uint32_t e = f->dstart[last]; e < f->dstart[last + 1]; e++) {
-			f->bs_load[f->dport[e]] -= f->rbits[e];
-			if (f->bs_load[f->dport[e]] < 0)
-				f->bs_load[f->dport[e]] = 0;
+		for (uint32_t e = f->dstart[last]; e < f->dend[last]; e++) {
+			f->bs_load[f->rport[e]] -= f->rbits[e];
+			if (f->bs_load[f->rport[e]] < 0)
+				f->bs_load[f->rport[e]] = 0;
 		}
 		f->key[last] = --left;
 	}
@@ -754,8 +770,8 @@ static void bssi(struct pol_fluid *f)
 			f->key[i] = (double)front++ - (double)f->nact;
 	}
 	for (uint32_t a = 0; a < f->nact; a++)
-		for (uint32_t e = f->dstart[f->act[a]]; e < f->dstart[f->act[a] + 1]; e++)
-			f->bs_load[f->dport[e]] = 0;
+		for (uint32_t e = f->dstart[f->act[a]]; e < f->dend[f->act[a]]; e++)
+			f->bs_load[f->rport[e]] = 0;
 }
 
 static int cmp_keys(const void *a, const void *b, void *arg)
@@ -807,7 +823,7 @@ static void rerank(struct pol_fluid *f, enum pol_fluid_rule rule)
 			double bits = 0;
 
 			/* every port's demand: twice the bits on the big switch, a constant factor */
-			for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++)
+			for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++)
 				bits += f->rbits[e];
 			f->key[i] = bits;
 			break;
@@ -859,7 +875,7 @@ static void reset(struct pol_fluid *f)
 		f->jfinish_s[j] = -1;
 		f->jobs_open += f->jleft[j] > 0;
 	}
-	memcpy(f->rbits, f->dbits, f->dstart[f->n] * sizeof(double));
+	load_demands(f);
 	for (uint32_t i = 0; i < f->n; i++) {
 		f->tleft[i] = INFINITY;
 		f->rnow[i] = f->rank[i];
@@ -945,7 +961,7 @@ double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horiz
 		t += dt;
 		resort = false;
 		for (uint32_t a = 0; a < f->nact; a++) {
-			uint32_t i = f->act[a];
+			uint32_t i = f->act[a], live;
 
 			if (f->tleft[i] <= dt * (1 + FLUID_T_REL)) {
 				complete(f, i, t);
@@ -956,14 +972,26 @@ double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horiz
 				f->act[w++] = i;
 				continue;
 			}
-			for (uint32_t e = f->dstart[i]; e < f->dstart[i + 1]; e++) {
-				if (!(f->drate[e] > 0))
-					continue;
-				if (f->rbits[e] <= f->drate[e] * dt * (1 + FLUID_T_REL))
-					f->rbits[e] = 0;
-				else
+			/* drained demands leave the live ones, which keep their order */
+			live = f->dstart[i];
+			for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++) {
+				if (f->drate[e] > 0) {
+					if (f->rbits[e] <= f->drate[e] * dt * (1 + FLUID_T_REL)) {
+						f->rbits[e] = 0;
+						continue;
+					}
 					f->rbits[e] -= f->drate[e] * dt;
+				}
+				if (live != e) {
+					f->rbits[live] = f->rbits[e];
+					f->drate[live] = f->drate[e];
+					f->rport[live] = f->rport[e];
+					f->rside[live] = f->rside[e];
+					f->rbits[e] = 0;
+				}
+				live++;
 			}
+			f->dend[i] = live;
 			f->act[w++] = i;
 		}
 		f->nact = w;

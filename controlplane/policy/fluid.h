@@ -69,6 +69,7 @@ struct pol_fluid {
 	bool racks;
 	double *cap_bps; /* nports */
 	double *thr_bps; /* nports: FLUID_FREE_EPS x capacity; free at or below it is none */
+	uint32_t nfree0, nfree_up0, nfree_down0; /* ports (host uplinks, downlinks) above it */
 	double *free_bps;
 	double *acc; /* nports: scratch while building, all zero between uses */
 	uint32_t *port_stamp;
@@ -76,14 +77,24 @@ struct pol_fluid {
 
 	/* the snapshot: n coflows of nj jobs */
 	uint32_t n, nj;
-	uint32_t *cof;      /* n: model coflow index */
-	uint32_t *local;    /* model ncoflows: compact index, CP_NONE when not in the snapshot */
-	uint32_t *job;      /* n: compact job index */
-	uint32_t *dstart;   /* n + 1: demand entries of coflow i are [dstart[i], dstart[i+1]) */
-	uint32_t *dport;    /* demand entries: port */
-	uint8_t *dside;     /* demand entries: 0 host uplink, 1 host downlink, 2 other */
-	double *dbits;      /* demand entries: bits left at the snapshot */
-	double *rbits;      /* demand entries: bits left in the rollout */
+	uint32_t *cof;    /* n: model coflow index */
+	uint32_t *local;  /* model ncoflows: compact index, CP_NONE when not in the snapshot */
+	uint32_t *job;    /* n: compact job index */
+	uint32_t *dstart; /* n + 1: demand entries of coflow i are [dstart[i], dstart[i+1]) */
+	uint32_t *dport;  /* demand entries: port */
+	uint8_t *dside;   /* demand entries: 0 host uplink, 1 host downlink, 2 other */
+	double *dbits;    /* demand entries: bits left at the snapshot */
+	/*
+	 * The rollout's demands: a copy of the snapshot's entries, each coflow's
+	 * live ones (bits left) first, [dstart[i], dend[i]), in snapshot order;
+	 * a demand that drains leaves them (the rest move up, keeping their
+	 * order, so every sum is the same as over all entries), and the loops of
+	 * every event skip the drained ones
+	 */
+	uint32_t *dend;     /* n */
+	uint32_t *rport;    /* demand entries */
+	uint8_t *rside;     /* demand entries */
+	double *rbits;      /* demand entries: bits left in the rollout (0 beyond dend) */
 	double *drate;      /* demand entries: current rate, bits/s */
 	uint32_t *kstart;   /* n + 1: child edges of coflow i are [kstart[i], kstart[i+1]) */
 	uint32_t *kchild;   /* child edges: compact child */

@@ -451,7 +451,7 @@ static int send_frame(struct cp_conn *c, const struct delta *d, bool full, size_
 	t.n_removed_flows = nr;
 	t.removed_flows = rmp;
 	t.n_removed_coflows = nq;
-	t.removed_coflows = d->rm_coflows + qo;
+	t.removed_coflows = nq ? d->rm_coflows + qo : NULL; /* NULL + 0 is undefined */
 	t.default_class = cp_sched_classes(s->sched) - 1;
 	if (c->classes && t.default_class >= c->classes)
 		t.default_class = c->classes - 1;

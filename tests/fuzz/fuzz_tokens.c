@@ -94,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (strcmp(strchr(err.msg, ':'), strchr(err2.msg + strlen(path), ':')))
 				abort();
 		} else {
-			if (t2->n != t->n || memcmp(t2->v, t->v, t->n * sizeof(*t->v)))
+			if (t2->n != t->n || (t->n && memcmp(t2->v, t->v, t->n * sizeof(*t->v))))
 				abort();
 		}
 	}

@@ -16,6 +16,8 @@
 #endif
 /* Releases due within this many seconds of now happen now (the engine counts whole ns). */
 #define FLUID_T_ABS 1e-9
+/* An event's work beyond its passes over the live demands (work_left's units). */
+#define FLUID_EVENT_WORK 16
 
 static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 {
@@ -50,6 +52,7 @@ int pol_fluid_init(struct pol_fluid *f, const struct cp_model *m)
 	uint32_t np = m->topo ? m->topo->nports : 0;
 
 	memset(f, 0, sizeof(*f));
+	f->work_left = POL_FLUID_WORK_ANY;
 	if (!m->topo)
 		return -EINVAL;
 	f->nports = np;
@@ -442,6 +445,7 @@ static void act_insert(struct pol_fluid *f, uint32_t i)
 	}
 	f->act[pos] = i;
 	f->nact++;
+	f->live_act += f->dend[i] - f->dstart[i];
 }
 
 /*
@@ -918,7 +922,9 @@ double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horiz
 	bool resort = false;
 
 	f->first_s = INFINITY;
+	f->out_of_work = false;
 	reset(f);
+	f->live_act = 0;
 	for (uint32_t i = 0; i < f->n; i++) {
 		if (f->state[i] != CP_COFLOW_ACTIVE)
 			continue;
@@ -932,8 +938,17 @@ double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horiz
 	for (;;) {
 		double dt = end - t;     /* time to the next event */
 		double drain = INFINITY; /* time to the first demand that drains */
+		uint64_t work;
 		uint32_t w = 0;
 
+		/* an event costs a few passes over the live demands of the schedulable */
+		work = f->live_act + f->nact + FLUID_EVENT_WORK;
+		if (work > f->work_left) {
+			f->work_left = 0;
+			f->out_of_work = true;
+			return INFINITY;
+		}
+		f->work_left -= work;
 		if (resort)
 			rerank(f, rule);
 		allocate(f);
@@ -960,6 +975,7 @@ double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horiz
 		/* Completions are decided on durations, not on the clock (no drift at large t). */
 		t += dt;
 		resort = false;
+		f->live_act = 0;
 		for (uint32_t a = 0; a < f->nact; a++) {
 			uint32_t i = f->act[a], live;
 
@@ -969,6 +985,7 @@ double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horiz
 				continue;
 			}
 			if (!f->moving[i]) {
+				f->live_act += f->dend[i] - f->dstart[i];
 				f->act[w++] = i;
 				continue;
 			}
@@ -992,6 +1009,7 @@ double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horiz
 				live++;
 			}
 			f->dend[i] = live;
+			f->live_act += live - f->dstart[i];
 			f->act[w++] = i;
 		}
 		f->nact = w;

@@ -43,6 +43,8 @@
 
 #include "controlplane/model/model.h"
 
+#define POL_FLUID_WORK_ANY UINT64_MAX
+
 /*
  * How a rollout completes the order after its first interval: the ranks it
  * was given, frozen (released coflows inherit their parent's), or re-sorted
@@ -125,7 +127,17 @@ struct pol_fluid {
 	uint32_t *jleft;
 	uint32_t nready, jobs_open; /* READY coflows, unfinished jobs */
 	double *jfinish_s;          /* nj: completion, s from now; < 0 while unfinished */
-	double first_s;     /* the last run's first interval: when its first event came, s */
+	double first_s;    /* the last run's first interval: when its first event came, s */
+	uint32_t live_act; /* live demands of the schedulable coflows */
+	/*
+	 * The work runs may still do (POL_FLUID_WORK_ANY, the initial value:
+	 * in effect no limit), counted per event as the live demands of the
+	 * schedulable coflows plus a little: set by the caller, lowered by
+	 * every run. A run that would exceed it stops, returns INFINITY and
+	 * sets out_of_work.
+	 */
+	uint64_t work_left;
+	bool out_of_work;
 	double *key, *key2; /* n: re-sort keys */
 	double *jkey;       /* nj */
 	double *path;       /* n: remaining critical path, s (-1: not computed) */

@@ -41,6 +41,7 @@
 #include "controlplane/policy/policy.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,7 @@ enum {
 	OPT_COMPLETE,
 	OPT_MARGIN,
 	OPT_MIX,
+	OPT_BUDGET,
 };
 
 /* Bases: every registered policy whose decisions depend only on the model's state. */
@@ -117,6 +119,11 @@ static const struct policy_opt_def la_opts[] = {
 		     "also roll out the whole orders of the fluid model's sebf, wsebf, lcf, srjf "
 		     "and wsrjf, each completed by itself",
 		     POLICY_OPT_BOOL, 1, 0, 1, NULL},
+	[OPT_BUDGET] = {"budget",
+			"work per decision, in millions of demand-steps (a rollout costs one per "
+			"live port demand per event): candidates past it are not rolled out, the "
+			"best so far stands (0: no limit)",
+			POLICY_OPT_NUM, 20, 0, 1e6, NULL},
 };
 
 struct la {
@@ -131,8 +138,12 @@ struct la {
 	uint32_t *cand;            /* ncoflows: a candidate order */
 	uint32_t *best;            /* ncoflows: the best whole order so far */
 	bool mix;
+	uint64_t budget;  /* demand-steps per decision; POL_FLUID_WORK_ANY: none */
 	double *job_rank; /* njobs */
-	uint64_t rollouts;
+	/* for the summary at the end (log level debug) */
+	uint64_t decisions, rollouts;
+	uint64_t out_of_work;        /* decisions the budget cut short */
+	uint64_t work_sum, work_max; /* demand-steps per decision */
 };
 
 static void la_free(struct la *x)
@@ -163,6 +174,8 @@ static int la_init(struct policy *p, const struct cp_model *m)
 	x->horizon_s = p->opt[OPT_HORIZON];
 	x->margin = p->opt[OPT_MARGIN];
 	x->mix = p->opt[OPT_MIX] != 0;
+	x->budget = p->opt[OPT_BUDGET] > 0 ? (uint64_t)(p->opt[OPT_BUDGET] * 1e6) :
+					     POL_FLUID_WORK_ANY;
 	if (p->opt[OPT_COMPLETE] == 0)
 		x->rule = auto_rule(base_choices[(int)p->opt[OPT_BASE]]);
 	else
@@ -198,8 +211,18 @@ static int la_init(struct policy *p, const struct cp_model *m)
 
 static void la_done(struct policy *p)
 {
-	if (p->priv)
-		la_free(p->priv);
+	struct la *x = p->priv;
+
+	if (x && x->decisions)
+		log_debug("lookahead: %" PRIu64 " decisions with rollouts, %" PRIu64
+			  " rollouts, %.3g M demand-steps each on average, %.3g M at most, %" PRIu64
+			  " cut short by budget=%g",
+			  x->decisions, x->rollouts,
+			  (double)x->work_sum / (double)x->decisions * 1e-6,
+			  (double)x->work_max * 1e-6, x->out_of_work,
+			  x->budget == POL_FLUID_WORK_ANY ? 0 : (double)x->budget * 1e-6);
+	if (x)
+		la_free(x);
 	p->priv = NULL;
 }
 
@@ -260,6 +283,17 @@ static void copy_decision(struct policy_decision *d, const struct policy_decisio
 	memcpy(d->watch, s->watch, s->nwatch * sizeof(*d->watch));
 }
 
+/* The decision's work, for the summary. */
+static void count_work(struct la *x)
+{
+	uint64_t used = x->budget - x->fl.work_left;
+
+	x->out_of_work += x->fl.out_of_work;
+	x->work_sum += used;
+	if (used > x->work_max)
+		x->work_max = used;
+}
+
 static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns,
 		     struct policy_decision *d)
 {
@@ -285,10 +319,23 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 		return r;
 	memcpy(x->order, x->bd.order, n * sizeof(*x->order));
 	rule = x->rule;
+	x->fl.work_left = x->budget;
+	x->decisions++;
 	base_cost = rollout(x, m, x->order, n, rule, INFINITY);
+	if (x->fl.out_of_work) {
+		/* not even the base's own rollout fits the budget: its decision stands */
+		count_work(x);
+		copy_decision(d, &x->bd, m);
+		return 0;
+	}
 	hold_s = x->fl.first_s;
-	/* Whole orders of the fluid model's heuristics, each completed by itself. */
-	for (size_t q = 0; x->mix && q < sizeof(mix_rules) / sizeof(mix_rules[0]); q++) {
+	/*
+	 * Whole orders of the fluid model's heuristics, each completed by
+	 * itself. Past the budget no candidate is rolled out (a cut-short
+	 * rollout costs INFINITY: it never wins).
+	 */
+	for (size_t q = 0;
+	     x->mix && !x->fl.out_of_work && q < sizeof(mix_rules) / sizeof(mix_rules[0]); q++) {
 		enum pol_fluid_rule h = mix_rules[q];
 		double cost;
 
@@ -313,11 +360,11 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 		changed = true;
 	}
 	/* Then each place in turn: the top k of the order so far, moved up. */
-	for (uint32_t pos = 0; pos < x->depth && pos + 1 < n; pos++) {
+	for (uint32_t pos = 0; pos < x->depth && pos + 1 < n && !x->fl.out_of_work; pos++) {
 		uint32_t best = 0;
 		double pos_cost = base_cost, pos_hold = hold_s;
 
-		for (uint32_t i = 1; i < x->k && pos + i < n; i++) {
+		for (uint32_t i = 1; i < x->k && pos + i < n && !x->fl.out_of_work; i++) {
 			double cost;
 
 			memcpy(x->cand, x->order, n * sizeof(*x->cand));
@@ -341,6 +388,7 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 			hold_s = pos_hold;
 		}
 	}
+	count_work(x);
 	copy_decision(d, &x->bd, m);
 	if (!changed)
 		return 0;

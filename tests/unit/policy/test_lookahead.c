@@ -345,6 +345,84 @@ static void test_k1_is_base(void **state)
 	topo_free(t);
 }
 
+/* Each job's finish in m's last run. */
+static void finishes(const struct cp_model *m, uint64_t *fin)
+{
+	for (uint32_t j = 0; j < m->njobs; j++)
+		fin[j] = m->jobs[j].finish_ns;
+}
+
+/*
+ * budget=: a decision whose base rollout does not fit is the base's; a
+ * budget no decision reaches changes nothing; in the fluid model, a run
+ * given less work than it needs stops with INFINITY and out_of_work, and
+ * one given exactly what it needs returns its cost.
+ */
+static void test_budget(void **state)
+{
+	struct rand_opts o = {
+		.hosts = 8, .jobs = 6, .max_coflows = 3, .max_flows = 6, .delays = true};
+	struct topo *t = topo_new_bigswitch(o.hosts, PORT_BPS);
+	struct loom_rng rng;
+	struct cp_model *m;
+	uint64_t *base, *fin;
+	struct pol_fluid f;
+	uint32_t *order, n;
+	uint64_t used;
+	double cost;
+
+	(void)state;
+	assert_non_null(t);
+	loom_rng_seed(&rng, 31);
+	m = rand_model(&rng, &o, t);
+	base = calloc(m->njobs, sizeof(*base));
+	fin = calloc(m->njobs, sizeof(*fin));
+	order = calloc(m->ncoflows, sizeof(*order));
+	assert_non_null(base);
+	assert_non_null(fin);
+	assert_non_null(order);
+
+	run_wjct(m, "sincronia", SIM_MODE_IDEAL);
+	finishes(m, base);
+	run_wjct(m, "lookahead:base=sincronia:budget=1e-6", SIM_MODE_IDEAL);
+	finishes(m, fin);
+	assert_memory_equal(fin, base, m->njobs * sizeof(*fin));
+	run_wjct(m, "lookahead:base=sincronia:budget=0", SIM_MODE_IDEAL);
+	finishes(m, base);
+	run_wjct(m, "lookahead:base=sincronia:budget=1000", SIM_MODE_IDEAL);
+	finishes(m, fin);
+	assert_memory_equal(fin, base, m->njobs * sizeof(*fin));
+
+	arrive_all(m);
+	assert_int_equal(pol_fluid_init(&f, m), 0);
+	assert_true(pol_fluid_build(&f, m, 0) >= 0);
+	n = pol_fluid_order(&f, POL_FLUID_SEBF, order);
+	assert_true(n > 1);
+	for (uint32_t i = 0; i < f.n; i++)
+		f.rank[i] = (double)n;
+	for (uint32_t q = 0; q < n; q++)
+		f.rank[f.local[order[q]]] = q;
+	assert_int_equal(f.work_left, POL_FLUID_WORK_ANY);
+	cost = pol_fluid_run(&f, POL_FLUID_SEBF, 0, INFINITY);
+	assert_true(isfinite(cost));
+	assert_false(f.out_of_work);
+	used = POL_FLUID_WORK_ANY - f.work_left;
+	assert_true(used > 0);
+	f.work_left = used;
+	assert_true(pol_fluid_run(&f, POL_FLUID_SEBF, 0, INFINITY) == cost);
+	assert_false(f.out_of_work);
+	assert_int_equal(f.work_left, 0);
+	f.work_left = used - 1;
+	assert_true(pol_fluid_run(&f, POL_FLUID_SEBF, 0, INFINITY) == INFINITY);
+	assert_true(f.out_of_work);
+	pol_fluid_done(&f);
+	free(order);
+	free(base);
+	free(fin);
+	cp_model_free(m);
+	topo_free(t);
+}
+
 /* Multi-flow DAGs with delays, both fabric modes, every base: runs to the end, valid. */
 static void test_every_base_runs(void **state)
 {
@@ -406,6 +484,7 @@ static void test_spec(void **state)
 	expect_bad_spec("lookahead:depth=9", "[1, 8]");
 	expect_bad_spec("lookahead:complete=bsi", "complete");
 	expect_bad_spec("lookahead:margin=-1", "margin");
+	expect_bad_spec("lookahead:budget=-1", "budget");
 }
 
 int main(void)
@@ -416,6 +495,7 @@ int main(void)
 		cmocka_unit_test(test_fluid_close_on_generated),
 		cmocka_unit_test(test_cost_improvement),
 		cmocka_unit_test(test_k1_is_base),
+		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_every_base_runs),
 	};
 

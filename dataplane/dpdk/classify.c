@@ -326,11 +326,14 @@ uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, 
 	uint16_t idx[RTE_HASH_LOOKUP_BULK_MAX];
 	uint32_t known = 0;
 
-	if (c->flows_version != t->version) {
+	if (__atomic_load_n(&c->flows_version, __ATOMIC_RELAXED) != t->version) {
 		uint32_t nz = RTE_MIN(c->nflows, t->nflows);
 
-		if (nz)
-			memset(c->flows, 0, (size_t)nz * sizeof(c->flows[0]));
+		/* atomic stores, as every write of a counter others read (prioq.h) */
+		for (uint32_t i = 0; i < nz; i++) {
+			__atomic_store_n(&c->flows[i].packets, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&c->flows[i].bytes, 0, __ATOMIC_RELAXED);
+		}
 		__atomic_store_n(&c->flows_version, t->version, __ATOMIC_RELEASE);
 	}
 

@@ -118,7 +118,8 @@ struct dpf_flow_counter {
 
 /*
  * One lcore's counters: written only by that lcore, read by the agent
- * (64-bit loads; values only grow, except flows[] as below). Bytes are
+ * (every access is atomic: DPF_COUNT_ADD in prioq.h writes, others read with
+ * relaxed __atomic_load_n; values only grow, except flows[] as below). Bytes are
  * rte_pktmbuf_pkt_len.
  *
  * flows[] (caller-owned, nflows entries) counts known packets by slot. The

@@ -20,6 +20,7 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_pause.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
@@ -63,10 +64,19 @@ struct dpe_wcounters {
 	uint64_t tx_drops;    /* the TX queue did not take them */
 } __rte_cache_aligned;
 
+/*
+ * Shared with the worker lcore, every access after launch is an __atomic
+ * builtin: cur (control side stores with release, the worker loads with
+ * acquire), stop, hw_dscp, exited, and the counters (DPF_COUNT_ADD).
+ * Everything else the worker reads is set before rte_eal_remote_launch()
+ * and not changed while it runs; the control side frees what the worker
+ * used only after an RCU grace period (retired tables) or after exited.
+ */
 struct dpe {
 	/* read by the worker */
 	struct dpe_state *cur; /* atomic: store release, load acquire */
-	uint32_t stop;         /* atomic */
+	uint32_t stop;         /* atomic: the control side asks the worker to return */
+	uint32_t exited;       /* atomic: the worker's last store (release) before it returns */
 	uint16_t rx_port, tx_port;
 	uint16_t burst;
 	struct dpf_prioq *q;
@@ -146,7 +156,15 @@ static int worker_main(void *arg)
 	}
 	rte_rcu_qsbr_thread_offline(d->qsv, 0);
 	rte_rcu_qsbr_thread_unregister(d->qsv, 0);
+	/* dpe_done() frees what this thread used once it reads this (acquire) */
+	__atomic_store_n(&d->exited, 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* The current table, as the control side (its only writer) reads it. */
+static struct dpe_state *cur_state(const struct dpe *d)
+{
+	return __atomic_load_n(&d->cur, __ATOMIC_RELAXED);
 }
 
 /* ---- tables ---------------------------------------------------------------------------------- */
@@ -222,11 +240,12 @@ static void state_report(struct dpe_state *s, const struct dpe_state *cur, dp_co
 static void state_bury(struct dpe *d, const struct dpe_state *s)
 {
 	for (uint32_t c = 0; c < DPF_MAX_CLASSES; c++)
-		d->gone_class_packets[c] += s->c.class_packets[c];
-	d->gone_known += s->c.known;
-	d->gone_unknown += s->c.unknown;
+		d->gone_class_packets[c] +=
+			__atomic_load_n(&s->c.class_packets[c], __ATOMIC_RELAXED);
+	d->gone_known += __atomic_load_n(&s->c.known, __ATOMIC_RELAXED);
+	d->gone_unknown += __atomic_load_n(&s->c.unknown, __ATOMIC_RELAXED);
 	for (uint32_t r = 1; r < DPF_PARSE_NREASONS; r++)
-		d->gone_unparseable += s->c.unparseable[r];
+		d->gone_unparseable += __atomic_load_n(&s->c.unparseable[r], __ATOMIC_RELAXED);
 }
 
 /* Waits (bounded) until the worker has passed a quiescent point after token. */
@@ -280,7 +299,7 @@ static void report_unknown(struct dpe *d, dp_counter_fn fn, void *ctx)
 /* Notes cur's update latency once the worker has used it. */
 static void note_latency(struct dpe *d)
 {
-	struct dpe_state *s = d->cur;
+	struct dpe_state *s = cur_state(d);
 	uint64_t used = __atomic_load_n(&s->used_tsc, __ATOMIC_RELAXED);
 	uint64_t hz = rte_get_tsc_hz();
 	uint64_t build, swap;
@@ -628,6 +647,14 @@ static void dpe_done(struct dp_enforcer *e)
 	if (d->launched) {
 		__atomic_store_n(&d->stop, 1, __ATOMIC_RELAXED);
 		rte_eal_wait_lcore(d->lcore);
+		/*
+		 * The worker has returned. Its last store, read with acquire, orders
+		 * everything it did before what follows (freeing its tables, queue
+		 * and pool) in the C11 model itself, not only through how the EAL's
+		 * wait happens to hand over (which ThreadSanitizer cannot see).
+		 */
+		while (!__atomic_load_n(&d->exited, __ATOMIC_ACQUIRE))
+			rte_pause();
 	}
 	d->off = dpf_offload_free(d->off);
 	/* stopped, not closed: the ports are the EAL's, and a later init may use them again */
@@ -690,7 +717,7 @@ static int dpe_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
 			 d->offload_why);
 	}
 	note_latency(d);
-	old = d->cur;
+	old = cur_state(d);
 	s->apply_tsc = t0;
 	s->publish_tsc = rte_rdtsc();
 	__atomic_store_n(&d->cur, s, __ATOMIC_RELEASE);
@@ -706,7 +733,7 @@ static int dpe_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
 static void dpe_collect(struct dp_enforcer *e, dp_counter_fn fn, void *ctx)
 {
 	struct dpe *d = e->priv;
-	struct dpe_state **pp = &d->retired;
+	struct dpe_state **pp = &d->retired, *cur = cur_state(d);
 
 	note_latency(d);
 	reclaim(d);
@@ -714,7 +741,7 @@ static void dpe_collect(struct dp_enforcer *e, dp_counter_fn fn, void *ctx)
 	while (*pp) {
 		struct dpe_state *s = *pp;
 
-		state_report(s, d->cur, fn, ctx);
+		state_report(s, cur, fn, ctx);
 		if (s->ct) { /* the worker may still use it: keep it for the next collect */
 			pp = &s->next;
 			continue;
@@ -723,7 +750,7 @@ static void dpe_collect(struct dp_enforcer *e, dp_counter_fn fn, void *ctx)
 		state_bury(d, s);
 		state_free(s);
 	}
-	state_report(d->cur, d->cur, fn, ctx);
+	state_report(cur, cur, fn, ctx);
 	report_unknown(d, fn, ctx);
 }
 
@@ -733,10 +760,11 @@ static void dpe_stats(struct dp_enforcer *e, void (*fn)(void *ctx, const char *n
 	struct dpe *d = e->priv;
 	uint64_t cls[DPF_MAX_CLASSES], known = d->gone_known, unknown = d->gone_unknown;
 	uint64_t unparseable = d->gone_unparseable, qdrops = 0;
+	struct dpe_state *cur = cur_state(d);
 	char name[32];
 
 	memcpy(cls, d->gone_class_packets, sizeof(cls));
-	for (struct dpe_state *s = d->cur; s; s = s == d->cur ? d->retired : s->next) {
+	for (struct dpe_state *s = cur; s; s = s == cur ? d->retired : s->next) {
 		for (uint32_t c = 0; c < DPF_MAX_CLASSES; c++)
 			cls[c] += __atomic_load_n(&s->c.class_packets[c], __ATOMIC_RELAXED);
 		known += __atomic_load_n(&s->c.known, __ATOMIC_RELAXED);
@@ -763,7 +791,7 @@ static void dpe_stats(struct dp_enforcer *e, void (*fn)(void *ctx, const char *n
 	fn(ctx, "unknown_flows_reported", d->unknown_reported);
 	fn(ctx, "unknown_events_dropped", __atomic_load_n(&d->sink->dropped, __ATOMIC_RELAXED));
 	fn(ctx, "snapshots_applied", d->applied);
-	fn(ctx, "flows_enforced", d->cur->snap ? d->cur->snap->n : 0);
+	fn(ctx, "flows_enforced", cur->snap ? cur->snap->n : 0);
 	fn(ctx, "offload_hw_dscp", d->off != NULL);
 	fn(ctx, "offload_rules", dpf_offload_rules(d->off));
 	fn(ctx, "rate_bps", d->rate_bps);

@@ -18,9 +18,19 @@
 /*
  * The kernels that carry transcendental work are built three times on x86-64
  * (baseline SSE2, AVX2 + FMA, AVX-512) and the loader picks the widest the
- * CPU has, so the library stays portable and still uses wide vectors.
+ * CPU has, so the library stays portable and still uses wide vectors. Not
+ * under ThreadSanitizer: the loader runs the clones' ifunc resolver while it
+ * relocates the program, before the TSan runtime is set up, and the
+ * resolver's instrumentation (__tsan_func_entry) then crashes it.
  */
-#if defined(__x86_64__) && defined(__has_attribute)
+#if defined(__SANITIZE_THREAD__)
+#define LOOM_GNN_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LOOM_GNN_TSAN 1
+#endif
+#endif
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(LOOM_GNN_TSAN)
 #if __has_attribute(target_clones)
 #define VECTOR_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #endif

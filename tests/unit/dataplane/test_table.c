@@ -844,6 +844,13 @@ static void test_snapshot(void **state)
 #define LOOM_ASAN 1
 #endif
 #endif
+#if defined(__SANITIZE_THREAD__)
+#define LOOM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LOOM_TSAN 1
+#endif
+#endif
 
 /* Returns the process's address space size in bytes, or 0. */
 static size_t vm_bytes(void)
@@ -1230,6 +1237,9 @@ int main(void)
 
 #ifdef LOOM_ASAN
 	no_oom = "under AddressSanitizer, whose shadow memory does not live under RLIMIT_AS";
+#endif
+#ifdef LOOM_TSAN
+	no_oom = "under ThreadSanitizer, whose own allocator dies (FATAL) under RLIMIT_AS";
 #endif
 	n = precond_leave_out(tests, n, test_oom, no_oom);
 	return precond_run(tests, n, NULL, NULL);

@@ -118,7 +118,8 @@ run_one() {
 	mkdir -p "$d/corpus" "$d/findings"
 	t0=$(date +%s.%N)
 	rc=0
-	(cd "$d" && exec "$@" -runs="$runs" -max_total_time="$cap" -print_final_stats=1 \
+	# "$1" is tests/fuzz/libfuzzer.sh: it copies the seeds into $d/corpus.
+	(cd "$d" && exec "$1" --corpus "$d/corpus" "${@:2}" -runs="$runs" -max_total_time="$cap" -print_final_stats=1 \
 		-artifact_prefix="$d/findings/") >"$d/log" 2>&1 </dev/null || rc=$?
 	t1=$(date +%s.%N)
 	# The script's own wall time; libFuzzer's includes no seed copying.

@@ -6,6 +6,24 @@
 # them (the full FB2010 replay takes minutes at -O0 under ASan; it runs in the
 # first pass). The e2e tests run loomd itself under ASan: a leak or an error
 # report makes its exit status non-zero, which they check.
+#
+# A third pass rebuilds with ThreadSanitizer and runs the unit, e2e and dpdk
+# suites under it: loomd's metrics (libmicrohttpd) thread, libloom's
+# thread-safe client, the agent and the DPDK worker lcore. The e2e tests run
+# loomd and loom-agent (with the DPDK enforcer, on net_null and, as root, on
+# veth pairs) from this build, and fail when one exits non-zero (TSan's
+# exitcode, 66) or its stderr holds a "WARNING: ThreadSanitizer" report
+# (tests/e2e/harness.h); halt_on_error stops a test at its first race. There
+# are no suppressions: DPDK's inline ring code is built with its C11 memory
+# model under TSan (dataplane/dpdk/meson.build), and where a hand-over runs
+# inside DPDK's uninstrumented libraries (the EAL's lcore wait, net_ring's
+# rings) Loom's own atomics order it too. Two unit tests are left out of this
+# pass: gnn_policy and ensemble run the gnn policy, which is single-threaded
+# (policies have no threads, docs/style.md) so TSan has nothing to check in
+# it, and at TSan's cost they take minutes each (gnn_policy over 4 min even at
+# -O2). dp_table's out-of-memory case is left out inside the test (TSan's
+# allocator dies under RLIMIT_AS). The pass, its build from scratch included,
+# took 1 min 48 s on a 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -20,3 +38,16 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 meson test -C build-asan --suite unit --suite gnn --suite learn --suite fuzz --suite e2e \
 	--suite dpdk --suite ebpf --print-errorlogs
 meson test -C build-asan golden replay_cli --print-errorlogs
+
+bash scripts/build.sh build-tsan -Dwerror=true -Dbuildtype=debug -Db_sanitize=thread \
+	-Db_lundef=false
+unset ASAN_OPTIONS UBSAN_OPTIONS
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+# the unit, e2e and dpdk suites less gnn_policy and ensemble (see above)
+mapfile -t tsan_tests < <(meson test -C build-tsan --no-rebuild --list --suite unit --suite e2e \
+	--suite dpdk | sed -n 's|^loom:[a-z0-9_-]* / ||p' | grep -vx -e gnn_policy -e ensemble)
+if [ "${#tsan_tests[@]}" -eq 0 ]; then
+	echo "run-tests.sh: no unit, e2e or dpdk tests listed in build-tsan" >&2
+	exit 1
+fi
+meson test -C build-tsan --print-errorlogs "${tsan_tests[@]}"

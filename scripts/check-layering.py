@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Checks Loom's layering: which folder may #include which (STYLE.md, "Layout
-and who may use whom").
+"""Checks Loom's layering: which folder may #include which (docs/style.md,
+"Layout and who may use whom"; the same table is in docs/architecture.md).
 
     scripts/check-layering.py [SRCDIR]      check the tree at SRCDIR (default: ..)
     scripts/check-layering.py --self-test   check the checker on a synthetic tree
@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 # folder -> folders of ours it may include (besides itself). Keep in step with
-# STYLE.md's table. Nested folders (dataplane/dpdk) are their own entry.
+# the tables of docs/style.md and docs/architecture.md. Nested folders (dataplane/dpdk) are their own entry.
 ALLOWED = {
     "common": set(),
     "gnn": set(),  # not even common/, so it can be lifted out whole
@@ -93,7 +93,7 @@ def check_file(root, rel):
     here = folder_of(rel)
     if here is None:
         # e.g. controlplane/newthing/x.c: the table must say what it may use.
-        return ["%s:1: folder %s is not in the layering table (STYLE.md, %s)"
+        return ["%s:1: folder %s is not in the layering table (docs/style.md, %s)"
                 % (rel, os.path.dirname(rel), os.path.basename(__file__))]
     allowed = ALLOWED[here] | {here}
     forbidden_sys = FORBIDDEN_SYSTEM.get(here, set())
@@ -187,7 +187,7 @@ def main(argv):
     for p in problems:
         print(p)
     if problems:
-        print("check-layering: %d forbidden include(s) in %d files; see STYLE.md, "
+        print("check-layering: %d forbidden include(s) in %d files; see docs/style.md, "
               "\"Layout and who may use whom\"" % (len(problems), n))
         return 1
     print("check-layering: %d files OK" % n)

@@ -153,7 +153,7 @@ static void test_trace_shape(void **state)
 	assert_int_equal(full.m->ncoflows, 526);
 	assert_int_equal(full.m->nflows, 706397);
 	assert_int_equal(full.t->nhosts, 150);
-	/* FORMAT.md: average isolation time 14.38 s over the 526 coflows. */
+	/* data/fb2010/FORMAT.md: average isolation time 14.38 s over the 526 coflows. */
 	for (uint32_t c = 0; c < full.m->ncoflows; c++)
 		sum_s += (double)full.iso_ns[c] * 1e-9;
 	assert_true(sum_s / 526 > 14.375 && sum_s / 526 < 14.385);

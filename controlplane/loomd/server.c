@@ -1125,9 +1125,10 @@ static void pass_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * The least time between passes: pass_gap, and twice the last pass's
- * duration, so that passes (whose cost grows with the registry) never take
- * more than a third of the loop's time however fast changes come.
+ * The least time from one pass's start to the next's: pass_gap, and twice
+ * the last pass's duration, so that passes (whose cost grows with the
+ * registry) never take more than half of the loop's time however fast
+ * changes come.
  */
 static uint64_t pass_gap_ns(const struct cp_server *s)
 {

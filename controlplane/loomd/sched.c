@@ -242,37 +242,15 @@ static int remake(struct cp_sched *s, const struct cp_model *m, struct loom_err 
 static void compute_classes(struct cp_sched *s, const struct cp_model *m)
 {
 	const struct policy_decision *d = &s->d;
-	uint32_t k = s->classes;
 
 	for (uint32_t f = 0; f < m->nflows; f++)
-		s->flow_class[f] = k - 1;
+		s->flow_class[f] = s->classes - 1;
 	for (uint32_t c = 0; c < m->ncoflows; c++)
 		s->rank[c] = CP_NONE;
-	memset(s->host_next, 0, s->topo->nhosts * sizeof(*s->host_next));
-	for (uint32_t h = 0; h < s->topo->nhosts; h++)
-		s->host_seen[h] = CP_NONE;
-	for (uint32_t i = 0; i < d->norder; i++) {
-		uint32_t c = d->order[i];
-		const struct cp_coflow *cf = &m->coflows[c];
-		const uint32_t *slot = &m->flow_slot[cf->first_flow];
-
-		s->rank[c] = i;
-		for (uint32_t q = 0; q < cf->flows_left; q++) {
-			uint32_t f = slot[q], h = m->flows[f].src, cls;
-
-			if (d->has_classes) {
-				cls = d->class_of[i] < k ? d->class_of[i] : k - 1;
-			} else {
-				if (s->host_seen[h] != i) {
-					/* this coflow's first flow on h: one more coflow there */
-					s->host_seen[h] = i;
-					s->host_next[h]++;
-				}
-				cls = s->host_next[h] - 1 < k - 1 ? s->host_next[h] - 1 : k - 1;
-			}
-			s->flow_class[f] = cls;
-		}
-	}
+	for (uint32_t i = 0; i < d->norder; i++)
+		s->rank[d->order[i]] = i;
+	/* the one implementation the simulator's --quantize per-host runs too */
+	policy_decision_host_classes(d, m, s->classes, s->flow_class, s->host_next, s->host_seen);
 }
 
 /*

@@ -342,3 +342,41 @@ int policy_decision_validate(const struct policy_decision *d, const struct cp_mo
 					    d->watch[i].coflow);
 	return 0;
 }
+
+uint32_t policy_decision_host_classes(const struct policy_decision *d, const struct cp_model *m,
+				      uint32_t k, uint32_t *flow_class, uint32_t *host_next,
+				      uint32_t *host_seen)
+{
+	uint32_t used = 0;
+
+	if (k == 0)
+		k = 1;
+	if (!d->has_classes) {
+		memset(host_next, 0, m->topo->nhosts * sizeof(*host_next));
+		for (uint32_t h = 0; h < m->topo->nhosts; h++)
+			host_seen[h] = CP_NONE;
+	}
+	for (uint32_t i = 0; i < d->norder; i++) {
+		const struct cp_coflow *cf = &m->coflows[d->order[i]];
+		const uint32_t *slot = &m->flow_slot[cf->first_flow];
+
+		for (uint32_t q = 0; q < cf->flows_left; q++) {
+			uint32_t f = slot[q], h = m->flows[f].src, cls;
+
+			if (d->has_classes) {
+				cls = d->class_of[i] < k ? d->class_of[i] : k - 1;
+			} else {
+				if (host_seen[h] != i) {
+					/* this coflow's first flow on h: one more coflow there */
+					host_seen[h] = i;
+					host_next[h]++;
+				}
+				cls = host_next[h] - 1 < k - 1 ? host_next[h] - 1 : k - 1;
+			}
+			flow_class[f] = cls;
+			if (cls + 1 > used)
+				used = cls + 1;
+		}
+	}
+	return used;
+}

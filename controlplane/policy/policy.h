@@ -62,6 +62,23 @@ void policy_decision_clear(struct policy_decision *d);
 int policy_decision_validate(const struct policy_decision *d, const struct cp_model *m,
 			     uint32_t *stamp, uint32_t gen, struct loom_err *err);
 
+/*
+ * The classes the datapath enforces for decision d (validated against m)
+ * with k >= 1 priority classes, per source host, as loomd sends them to the
+ * agents and the simulator's classes mode (--quantize per-host) models them.
+ * Walking the order, the i-th coflow with unfinished flows from host h gets
+ * class min(i, k-1) on h, so each host spends its k classes on its own most
+ * urgent coflows; a decision with its own classes keeps them, capped at k-1,
+ * on every host. Writes flow_class[f] for every unfinished flow f of every
+ * ordered coflow and leaves the other entries alone. host_next and
+ * host_seen are scratch of m->topo->nhosts uint32_t each, owned by the
+ * caller (no state is kept between calls). Returns the number of classes
+ * used: 1 + the highest class written, 0 when no flow was.
+ */
+uint32_t policy_decision_host_classes(const struct policy_decision *d, const struct cp_model *m,
+				      uint32_t k, uint32_t *flow_class, uint32_t *host_next,
+				      uint32_t *host_seen);
+
 struct policy_params {
 	uint32_t classes; /* number of priority classes the datapath has (K) */
 	uint64_t seed;

@@ -54,6 +54,13 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	fb->hvals = calloc(fb->hcap, sizeof(*fb->hvals));
 	fb->hstamp = calloc(fb->hcap, sizeof(*fb->hstamp));
 	fb->scratch = calloc(np + 1, sizeof(*fb->scratch));
+	fb->flow_cls = calloc(nf, sizeof(*fb->flow_cls));
+	fb->flow_dense = calloc(nf, sizeof(*fb->flow_dense));
+	fb->by_class = calloc(nf, sizeof(*fb->by_class));
+	fb->cls_start = calloc(nc + 1, sizeof(*fb->cls_start));
+	fb->cls_next = calloc(nc + 1, sizeof(*fb->cls_next));
+	fb->host_next = calloc(fb->nhosts + 1, sizeof(*fb->host_next));
+	fb->host_seen = calloc(fb->nhosts + 1, sizeof(*fb->host_seen));
 	fb->snap_classes = SNAP_MAX_DOUBLES / np;
 	if (fb->snap_classes > nc)
 		fb->snap_classes = (uint32_t)nc;
@@ -64,7 +71,8 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	    !fb->fport_list || !fb->pairs || !fb->members || !fb->pair_of || !fb->classes ||
 	    !fb->tports || !fb->tl_start || !fb->tl_end || !fb->tlist || !fb->cntw ||
 	    !fb->entry_of || !fb->ver || !fb->pstamp || !fb->heap || !fb->old_rate || !fb->hkeys ||
-	    !fb->hvals || !fb->hstamp || !fb->scratch) {
+	    !fb->hvals || !fb->hstamp || !fb->scratch || !fb->flow_cls || !fb->flow_dense ||
+	    !fb->by_class || !fb->cls_start || !fb->cls_next || !fb->host_next || !fb->host_seen) {
 		sim_fabric_done(fb);
 		return -ENOMEM;
 	}
@@ -98,6 +106,13 @@ void sim_fabric_done(struct sim_fabric *fb)
 	free(fb->mk_port);
 	free(fb->mk_cur);
 	free(fb->mk_seen);
+	free(fb->flow_cls);
+	free(fb->flow_dense);
+	free(fb->by_class);
+	free(fb->cls_start);
+	free(fb->cls_next);
+	free(fb->host_next);
+	free(fb->host_seen);
 	free(fb->heap);
 	free(fb->old_rate);
 	free(fb->hkeys);
@@ -354,44 +369,103 @@ static void new_hash_generation(struct sim_fabric *fb)
 	}
 }
 
+/*
+ * The class of every unfinished flow of the ordered coflows: into
+ * fb->flow_cls the class as the driver numbers it (in classes mode, what a
+ * host's datapath holds), into *ret_dense an array of dense class indices
+ * (0, 1, ..., no gaps; lower is served first); returns how many dense
+ * classes. Classes mode with --quantize per-host: the classes loomd gives
+ * each source host, from the one implementation both share
+ * (policy_decision_host_classes()), so a coflow's flows may sit in
+ * different classes on different hosts. Otherwise (and for a policy's own
+ * classes, which every quantisation keeps, capped at K-1, on every host)
+ * every flow of position i is in class_at(i), non-decreasing along the order.
+ */
+static uint32_t flow_classes(struct sim_fabric *fb, const struct cp_model *m,
+			     const struct policy_decision *d, const struct sim_opts *o,
+			     const uint32_t **ret_dense)
+{
+	uint32_t n = 0, last = CP_NONE;
+
+	if (o->mode == SIM_MODE_CLASSES && o->quantize == SIM_QUANT_PER_HOST && !d->has_classes) {
+		/* a host's i-th coflow is in class i: 0 .. n-1 all used, already dense */
+		*ret_dense = fb->flow_cls;
+		return policy_decision_host_classes(d, m, o->classes ? o->classes : 1, fb->flow_cls,
+						    fb->host_next, fb->host_seen);
+	}
+	for (uint32_t i = 0; i < d->norder; i++) {
+		const struct cp_coflow *cf = &m->coflows[d->order[i]];
+		const uint32_t *slot = &m->flow_slot[cf->first_flow];
+		uint32_t cls = class_at(d, o, i);
+
+		if (cf->flows_left == 0)
+			continue;
+		if (cls != last) {
+			last = cls;
+			n++;
+		}
+		for (uint32_t k = 0; k < cf->flows_left; k++) {
+			fb->flow_cls[slot[k]] = cls;
+			fb->flow_dense[slot[k]] = n - 1;
+		}
+	}
+	*ret_dense = fb->flow_dense;
+	return n;
+}
+
 /* Groups the unfinished flows into classes and (class, src, dst) pairs. */
 static void build_pairs(struct sim_fabric *fb, struct cp_model *m, const struct policy_decision *d,
 			const struct sim_opts *o)
 {
-	uint32_t i = 0, nt = 0, nl = 0;
+	const uint32_t *dense;
+	uint32_t i, nt = 0, nl = 0, ncls = flow_classes(fb, m, d, o, &dense);
+
+	/* flows by class, each class in order and slot order (a stable counting sort) */
+	memset(fb->cls_start, 0, (ncls + 1) * sizeof(*fb->cls_start));
+	for (i = 0; i < d->norder; i++) {
+		const struct cp_coflow *cf = &m->coflows[d->order[i]];
+		const uint32_t *slot = &m->flow_slot[cf->first_flow];
+
+		for (uint32_t k = 0; k < cf->flows_left; k++)
+			fb->cls_start[dense[slot[k]] + 1]++;
+	}
+	for (uint32_t c = 0; c < ncls; c++) {
+		fb->cls_start[c + 1] += fb->cls_start[c];
+		fb->cls_next[c] = fb->cls_start[c];
+	}
+	for (i = 0; i < d->norder; i++) {
+		const struct cp_coflow *cf = &m->coflows[d->order[i]];
+		const uint32_t *slot = &m->flow_slot[cf->first_flow];
+
+		for (uint32_t k = 0; k < cf->flows_left; k++)
+			fb->by_class[fb->cls_next[dense[slot[k]]]++] = slot[k];
+	}
 
 	fb->npairs = 0;
 	fb->nclasses = 0;
-	while (i < d->norder) {
-		uint32_t cls = class_at(d, o, i), j = i + 1;
+	for (uint32_t cls = 0; cls < ncls; cls++) {
 		struct fabric_class *fc = &fb->classes[fb->nclasses++];
 
-		while (j < d->norder && class_at(d, o, j) == cls)
-			j++;
 		new_hash_generation(fb);
 		fc->pstart = fb->npairs;
-		for (uint32_t x = i; x < j; x++) {
-			const struct cp_coflow *cf = &m->coflows[d->order[x]];
-			const uint32_t *slot = &m->flow_slot[cf->first_flow];
+		for (uint32_t x = fb->cls_start[cls]; x < fb->cls_start[cls + 1]; x++) {
+			uint32_t f = fb->by_class[x];
+			const struct cp_flow *fl = &m->flows[f];
+			bool is_new;
+			uint32_t g = pair_lookup(fb, fl->src, fl->dst, &is_new);
+			struct fabric_pair *pr = &fb->pairs[g];
 
-			for (uint32_t k = 0; k < cf->flows_left; k++) {
-				const struct cp_flow *fl = &m->flows[slot[k]];
-				bool is_new;
-				uint32_t g = pair_lookup(fb, fl->src, fl->dst, &is_new);
-				struct fabric_pair *pr = &fb->pairs[g];
-
-				if (is_new) {
-					pr->cls = fb->nclasses - 1;
-					pr->src = fl->src;
-					pr->dst = fl->dst;
-					pr->nports = fl->nports;
-					memcpy(pr->ports, fl->ports, sizeof(pr->ports));
-					pr->n = 0;
-					pr->rate_bps = 0;
-				}
-				pr->n++;
-				fb->pair_of[slot[k]] = g;
+			if (is_new) {
+				pr->cls = fb->nclasses - 1;
+				pr->src = fl->src;
+				pr->dst = fl->dst;
+				pr->nports = fl->nports;
+				memcpy(pr->ports, fl->ports, sizeof(pr->ports));
+				pr->n = 0;
+				pr->rate_bps = 0;
 			}
+			pr->n++;
+			fb->pair_of[f] = g;
 		}
 		fc->pend = fb->npairs;
 		/* Ports this class touches, and its pairs by port. */
@@ -425,7 +499,6 @@ static void build_pairs(struct sim_fabric *fb, struct cp_model *m, const struct 
 			for (uint32_t q = 0; q < pr->nports; q++)
 				fb->tlist[fb->tl_end[fb->entry_of[pr->ports[q]]]++] = g;
 		}
-		i = j;
 	}
 	/*
 	 * Members of each pair, and per pair its flows counted per coflow (the

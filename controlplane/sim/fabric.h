@@ -11,7 +11,9 @@
  *     their capacity is offered again to the flows crossing the freed ports,
  *     in priority order (sim_fabric_update): no full recomputation.
  *   - water-fill mode (classes): strict priority across classes, per-flow
- *     max-min fairness inside a class. Flows of one class with the same
+ *     max-min fairness inside a class. A class is a set of flows: with
+ *     --quantize per-host a coflow's flows may be in different classes on
+ *     different source hosts, as loomd gives them. Flows of one class with the same
  *     src and dst always get the same max-min rate, so the water-fill runs
  *     over such pairs weighted by their number of unfinished flows; after
  *     completions it is re-run over the pairs and only flows whose pair rate
@@ -105,6 +107,19 @@ struct sim_fabric {
 	uint32_t *hstamp;
 	uint32_t hcap, hgen;
 	uint32_t *scratch; /* nports + 1 */
+	/*
+	 * Classes of the current decision (water-fill mode), per unfinished
+	 * flow of an ordered coflow: flow_cls as the driver numbers them (what
+	 * a host's datapath holds in classes mode), flow_dense renumbered
+	 * 0, 1, ... without gaps; then the flows grouped by dense class.
+	 */
+	uint32_t *flow_cls;   /* per flow */
+	uint32_t *flow_dense; /* per flow */
+	uint32_t *by_class;   /* flows, class by class (cls_start) */
+	uint32_t *cls_start;  /* ncoflows + 1 */
+	uint32_t *cls_next;   /* ncoflows + 1, cursor */
+	uint32_t *host_next;  /* per host, scratch of policy_decision_host_classes() */
+	uint32_t *host_seen;
 	/*
 	 * free_bps before each class (class c at snap[c * nports]) for the first
 	 * snap_classes classes, so an update re-fills only from the highest class

@@ -78,8 +78,12 @@ static void usage(FILE *f)
 		"  -m, --mode MODE        ideal | classes | both (default: ideal; --classes implies\n"
 		"                         classes unless --mode is given)\n"
 		"  -k, --classes K        priority classes in classes mode (default 8, 1..4096)\n"
-		"  -q, --quantize Q       how an order maps to K classes: top (first K-1 coflows get\n"
-		"                         their own class, the rest share the last) | even (default top)\n"
+		"  -q, --quantize Q       how an order maps to K classes in classes mode: per-host\n"
+		"                         (default: what loomd and the datapath enforce; on each\n"
+		"                         source host the i-th coflow with flows from it gets class\n"
+		"                         min(i, K-1)) | top (one quantisation for every host: the\n"
+		"                         first K-1 coflows get their own class, the rest share the\n"
+		"                         last) | even (K equal slices of the order)\n"
 		"  -e, --epoch-ms E       admit arrivals only every E ms (CoflowSim: 10240; default 0 =\n"
 		"                         at once)\n"
 		"  -R, --reeval-ms R      also re-run the policy every R ms (default 0 = on events only)\n"
@@ -182,12 +186,9 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 			classes_given = true;
 			break;
 		case 'q':
-			if (strcmp(optarg, "top") == 0) {
-				a->quantize = SIM_QUANT_TOP;
-			} else if (strcmp(optarg, "even") == 0) {
-				a->quantize = SIM_QUANT_EVEN;
-			} else {
-				log_err("--quantize: '%s' is not one of top, even", optarg);
+			if (sim_quantize_parse(optarg, &a->quantize) < 0) {
+				log_err("--quantize: '%s' is not one of per-host, top, even",
+					optarg);
 				return -EINVAL;
 			}
 			break;
@@ -504,6 +505,7 @@ int main(int argc, char **argv)
 {
 	struct replay_args a = {
 		.classes = 8,
+		.quantize = SIM_QUANT_PER_HOST,
 		.rate_bps = TOPO_DEFAULT_BPS,
 		.seed = 1,
 		.plots = true,

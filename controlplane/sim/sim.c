@@ -24,7 +24,32 @@ void sim_opts_default(struct sim_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->mode = SIM_MODE_IDEAL;
 	o->classes = 8;
-	o->quantize = SIM_QUANT_TOP;
+	o->quantize = SIM_QUANT_PER_HOST;
+}
+
+int sim_quantize_parse(const char *s, enum sim_quantize *ret_q)
+{
+	static const enum sim_quantize all[] = {SIM_QUANT_PER_HOST, SIM_QUANT_TOP, SIM_QUANT_EVEN};
+
+	for (size_t i = 0; s && i < sizeof(all) / sizeof(all[0]); i++)
+		if (strcmp(s, sim_quantize_name(all[i])) == 0) {
+			*ret_q = all[i];
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *sim_quantize_name(enum sim_quantize q)
+{
+	switch (q) {
+	case SIM_QUANT_TOP:
+		return "top";
+	case SIM_QUANT_EVEN:
+		return "even";
+	case SIM_QUANT_PER_HOST:
+		return "per-host";
+	}
+	return "?";
 }
 
 /* A pending coflow release. */
@@ -656,6 +681,8 @@ static int decide(struct engine *e, struct loom_err *err)
 	if (e->o->on_decision)
 		e->o->on_decision(e->o->decision_ctx, m, e->now, &e->d);
 	sim_fabric_allocate(&e->fabric, m, &e->d, e->o);
+	if (e->o->on_classes && !e->fabric.rate_mode)
+		e->o->on_classes(e->o->classes_ctx, m, e->now, e->fabric.flow_cls);
 	replan_all(e);
 	if (e->o->check)
 		e->st->checked_steps++;

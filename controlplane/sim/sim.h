@@ -14,7 +14,9 @@
  *     greedily in order (work conservation);
  *   - classes mode: the order is quantised into K classes (or the policy's
  *     own classes are used); strict priority across classes, per-flow max-min
- *     fairness inside a class — what the live datapath enforces.
+ *     fairness inside a class — what the live datapath enforces. By default
+ *     (SIM_QUANT_PER_HOST) the classes are per source host, exactly as loomd
+ *     gives them; TOP and EVEN quantise the order once for every host.
  */
 #ifndef LOOM_CONTROLPLANE_SIM_SIM_H
 #define LOOM_CONTROLPLANE_SIM_SIM_H
@@ -153,7 +155,17 @@ enum sim_mode {
 enum sim_quantize {
 	SIM_QUANT_TOP = 0, /* positions 0..K-2 get classes 0..K-2, the rest share K-1 */
 	SIM_QUANT_EVEN,    /* position i of n gets class i * K / n */
+	/*
+	 * what loomd and the datapath enforce (policy_decision_host_classes()):
+	 * per source host, the i-th coflow in the order with unfinished flows
+	 * from the host gets class min(i, K-1) there
+	 */
+	SIM_QUANT_PER_HOST,
 };
+
+/* Parses "per-host", "top" or "even". 0 or -EINVAL. */
+int sim_quantize_parse(const char *s, enum sim_quantize *ret_q);
+const char *sim_quantize_name(enum sim_quantize q);
 
 struct sim_progress {
 	uint64_t now_ns;
@@ -180,9 +192,22 @@ struct sim_opts {
 	void (*on_decision)(void *ctx, const struct cp_model *m, uint64_t now_ns,
 			    const struct policy_decision *d);
 	void *decision_ctx;
+	/*
+	 * Called after every decision's allocation that serves classes (all
+	 * but ideal mode with policy rates), with the model synced to now:
+	 * flow_class[f] (borrowed, valid during the call) is the class the
+	 * fabric serves each unfinished flow f of every ordered coflow in, 0
+	 * first. In classes mode that is what the flow's source host holds
+	 * (loomd's classes with SIM_QUANT_PER_HOST); in ideal mode it is the
+	 * coflow's position, or the policy's class. Entries of other flows are
+	 * stale. The differential test against loomd compares them here.
+	 */
+	void (*on_classes)(void *ctx, const struct cp_model *m, uint64_t now_ns,
+			   const uint32_t *flow_class);
+	void *classes_ctx;
 };
 
-/* Fills defaults: ideal mode, K = 8, quantise TOP, no epochs, no re-evaluation, no checks. */
+/* Fills defaults: ideal mode, K = 8, quantise PER_HOST, no epochs, no re-evaluation, no checks. */
 void sim_opts_default(struct sim_opts *o);
 
 struct sim_stats {

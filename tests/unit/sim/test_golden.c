@@ -3,6 +3,7 @@
  * Golden simulator cases computed by hand. Every port runs at 8e9 bit/s, so
  * 1e9 bytes take exactly one second on an otherwise idle port.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -252,6 +253,171 @@ static void test_quantisation(void **state)
 	golden_free(&g);
 }
 
+/* Classes of the first decisions' flows, from the simulator's on_classes hook. */
+struct seen_classes {
+	uint32_t ndecisions;
+	uint64_t t_ns[4];
+	uint32_t cls[4][4]; /* [decision][flow], CP_NONE: not served */
+};
+
+static void record_classes(void *ctx, const struct cp_model *m, uint64_t now_ns,
+			   const uint32_t *flow_class)
+{
+	struct seen_classes *sc = ctx;
+	uint32_t k = sc->ndecisions++;
+
+	if (k >= 4)
+		return;
+	sc->t_ns[k] = now_ns;
+	for (uint32_t f = 0; f < m->nflows && f < 4; f++)
+		sc->cls[k][f] = m->flows[f].done || m->coflows[m->flows[f].coflow].state !=
+							    CP_COFLOW_ACTIVE ?
+					CP_NONE :
+					flow_class[f];
+}
+
+/* fifo in classes mode with K = 2 and quantisation q, recording each decision's classes. */
+static void run_k2(struct golden *g, enum sim_quantize q, struct seen_classes *sc)
+{
+	struct policy_params pp = {.classes = 2, .seed = 1};
+	struct loom_err err = {{0}};
+	struct sim_stats st;
+	struct sim_opts o;
+	struct policy *p;
+
+	memset(sc, 0, sizeof(*sc));
+	sim_opts_default(&o);
+	o.mode = SIM_MODE_CLASSES;
+	o.classes = 2;
+	o.quantize = q;
+	o.check = true;
+	o.on_classes = record_classes;
+	o.classes_ctx = sc;
+	p = policy_new("fifo", &pp, g->m, &err);
+	assert_non_null(p);
+	assert_int_equal(sim_run(g->m, p, &o, &st, &err), 0);
+	policy_free(p);
+	assert_true(cp_model_all_done(g->m));
+	assert_true(st.max_port_load <= 1.0 + 1e-9);
+	assert_true(st.max_residual_ns <= 1.0 + 1e-6);
+}
+
+static void expect_classes(const struct seen_classes *sc, uint32_t k, uint64_t t_ns,
+			   const uint32_t want[4], const char *what)
+{
+	assert_true(sc->ndecisions > k);
+	assert_int_equal(sc->t_ns[k], t_ns);
+	for (uint32_t f = 0; f < 4; f++)
+		if (sc->cls[k][f] != want[f])
+			fail_msg("%s, decision %u: flow %u in class %d, expected %d", what, k, f,
+				 sc->cls[k][f] == CP_NONE ? -1 : (int)sc->cls[k][f],
+				 want[f] == CP_NONE ? -1 : (int)want[f]);
+}
+
+/*
+ * Per-host quantisation (what loomd gives the agents) against top and even,
+ * K = 2, two hosts, three 1 GB-per-flow coflows at 0 s in fifo order:
+ *   A = {a h0->h1}, B = {b1 h0->h1, b2 h1->h0}, C = {c h1->h0}
+ * (flows 0..3 = a, b1, b2, c).
+ * per-host: h0 serves A then B (a: 0, b1: 1), h1 serves B then C (b2: 0,
+ *   c: 1): B is in class 1 on h0 and class 0 on h1. a and b2 run alone at
+ *   full rate and end at 1 s; then b1 and c are class 0 on their hosts
+ *   (disjoint ports) and end at 2 s. CCT A 1 s, B 2 s, C 2 s.
+ * top: A in class 0; B and C share class 1 on both hosts: b1 waits behind a,
+ *   b2 and c split h1's uplink. At 1 s (A done) B is class 0: b1 runs 1..2 s,
+ *   b2 ends its last 0.5 GB at 1.5 s, then c its last 0.5 GB at 2 s.
+ * even: classes 0, 0, 1 (i * 2 / 3): a and b1 split h0's uplink and end at
+ *   2 s, b2 ends at 1 s, c runs once b2 is gone, 1..2 s. CCT A 2 s.
+ */
+static void test_per_host_quantisation(void **state)
+{
+	static const uint32_t ph0[4] = {0, 1, 0, 1}, ph1[4] = {CP_NONE, 0, CP_NONE, 0};
+	static const uint32_t top0[4] = {0, 1, 1, 1}, top1[4] = {CP_NONE, 0, 0, 1};
+	static const uint32_t even0[4] = {0, 0, 0, 1};
+	struct cp_builder *b = cp_builder_new(2);
+	struct seen_classes sc;
+	struct sim_opts o;
+	enum sim_quantize q;
+	struct golden g;
+
+	(void)state;
+	assert_int_equal(cp_builder_add_job(b, 1, 0, 1.0, NULL), 0);
+	for (uint64_t c = 1; c <= 3; c++)
+		assert_int_equal(cp_builder_add_coflow(b, c, 1, 0, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 1, 0, 1, GB, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 2, 0, 1, GB, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 2, 1, 0, GB, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 3, 1, 0, GB, NULL), 0);
+	golden_finish(&g, b, 2);
+
+	/* per-host is the default, and the name loom-replay --quantize takes */
+	sim_opts_default(&o);
+	assert_int_equal(o.quantize, SIM_QUANT_PER_HOST);
+	assert_int_equal(sim_quantize_parse("per-host", &q), 0);
+	assert_int_equal(q, SIM_QUANT_PER_HOST);
+	assert_int_equal(sim_quantize_parse("top", &q), 0);
+	assert_int_equal(q, SIM_QUANT_TOP);
+	assert_int_equal(sim_quantize_parse("even", &q), 0);
+	assert_int_equal(q, SIM_QUANT_EVEN);
+	assert_int_equal(sim_quantize_parse("perhost", &q), -EINVAL);
+	assert_string_equal(sim_quantize_name(SIM_QUANT_PER_HOST), "per-host");
+
+	run_k2(&g, SIM_QUANT_PER_HOST, &sc);
+	expect_classes(&sc, 0, 0, ph0, "per-host");
+	expect_classes(&sc, 1, S(1), ph1, "per-host");
+	assert_int_equal(sc.ndecisions, 2);
+	assert_int_equal(g.m->flows[0].finish_ns, S(1));
+	assert_int_equal(g.m->flows[1].finish_ns, S(2));
+	assert_int_equal(g.m->flows[2].finish_ns, S(1));
+	assert_int_equal(g.m->flows[3].finish_ns, S(2));
+	assert_int_equal(cct(&g, 1), S(1));
+	assert_int_equal(cct(&g, 2), S(2));
+	assert_int_equal(cct(&g, 3), S(2));
+
+	run_k2(&g, SIM_QUANT_TOP, &sc);
+	expect_classes(&sc, 0, 0, top0, "top");
+	expect_classes(&sc, 1, S(1), top1, "top");
+	assert_int_equal(g.m->flows[0].finish_ns, S(1));
+	assert_int_equal(g.m->flows[1].finish_ns, S(2));
+	assert_int_equal(g.m->flows[2].finish_ns, S(1.5));
+	assert_int_equal(g.m->flows[3].finish_ns, S(2));
+	assert_int_equal(cct(&g, 1), S(1));
+	assert_int_equal(cct(&g, 2), S(2));
+	assert_int_equal(cct(&g, 3), S(2));
+
+	run_k2(&g, SIM_QUANT_EVEN, &sc);
+	expect_classes(&sc, 0, 0, even0, "even");
+	assert_int_equal(g.m->flows[0].finish_ns, S(2));
+	assert_int_equal(g.m->flows[1].finish_ns, S(2));
+	assert_int_equal(g.m->flows[2].finish_ns, S(1));
+	assert_int_equal(g.m->flows[3].finish_ns, S(2));
+	assert_int_equal(cct(&g, 1), S(2));
+	golden_free(&g);
+}
+
+/*
+ * A policy's own classes are kept in classes mode, capped at K-1, the same
+ * on every host under every quantisation: fair puts everything in class 0,
+ * so two 1 GB coflows into h2 share its downlink and both end at 2 s.
+ */
+static void test_policy_classes_kept(void **state)
+{
+	static const enum sim_quantize qs[] = {SIM_QUANT_PER_HOST, SIM_QUANT_TOP, SIM_QUANT_EVEN};
+	struct cp_builder *b = cp_builder_new(3);
+	struct golden g;
+
+	(void)state;
+	add_single(b, 1, 0, 0, 2, GB);
+	add_single(b, 2, 0, 1, 2, GB);
+	golden_finish(&g, b, 3);
+	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+		run(&g, "fair", SIM_MODE_CLASSES, 2, qs[i]);
+		assert_int_equal(cct(&g, 1), S(2));
+		assert_int_equal(cct(&g, 2), S(2));
+	}
+	golden_free(&g);
+}
+
 /*
  * Capacity a finished flow leaves goes to the waiting flows in priority
  * order, not port by port. 8 hosts; coflows in fifo order:
@@ -365,11 +531,18 @@ static void test_invalid_decision(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_shared_port_fifo),  cmocka_unit_test(test_shared_port_fair),
-		cmocka_unit_test(test_madd_backfill),     cmocka_unit_test(test_three_stage_job),
-		cmocka_unit_test(test_diamond),           cmocka_unit_test(test_quantisation),
-		cmocka_unit_test(test_backfill_priority), cmocka_unit_test(test_epochs),
-		cmocka_unit_test(test_empty_coflow),      cmocka_unit_test(test_invalid_decision),
+		cmocka_unit_test(test_shared_port_fifo),
+		cmocka_unit_test(test_shared_port_fair),
+		cmocka_unit_test(test_madd_backfill),
+		cmocka_unit_test(test_three_stage_job),
+		cmocka_unit_test(test_diamond),
+		cmocka_unit_test(test_quantisation),
+		cmocka_unit_test(test_backfill_priority),
+		cmocka_unit_test(test_epochs),
+		cmocka_unit_test(test_empty_coflow),
+		cmocka_unit_test(test_invalid_decision),
+		cmocka_unit_test(test_per_host_quantisation),
+		cmocka_unit_test(test_policy_classes_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <stdarg.h>
 
-#define LOOM_ERR_MSG_MAX 512
+#define LOOM_ERR_MSG_MAX 1024 /* "file:line: " + a reason naming every config key fits */
 
 struct loom_err {
 	char msg[LOOM_ERR_MSG_MAX];

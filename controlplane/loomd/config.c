@@ -25,6 +25,7 @@ void cp_config_default(struct cp_config *c)
 	c->hosts = 150;
 	c->link_bps = TOPO_DEFAULT_BPS;
 	c->classes = 8;
+	snprintf(c->class_assign, sizeof(c->class_assign), "conflict");
 	c->tick_ns = 10 * LOOM_NS_PER_MS;
 	c->pass_gap_ns = LOOM_NS_PER_MS;
 	c->seed = 1;
@@ -73,6 +74,7 @@ static const struct key keys[] = {
 	{"hosts", NUM(K_U32, hosts), 2, TOPO_MAX_HOSTS},
 	{"link_bps", NUM(K_BPS, link_bps), 1000, UINT64_MAX},
 	{"classes", NUM(K_U32, classes), 1, 64},
+	{"class_assign", STR(class_assign), 0, 0},
 	{"tick", NUM(K_DUR, tick_ns), LOOM_NS_PER_MS / 10, 10 * LOOM_NS_PER_S},
 	{"pass_gap", NUM(K_DUR, pass_gap_ns), 0, LOOM_NS_PER_S},
 	{"seed", NUM(K_U64, seed), 0, UINT64_MAX},
@@ -347,6 +349,7 @@ int cp_config_load(struct cp_config *c, const char *path, struct loom_err *err)
 
 int cp_config_check(const struct cp_config *c, struct loom_err *err)
 {
+	enum policy_class_assign assign;
 	const struct policy_class *cls;
 	double opt[POLICY_MAX_OPTS];
 	struct loom_err e2;
@@ -357,6 +360,10 @@ int cp_config_check(const struct cp_config *c, struct loom_err *err)
 			"nothing to listen on: set listen_unix or listen_tcp (or both)");
 	if (policy_spec_parse(c->policy, &cls, opt, &e2) < 0)
 		return loom_err_set(err, EINVAL, "policy: %s", loom_err_str(&e2));
+	if (policy_class_assign_parse(c->class_assign, &assign) < 0)
+		return loom_err_set(err, EINVAL,
+				    "class_assign: '%s' is not one of conflict, per-host",
+				    c->class_assign);
 	if (c->tick_ns == 0)
 		return loom_err_set(err, EINVAL, "tick must be positive");
 	if (c->tls_cert[0] || c->tls_key[0] || c->tls_ca[0]) {

@@ -50,6 +50,7 @@ struct cp_config {
 	uint32_t hosts;
 	uint64_t link_bps;
 	uint32_t classes;
+	char class_assign[16]; /* "conflict" or "per-host" (enum policy_class_assign) */
 	uint64_t tick_ns;
 	uint64_t pass_gap_ns; /* least time between two passes (changes in between batch up) */
 	uint64_t seed;
@@ -294,14 +295,14 @@ struct cp_sched;
 
 /*
  * A scheduler over registry r (borrowed) on fabric t (borrowed): policy spec,
- * weights file for gnn/ensemble ("" or NULL: the shipped model), K classes,
- * RNG seed. A weights file is loaded whatever the policy (a later
+ * weights file for gnn/ensemble ("" or NULL: the shipped model), K classes
+ * given to the hosts as assign says, RNG seed. A weights file is loaded whatever the policy (a later
  * set-policy gnn uses it); the shipped model only when the policy runs the
  * gnn. NULL + errno with err (bad spec; unloadable model: "weights: ...").
  */
 struct cp_sched *cp_sched_new(struct cp_registry *r, const struct topo *t, const char *spec,
-			      const char *weights, uint32_t classes, uint64_t seed,
-			      struct loom_err *err);
+			      const char *weights, uint32_t classes,
+			      enum policy_class_assign assign, uint64_t seed, struct loom_err *err);
 struct cp_sched *cp_sched_free(struct cp_sched *s);
 
 /* Switches policy from the next pass on. 0 or -errno with err (the old one stays). */

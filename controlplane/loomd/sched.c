@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One scheduling pass (loomd.h): the same policy code as the simulator, on
- * the registry's view. The order becomes classes per source host: walking
- * the order, the i-th coflow with unfinished flows from host h gets class
- * min(i, K-1) there, so every host uses its K classes for its own most
- * urgent coflows. A policy that gives its own classes keeps them (capped at
- * K-1) on every host.
+ * the registry's view. The order becomes the classes each host enforces
+ * (class_assign): by default (conflict) a coflow gets, on every host, one
+ * class above every earlier coflow it shares a port with; with per-host,
+ * the i-th coflow with unfinished flows from host h gets class min(i, K-1)
+ * there. A policy that gives its own classes keeps them (capped at K-1) on
+ * every host. The simulator's classes mode calls the same functions.
  */
 #include "controlplane/loomd/loomd.h"
 
@@ -21,6 +22,7 @@ struct cp_sched {
 	char spec[POLICY_SPEC_MAX];
 	char weights[PATH_MAX];
 	uint32_t classes;
+	enum policy_class_assign assign;
 	uint64_t seed;
 	struct gnn_model *gnn; /* loaded once when the policy needs it */
 	struct policy *p;      /* made for the current view */
@@ -31,8 +33,7 @@ struct cp_sched {
 	uint32_t stamp_gen;
 	uint32_t *flow_class; /* per view flow */
 	uint32_t *rank;       /* per view coflow */
-	uint32_t *host_next;  /* per host: next class to hand out */
-	uint32_t *host_seen;  /* per host: last position that counted */
+	uint32_t *scratch;    /* POLICY_CLASSES_SCRATCH(topo) */
 	uint32_t cap_flows, cap_coflows;
 	uint64_t decisions;
 };
@@ -68,8 +69,8 @@ static int prepare_spec(struct cp_sched *s, const char *spec, struct gnn_model *
 }
 
 struct cp_sched *cp_sched_new(struct cp_registry *r, const struct topo *t, const char *spec,
-			      const char *weights, uint32_t classes, uint64_t seed,
-			      struct loom_err *err)
+			      const char *weights, uint32_t classes,
+			      enum policy_class_assign assign, uint64_t seed, struct loom_err *err)
 {
 	struct cp_sched *s = calloc(1, sizeof(*s));
 	struct gnn_model *g;
@@ -82,11 +83,11 @@ struct cp_sched *cp_sched_new(struct cp_registry *r, const struct topo *t, const
 	s->reg = r;
 	s->topo = t;
 	s->classes = classes ? classes : 1;
+	s->assign = assign;
 	s->seed = seed;
 	snprintf(s->weights, sizeof(s->weights), "%s", weights ? weights : "");
-	s->host_next = calloc(t->nhosts, sizeof(*s->host_next));
-	s->host_seen = calloc(t->nhosts, sizeof(*s->host_seen));
-	if (!s->host_next || !s->host_seen) {
+	s->scratch = calloc(POLICY_CLASSES_SCRATCH(t) + 1, sizeof(*s->scratch));
+	if (!s->scratch) {
 		loom_err_set(err, ENOMEM, "out of memory");
 		cp_sched_free(s);
 		errno = ENOMEM;
@@ -132,8 +133,7 @@ struct cp_sched *cp_sched_free(struct cp_sched *s)
 	free(s->stamp);
 	free(s->flow_class);
 	free(s->rank);
-	free(s->host_next);
-	free(s->host_seen);
+	free(s->scratch);
 	free(s);
 	return NULL;
 }
@@ -249,8 +249,8 @@ static void compute_classes(struct cp_sched *s, const struct cp_model *m)
 		s->rank[c] = CP_NONE;
 	for (uint32_t i = 0; i < d->norder; i++)
 		s->rank[d->order[i]] = i;
-	/* the one implementation the simulator's --quantize per-host runs too */
-	policy_decision_host_classes(d, m, s->classes, s->flow_class, s->host_next, s->host_seen);
+	/* the one implementation the simulator's classes mode runs too */
+	policy_decision_assign_classes(d, m, s->classes, s->assign, s->flow_class, s->scratch);
 }
 
 /*

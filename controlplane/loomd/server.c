@@ -1264,6 +1264,7 @@ static int load_topology(struct cp_server *s, struct loom_err *err)
 
 int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom_err *err)
 {
+	enum policy_class_assign assign;
 	struct cp_registry_limits lim;
 	struct timeval tick;
 	int r;
@@ -1288,8 +1289,12 @@ int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom
 	s->agent_of_host = calloc(s->topo->nhosts, sizeof(*s->agent_of_host));
 	if (!s->reg || !s->agent_of_host)
 		return loom_err_set(err, ENOMEM, "out of memory");
-	s->sched = cp_sched_new(s->reg, s->topo, cfg->policy, cfg->weights, cfg->classes, cfg->seed,
-				err);
+	if (policy_class_assign_parse(cfg->class_assign, &assign) < 0)
+		return loom_err_set(err, EINVAL,
+				    "class_assign: '%s' is not one of conflict, per-host",
+				    cfg->class_assign);
+	s->sched = cp_sched_new(s->reg, s->topo, cfg->policy, cfg->weights, cfg->classes, assign,
+				cfg->seed, err);
 	if (!s->sched)
 		return -errno;
 	/* tenant 0 is "default"; then the tokens file's, in its order (the journal's come after) */

@@ -380,3 +380,76 @@ uint32_t policy_decision_host_classes(const struct policy_decision *d, const str
 	}
 	return used;
 }
+
+uint32_t policy_decision_conflict_classes(const struct policy_decision *d, const struct cp_model *m,
+					  uint32_t k, uint32_t *flow_class, uint32_t *port_top)
+{
+	uint32_t used = 0;
+
+	if (k == 0)
+		k = 1;
+	for (uint32_t p = 0; !d->has_classes && p < m->topo->nports; p++)
+		port_top[p] = 0; /* 1 + the highest class given on p so far; 0: none */
+	for (uint32_t i = 0; i < d->norder; i++) {
+		const struct cp_coflow *cf = &m->coflows[d->order[i]];
+		const uint32_t *slot = &m->flow_slot[cf->first_flow];
+		uint32_t cls = 0;
+
+		if (cf->flows_left == 0)
+			continue;
+		if (d->has_classes) {
+			cls = d->class_of[i] < k ? d->class_of[i] : k - 1;
+		} else {
+			/* one class above every earlier coflow this one shares a port with */
+			for (uint32_t q = 0; q < cf->flows_left; q++) {
+				const struct cp_flow *fl = &m->flows[slot[q]];
+
+				for (uint32_t x = 0; x < fl->nports; x++)
+					if (port_top[fl->ports[x]] > cls)
+						cls = port_top[fl->ports[x]];
+			}
+			if (cls > k - 1)
+				cls = k - 1;
+			for (uint32_t q = 0; q < cf->flows_left; q++) {
+				const struct cp_flow *fl = &m->flows[slot[q]];
+
+				for (uint32_t x = 0; x < fl->nports; x++)
+					if (port_top[fl->ports[x]] < cls + 1)
+						port_top[fl->ports[x]] = cls + 1;
+			}
+		}
+		for (uint32_t q = 0; q < cf->flows_left; q++)
+			flow_class[slot[q]] = cls;
+		if (cls + 1 > used)
+			used = cls + 1;
+	}
+	return used;
+}
+
+int policy_class_assign_parse(const char *s, enum policy_class_assign *ret_a)
+{
+	if (s && strcmp(s, "conflict") == 0) {
+		*ret_a = POLICY_CLASSES_CONFLICT;
+		return 0;
+	}
+	if (s && strcmp(s, "per-host") == 0) {
+		*ret_a = POLICY_CLASSES_PER_HOST;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+const char *policy_class_assign_name(enum policy_class_assign a)
+{
+	return a == POLICY_CLASSES_PER_HOST ? "per-host" : "conflict";
+}
+
+uint32_t policy_decision_assign_classes(const struct policy_decision *d, const struct cp_model *m,
+					uint32_t k, enum policy_class_assign a,
+					uint32_t *flow_class, uint32_t *scratch)
+{
+	if (a == POLICY_CLASSES_PER_HOST)
+		return policy_decision_host_classes(d, m, k, flow_class, scratch,
+						    scratch + m->topo->nhosts);
+	return policy_decision_conflict_classes(d, m, k, flow_class, scratch);
+}

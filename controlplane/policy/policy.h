@@ -79,6 +79,48 @@ uint32_t policy_decision_host_classes(const struct policy_decision *d, const str
 				      uint32_t k, uint32_t *flow_class, uint32_t *host_next,
 				      uint32_t *host_seen);
 
+/*
+ * Classes for decision d with k >= 1 classes, the same on every host, as
+ * few as the order's conflicts need: walking the order, a coflow gets the
+ * class one above the highest class of any earlier coflow that has a flow
+ * on one of its ports (uplink or downlink), capped at k-1; 0 when it shares
+ * no port with an earlier one. So two coflows that meet at a port are in
+ * the order's classes there, on every host (what a switch serving DSCP
+ * classes in strict priority sees at a receiver's port), and coflows that
+ * never meet share classes. A decision with its own classes keeps them,
+ * capped at k-1. Writes flow_class[f] for every unfinished flow f of every
+ * ordered coflow; port_top is scratch of m->topo->nports uint32_t. Returns
+ * the number of classes used.
+ */
+uint32_t policy_decision_conflict_classes(const struct policy_decision *d, const struct cp_model *m,
+					  uint32_t k, uint32_t *flow_class, uint32_t *port_top);
+
+/*
+ * How loomd (and the simulator's classes mode) turns an order into the
+ * classes each host enforces.
+ */
+enum policy_class_assign {
+	/* policy_decision_conflict_classes(): the same on every host (default) */
+	POLICY_CLASSES_CONFLICT = 0,
+	/* policy_decision_host_classes(): each host's own rank */
+	POLICY_CLASSES_PER_HOST,
+};
+
+/* Parses "conflict" or "per-host". 0 or -EINVAL. */
+int policy_class_assign_parse(const char *s, enum policy_class_assign *ret_a);
+const char *policy_class_assign_name(enum policy_class_assign a);
+
+/*
+ * The classes of decision d under assignment a: one of the two functions
+ * above. scratch holds POLICY_CLASSES_SCRATCH(m->topo) uint32_t.
+ */
+#define POLICY_CLASSES_SCRATCH(t)                                                                  \
+	((size_t)(t)->nports > 2 * (size_t)(t)->nhosts ? (size_t)(t)->nports :                     \
+							 2 * (size_t)(t)->nhosts)
+uint32_t policy_decision_assign_classes(const struct policy_decision *d, const struct cp_model *m,
+					uint32_t k, enum policy_class_assign a,
+					uint32_t *flow_class, uint32_t *scratch);
+
 struct policy_params {
 	uint32_t classes; /* number of priority classes the datapath has (K) */
 	uint64_t seed;

@@ -59,8 +59,7 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	fb->by_class = calloc(nf, sizeof(*fb->by_class));
 	fb->cls_start = calloc(nc + 1, sizeof(*fb->cls_start));
 	fb->cls_next = calloc(nc + 1, sizeof(*fb->cls_next));
-	fb->host_next = calloc(fb->nhosts + 1, sizeof(*fb->host_next));
-	fb->host_seen = calloc(fb->nhosts + 1, sizeof(*fb->host_seen));
+	fb->class_scratch = calloc(POLICY_CLASSES_SCRATCH(m->topo) + 1, sizeof(*fb->class_scratch));
 	fb->snap_classes = SNAP_MAX_DOUBLES / np;
 	if (fb->snap_classes > nc)
 		fb->snap_classes = (uint32_t)nc;
@@ -72,7 +71,7 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	    !fb->tports || !fb->tl_start || !fb->tl_end || !fb->tlist || !fb->cntw ||
 	    !fb->entry_of || !fb->ver || !fb->pstamp || !fb->heap || !fb->old_rate || !fb->hkeys ||
 	    !fb->hvals || !fb->hstamp || !fb->scratch || !fb->flow_cls || !fb->flow_dense ||
-	    !fb->by_class || !fb->cls_start || !fb->cls_next || !fb->host_next || !fb->host_seen) {
+	    !fb->by_class || !fb->cls_start || !fb->cls_next || !fb->class_scratch) {
 		sim_fabric_done(fb);
 		return -ENOMEM;
 	}
@@ -111,8 +110,7 @@ void sim_fabric_done(struct sim_fabric *fb)
 	free(fb->by_class);
 	free(fb->cls_start);
 	free(fb->cls_next);
-	free(fb->host_next);
-	free(fb->host_seen);
+	free(fb->class_scratch);
 	free(fb->heap);
 	free(fb->old_rate);
 	free(fb->hkeys);
@@ -374,10 +372,10 @@ static void new_hash_generation(struct sim_fabric *fb)
  * fb->flow_cls the class as the driver numbers it (in classes mode, what a
  * host's datapath holds), into *ret_dense an array of dense class indices
  * (0, 1, ..., no gaps; lower is served first); returns how many dense
- * classes. Classes mode with --quantize per-host: the classes loomd gives
- * each source host, from the one implementation both share
- * (policy_decision_host_classes()), so a coflow's flows may sit in
- * different classes on different hosts. Otherwise (and for a policy's own
+ * classes. Classes mode with --quantize conflict or per-host: the classes
+ * loomd gives each source host, from the one implementation both share
+ * (policy_decision_assign_classes()); with per-host a coflow's flows may
+ * sit in different classes on different hosts. Otherwise (and for a policy's own
  * classes, which every quantisation keeps, capped at K-1, on every host)
  * every flow of position i is in class_at(i), non-decreasing along the order.
  */
@@ -387,11 +385,15 @@ static uint32_t flow_classes(struct sim_fabric *fb, const struct cp_model *m,
 {
 	uint32_t n = 0, last = CP_NONE;
 
-	if (o->mode == SIM_MODE_CLASSES && o->quantize == SIM_QUANT_PER_HOST && !d->has_classes) {
-		/* a host's i-th coflow is in class i: 0 .. n-1 all used, already dense */
+	if (o->mode == SIM_MODE_CLASSES && !d->has_classes &&
+	    (o->quantize == SIM_QUANT_PER_HOST || o->quantize == SIM_QUANT_CONFLICT)) {
+		/* both give classes 0 .. n-1, each to some flow: already dense */
 		*ret_dense = fb->flow_cls;
-		return policy_decision_host_classes(d, m, o->classes ? o->classes : 1, fb->flow_cls,
-						    fb->host_next, fb->host_seen);
+		return policy_decision_assign_classes(d, m, o->classes ? o->classes : 1,
+						      o->quantize == SIM_QUANT_PER_HOST ?
+							      POLICY_CLASSES_PER_HOST :
+							      POLICY_CLASSES_CONFLICT,
+						      fb->flow_cls, fb->class_scratch);
 	}
 	for (uint32_t i = 0; i < d->norder; i++) {
 		const struct cp_coflow *cf = &m->coflows[d->order[i]];

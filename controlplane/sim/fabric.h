@@ -113,13 +113,12 @@ struct sim_fabric {
 	 * a host's datapath holds in classes mode), flow_dense renumbered
 	 * 0, 1, ... without gaps; then the flows grouped by dense class.
 	 */
-	uint32_t *flow_cls;   /* per flow */
-	uint32_t *flow_dense; /* per flow */
-	uint32_t *by_class;   /* flows, class by class (cls_start) */
-	uint32_t *cls_start;  /* ncoflows + 1 */
-	uint32_t *cls_next;   /* ncoflows + 1, cursor */
-	uint32_t *host_next;  /* per host, scratch of policy_decision_host_classes() */
-	uint32_t *host_seen;
+	uint32_t *flow_cls;      /* per flow */
+	uint32_t *flow_dense;    /* per flow */
+	uint32_t *by_class;      /* flows, class by class (cls_start) */
+	uint32_t *cls_start;     /* ncoflows + 1 */
+	uint32_t *cls_next;      /* ncoflows + 1, cursor */
+	uint32_t *class_scratch; /* POLICY_CLASSES_SCRATCH(topo), policy_decision_assign_classes() */
 	/*
 	 * free_bps before each class (class c at snap[c * nports]) for the first
 	 * snap_classes classes, so an update re-fills only from the highest class

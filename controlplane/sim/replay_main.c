@@ -78,12 +78,14 @@ static void usage(FILE *f)
 		"  -m, --mode MODE        ideal | classes | both (default: ideal; --classes implies\n"
 		"                         classes unless --mode is given)\n"
 		"  -k, --classes K        priority classes in classes mode (default 8, 1..4096)\n"
-		"  -q, --quantize Q       how an order maps to K classes in classes mode: per-host\n"
-		"                         (default: what loomd and the datapath enforce; on each\n"
-		"                         source host the i-th coflow with flows from it gets class\n"
-		"                         min(i, K-1)) | top (one quantisation for every host: the\n"
-		"                         first K-1 coflows get their own class, the rest share the\n"
-		"                         last) | even (K equal slices of the order)\n"
+		"  -q, --quantize Q       how an order maps to K classes in classes mode: conflict\n"
+		"                         (default: what loomd and the datapath enforce by default;\n"
+		"                         a coflow's class is one above every earlier coflow sharing\n"
+		"                         a port with it, on every host) | per-host (loomd's\n"
+		"                         class_assign=per-host: each source host's i-th coflow gets\n"
+		"                         class min(i, K-1) there) | top (the first K-1 coflows get\n"
+		"                         their own class, the rest share the last) | even (K equal\n"
+		"                         slices of the order)\n"
 		"  -e, --epoch-ms E       admit arrivals only every E ms (CoflowSim: 10240; default 0 =\n"
 		"                         at once)\n"
 		"  -R, --reeval-ms R      also re-run the policy every R ms (default 0 = on events only)\n"
@@ -187,7 +189,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 			break;
 		case 'q':
 			if (sim_quantize_parse(optarg, &a->quantize) < 0) {
-				log_err("--quantize: '%s' is not one of per-host, top, even",
+				log_err("--quantize: '%s' is not one of conflict, per-host, top, even",
 					optarg);
 				return -EINVAL;
 			}
@@ -505,7 +507,7 @@ int main(int argc, char **argv)
 {
 	struct replay_args a = {
 		.classes = 8,
-		.quantize = SIM_QUANT_PER_HOST,
+		.quantize = SIM_QUANT_CONFLICT,
 		.rate_bps = TOPO_DEFAULT_BPS,
 		.seed = 1,
 		.plots = true,

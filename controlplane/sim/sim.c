@@ -24,12 +24,13 @@ void sim_opts_default(struct sim_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->mode = SIM_MODE_IDEAL;
 	o->classes = 8;
-	o->quantize = SIM_QUANT_PER_HOST;
+	o->quantize = SIM_QUANT_CONFLICT;
 }
 
 int sim_quantize_parse(const char *s, enum sim_quantize *ret_q)
 {
-	static const enum sim_quantize all[] = {SIM_QUANT_PER_HOST, SIM_QUANT_TOP, SIM_QUANT_EVEN};
+	static const enum sim_quantize all[] = {SIM_QUANT_CONFLICT, SIM_QUANT_PER_HOST,
+						SIM_QUANT_TOP, SIM_QUANT_EVEN};
 
 	for (size_t i = 0; s && i < sizeof(all) / sizeof(all[0]); i++)
 		if (strcmp(s, sim_quantize_name(all[i])) == 0) {
@@ -48,6 +49,8 @@ const char *sim_quantize_name(enum sim_quantize q)
 		return "even";
 	case SIM_QUANT_PER_HOST:
 		return "per-host";
+	case SIM_QUANT_CONFLICT:
+		return "conflict";
 	}
 	return "?";
 }

@@ -15,8 +15,9 @@
  *   - classes mode: the order is quantised into K classes (or the policy's
  *     own classes are used); strict priority across classes, per-flow max-min
  *     fairness inside a class — what the live datapath enforces. By default
- *     (SIM_QUANT_PER_HOST) the classes are per source host, exactly as loomd
- *     gives them; TOP and EVEN quantise the order once for every host.
+ *     (SIM_QUANT_CONFLICT) the classes are loomd's default ones, from the
+ *     same function; SIM_QUANT_PER_HOST is loomd's class_assign=per-host;
+ *     TOP and EVEN quantise the order once for every host.
  */
 #ifndef LOOM_CONTROLPLANE_SIM_SIM_H
 #define LOOM_CONTROLPLANE_SIM_SIM_H
@@ -161,9 +162,11 @@ enum sim_quantize {
 	 * from the host gets class min(i, K-1) there
 	 */
 	SIM_QUANT_PER_HOST,
+	/* policy_decision_conflict_classes(): one class above every earlier coflow sharing a port */
+	SIM_QUANT_CONFLICT,
 };
 
-/* Parses "per-host", "top" or "even". 0 or -EINVAL. */
+/* Parses "conflict", "per-host", "top" or "even". 0 or -EINVAL. */
 int sim_quantize_parse(const char *s, enum sim_quantize *ret_q);
 const char *sim_quantize_name(enum sim_quantize q);
 
@@ -198,7 +201,7 @@ struct sim_opts {
 	 * flow_class[f] (borrowed, valid during the call) is the class the
 	 * fabric serves each unfinished flow f of every ordered coflow in, 0
 	 * first. In classes mode that is what the flow's source host holds
-	 * (loomd's classes with SIM_QUANT_PER_HOST); in ideal mode it is the
+	 * (loomd's classes with SIM_QUANT_CONFLICT or PER_HOST); in ideal mode it is the
 	 * coflow's position, or the policy's class. Entries of other flows are
 	 * stale. The differential test against loomd compares them here.
 	 */
@@ -207,7 +210,7 @@ struct sim_opts {
 	void *classes_ctx;
 };
 
-/* Fills defaults: ideal mode, K = 8, quantise PER_HOST, no epochs, no re-evaluation, no checks. */
+/* Fills defaults: ideal mode, K = 8, quantise CONFLICT, no epochs, no re-evaluation, no checks. */
 void sim_opts_default(struct sim_opts *o);
 
 struct sim_stats {

@@ -14,10 +14,13 @@
  * asks loomd to decide. loomd's order must equal the simulator's, decision by
  * decision, and every agent's table must give each coflow the class its rank
  * among that host's coflows says (the policy's class, capped, for a policy
- * that gives classes). Each policy runs twice: with the simulator in ideal
- * mode, and in classes mode with its default quantisation (per-host), where
- * the class the simulator serves each flow in must also be, at every
- * decision, the class loomd gave the flow's coflow on the flow's source host.
+ * that gives classes, or the class its conflicts give under loomd's default
+ * class_assign=conflict). Each policy runs three times: with the simulator
+ * in ideal mode and loomd's default classes, and in classes mode with each
+ * class assignment (the simulator's default quantisation, conflict, against
+ * loomd's default; per-host against class_assign=per-host), where the class
+ * the simulator serves each flow in must also be, at every decision, the
+ * class loomd gave the flow's coflow on the flow's source host.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -201,16 +204,21 @@ static void register_job(int fd, const struct cp_model *m, uint32_t j, uint64_t 
 
 /*
  * Expected class of the coflow at position i on host h, worked out here
- * rather than by the code under test: its rank among h's coflows with
- * unfinished flows, capped at CLASSES-1 (or the policy's class, capped).
+ * rather than by the code under test: per-host, its rank among h's coflows
+ * with unfinished flows; conflict, one above the highest class of an
+ * earlier coflow with an unfinished flow on one of its unfinished flows'
+ * ports; capped at CLASSES-1 (or the policy's class, capped).
  * In classes mode, every unfinished flow's class in the simulator must be
  * what its source host's agent holds for its coflow.
  */
 static void check_tables(const struct cp_model *m, const struct rec *r, uint64_t t_ns,
-			 struct h_agent *agents, const char *policy, size_t k, bool classes_mode)
+			 struct h_agent *agents, const char *policy, size_t k, bool classes_mode,
+			 bool per_host)
 {
 	uint32_t next[NHOSTS] = {0};
+	uint32_t *top = calloc(m->topo->nports, sizeof(*top)); /* 1 + highest class on a port */
 
+	assert_non_null(top);
 	for (uint32_t i = 0; i < r->n; i++) {
 		uint32_t c = CP_NONE;
 		bool on[NHOSTS] = {false};
@@ -219,10 +227,24 @@ static void check_tables(const struct cp_model *m, const struct rec *r, uint64_t
 			if (m->coflows[x].ext_id == r->order[i])
 				c = x;
 		assert_int_not_equal(c, CP_NONE);
+		uint32_t conflict = 0;
+
 		for (uint32_t f = m->coflows[c].first_flow;
 		     f < m->coflows[c].first_flow + m->coflows[c].nflows; f++)
-			if (m->flows[f].finish_ns > t_ns)
+			if (m->flows[f].finish_ns > t_ns) {
 				on[m->flows[f].src] = true;
+				for (uint32_t x = 0; x < m->flows[f].nports; x++)
+					if (top[m->flows[f].ports[x]] > conflict)
+						conflict = top[m->flows[f].ports[x]];
+			}
+		if (conflict > CLASSES - 1)
+			conflict = CLASSES - 1;
+		for (uint32_t f = m->coflows[c].first_flow;
+		     f < m->coflows[c].first_flow + m->coflows[c].nflows; f++)
+			for (uint32_t x = 0; m->flows[f].finish_ns > t_ns && x < m->flows[f].nports;
+			     x++)
+				if (top[m->flows[f].ports[x]] < conflict + 1)
+					top[m->flows[f].ports[x]] = conflict + 1;
 		for (uint32_t h = 0; h < NHOSTS; h++) {
 			uint32_t want;
 			int got;
@@ -231,8 +253,10 @@ static void check_tables(const struct cp_model *m, const struct rec *r, uint64_t
 				continue;
 			if (r->has_classes)
 				want = r->class_of[i] < CLASSES - 1 ? r->class_of[i] : CLASSES - 1;
-			else
+			else if (per_host)
 				want = next[h] < CLASSES - 1 ? next[h] : CLASSES - 1;
+			else
+				want = conflict;
 			next[h]++;
 			got = h_agent_coflow_class(&agents[h], r->order[i]);
 			if (got != (int)want)
@@ -256,6 +280,7 @@ static void check_tables(const struct cp_model *m, const struct rec *r, uint64_t
 					r->cls[f] == CP_NONE ? -1 : (int)r->cls[f], got);
 		}
 	}
+	free(top);
 }
 
 /*
@@ -274,7 +299,7 @@ static bool same_class_elsewhere(const struct rec *r, uint32_t i, json_int_t id)
 	return false;
 }
 
-static void run_policy(const char *policy, enum sim_mode mode)
+static void run_policy(const char *policy, enum sim_mode mode, bool per_host)
 {
 	struct topo *t = topo_new_bigswitch(NHOSTS, TOPO_DEFAULT_BPS);
 	struct sim_gen_params gp;
@@ -291,7 +316,14 @@ static void run_policy(const char *policy, enum sim_mode mode)
 	bool *done_sent;
 	uint32_t next_job = 0;
 	char o_policy[128], o_hosts[32], o_bps[64];
-	const char *extra[] = {"virtual_clock=yes", o_policy, o_hosts, o_bps, "classes=8", NULL};
+	/* loomd's default class_assign (conflict) unless per-host */
+	const char *extra[] = {"virtual_clock=yes",
+			       o_policy,
+			       o_hosts,
+			       o_bps,
+			       "classes=8",
+			       per_host ? "class_assign=per-host" : NULL,
+			       NULL};
 	int fw;
 
 	assert_non_null(t);
@@ -308,8 +340,10 @@ static void run_policy(const char *policy, enum sim_mode mode)
 	if (!p)
 		fail_msg("policy %s: %s", policy, loom_err_str(&err));
 	sim_opts_default(&o);
-	/* what loom-replay --mode classes runs: loomd's per-host classes, by default */
-	assert_int_equal(o.quantize, SIM_QUANT_PER_HOST);
+	/* what loom-replay --mode classes runs by default: loomd's default classes */
+	assert_int_equal(o.quantize, SIM_QUANT_CONFLICT);
+	if (per_host)
+		o.quantize = SIM_QUANT_PER_HOST;
 	o.mode = mode;
 	o.classes = CLASSES;
 	o.on_decision = on_decision;
@@ -413,15 +447,15 @@ static void run_policy(const char *policy, enum sim_mode mode)
 		json_decref(res);
 		for (uint32_t a = 0; a < NHOSTS; a++)
 			assert_int_equal(h_agent_sync(&agents[a]), 0);
-		check_tables(m, r, r->t_ns, agents, policy, k, mode == SIM_MODE_CLASSES);
+		check_tables(m, r, r->t_ns, agents, policy, k, mode == SIM_MODE_CLASSES, per_host);
 	}
 	for (uint32_t a = 0; a < NHOSTS; a++) {
 		assert_int_equal(agents[a].gaps, 0);
 		close(agents[a].fd);
 	}
-	printf("%s (%s): %zu decisions identical (%u jobs, %u coflows, %u flows)\n", policy,
-	       mode == SIM_MODE_CLASSES ? "classes per host" : "ideal", rs.n, m->njobs, m->ncoflows,
-	       m->nflows);
+	printf("%s (%s, %s classes): %zu decisions identical (%u jobs, %u coflows, %u flows)\n",
+	       policy, mode == SIM_MODE_CLASSES ? "classes mode" : "ideal mode",
+	       per_host ? "per-host" : "conflict", rs.n, m->njobs, m->ncoflows, m->nflows);
 	close(fw);
 	assert_int_equal(h_loomd_stop_clean(&h), 0);
 	h_loomd_cleanup(&h);
@@ -437,12 +471,17 @@ static void run_policy(const char *policy, enum sim_mode mode)
 	static void test_##name(void **state)                                                      \
 	{                                                                                          \
 		(void)state;                                                                       \
-		run_policy(spec, SIM_MODE_IDEAL);                                                  \
+		run_policy(spec, SIM_MODE_IDEAL, false);                                           \
 	}                                                                                          \
 	static void test_##name##_classes(void **state)                                            \
 	{                                                                                          \
 		(void)state;                                                                       \
-		run_policy(spec, SIM_MODE_CLASSES);                                                \
+		run_policy(spec, SIM_MODE_CLASSES, false);                                         \
+	}                                                                                          \
+	static void test_##name##_per_host(void **state)                                           \
+	{                                                                                          \
+		(void)state;                                                                       \
+		run_policy(spec, SIM_MODE_CLASSES, true);                                          \
 	}
 
 DIFF_TEST(fifo, "fifo")
@@ -456,13 +495,27 @@ DIFF_TEST(fair, "fair")
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fifo),      cmocka_unit_test(test_fifo_classes),
-		cmocka_unit_test(test_sebf),      cmocka_unit_test(test_sebf_classes),
-		cmocka_unit_test(test_sincronia), cmocka_unit_test(test_sincronia_classes),
-		cmocka_unit_test(test_wsrjf),     cmocka_unit_test(test_wsrjf_classes),
-		cmocka_unit_test(test_dclas),     cmocka_unit_test(test_dclas_classes),
-		cmocka_unit_test(test_gnn),       cmocka_unit_test(test_gnn_classes),
-		cmocka_unit_test(test_fair),      cmocka_unit_test(test_fair_classes),
+		cmocka_unit_test(test_fifo),
+		cmocka_unit_test(test_fifo_classes),
+		cmocka_unit_test(test_fifo_per_host),
+		cmocka_unit_test(test_sebf),
+		cmocka_unit_test(test_sebf_classes),
+		cmocka_unit_test(test_sebf_per_host),
+		cmocka_unit_test(test_sincronia),
+		cmocka_unit_test(test_sincronia_classes),
+		cmocka_unit_test(test_sincronia_per_host),
+		cmocka_unit_test(test_wsrjf),
+		cmocka_unit_test(test_wsrjf_classes),
+		cmocka_unit_test(test_wsrjf_per_host),
+		cmocka_unit_test(test_dclas),
+		cmocka_unit_test(test_dclas_classes),
+		cmocka_unit_test(test_dclas_per_host),
+		cmocka_unit_test(test_gnn),
+		cmocka_unit_test(test_gnn_classes),
+		cmocka_unit_test(test_gnn_per_host),
+		cmocka_unit_test(test_fair),
+		cmocka_unit_test(test_fair_classes),
+		cmocka_unit_test(test_fair_per_host),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

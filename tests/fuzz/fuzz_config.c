@@ -36,7 +36,8 @@ static void check_config(const struct cp_config *c)
 
 	if (!HAS_NUL(c->listen_unix) || !HAS_NUL(c->listen_tcp) || !HAS_NUL(c->admin_socket) ||
 	    !HAS_NUL(c->metrics) || !HAS_NUL(c->journal) || !HAS_NUL(c->policy) ||
-	    !HAS_NUL(c->weights) || !HAS_NUL(c->topology) || !HAS_NUL(c->log_level))
+	    !HAS_NUL(c->weights) || !HAS_NUL(c->topology) || !HAS_NUL(c->log_level) ||
+	    !HAS_NUL(c->class_assign))
 		abort();
 	if (c->journal_sync < 0 || c->journal_sync > 2)
 		abort();

@@ -656,6 +656,19 @@ static void test_check(void **state)
 	assert_int_equal(cp_config_check(&c, &err), 0);
 	expect_ok(&c, "policy", "");
 	assert_int_equal(cp_config_check(&c, &err), -EINVAL);
+
+	/* class_assign: conflict by default, per-host, nothing else */
+	cp_config_default(&c);
+	assert_string_equal(c.class_assign, "conflict");
+	assert_int_equal(cp_config_check(&c, &err), 0);
+	expect_ok(&c, "class_assign", "per-host");
+	assert_int_equal(cp_config_check(&c, &err), 0);
+	expect_ok(&c, "class_assign", "perhost");
+	assert_int_equal(cp_config_check(&c, &err), -EINVAL);
+	assert_contains(err.msg, "class_assign: 'perhost' is not one of conflict, per-host");
+	expect_ok(&c, "class_assign", "");
+	assert_int_equal(cp_config_check(&c, &err), -EINVAL);
+	assert_contains(err.msg, "class_assign");
 }
 
 int main(void)

@@ -350,9 +350,9 @@ static void test_per_host_quantisation(void **state)
 	assert_int_equal(cp_builder_add_flow(b, 3, 1, 0, GB, NULL), 0);
 	golden_finish(&g, b, 2);
 
-	/* per-host is the default, and the name loom-replay --quantize takes */
+	/* conflict (loomd's default) is the default; per-host is what loom-replay --quantize takes */
 	sim_opts_default(&o);
-	assert_int_equal(o.quantize, SIM_QUANT_PER_HOST);
+	assert_int_equal(o.quantize, SIM_QUANT_CONFLICT);
 	assert_int_equal(sim_quantize_parse("per-host", &q), 0);
 	assert_int_equal(q, SIM_QUANT_PER_HOST);
 	assert_int_equal(sim_quantize_parse("top", &q), 0);
@@ -528,6 +528,49 @@ static void test_invalid_decision(void **state)
 	golden_free(&g);
 }
 
+/*
+ * Conflict classes (policy_decision_conflict_classes()), K = 2, four hosts,
+ * 1 GB per flow, all at 0 s, fifo order A, B, C:
+ *   A = {h0->h1}, B = {h2->h3}, C = {h2->h3}
+ * conflict: A and B share no port, both class 0; C meets B at h2 and h3,
+ *   class 1. A and B end at 1 s, C runs 1..2 s.
+ * top: A class 0, B and C share class 1 and split h2's uplink until A ends
+ *   at 1 s; then B is first (class 0) and sends its last 0.5 GB by 1.5 s,
+ *   C its last 0.5 GB by 2 s.
+ */
+static void test_conflict_quantisation(void **state)
+{
+	static const uint32_t want0[4] = {0, 0, 1, 0}; /* no flow 3: left 0 */
+	struct cp_builder *b = cp_builder_new(4);
+	struct seen_classes sc;
+	enum sim_quantize q;
+	struct golden g;
+
+	(void)state;
+	assert_int_equal(cp_builder_add_job(b, 1, 0, 1.0, NULL), 0);
+	for (uint64_t c = 1; c <= 3; c++)
+		assert_int_equal(cp_builder_add_coflow(b, c, 1, 0, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 1, 0, 1, GB, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 2, 2, 3, GB, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 3, 2, 3, GB, NULL), 0);
+	golden_finish(&g, b, 4);
+	assert_int_equal(sim_quantize_parse("conflict", &q), 0);
+	assert_int_equal(q, SIM_QUANT_CONFLICT);
+	assert_string_equal(sim_quantize_name(SIM_QUANT_CONFLICT), "conflict");
+
+	run_k2(&g, SIM_QUANT_CONFLICT, &sc);
+	expect_classes(&sc, 0, 0, want0, "conflict");
+	assert_int_equal(cct(&g, 1), S(1));
+	assert_int_equal(cct(&g, 2), S(1));
+	assert_int_equal(cct(&g, 3), S(2));
+
+	run_k2(&g, SIM_QUANT_TOP, &sc);
+	assert_int_equal(cct(&g, 1), S(1));
+	assert_int_equal(cct(&g, 2), S(1.5));
+	assert_int_equal(cct(&g, 3), S(2));
+	golden_free(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -542,6 +585,7 @@ int main(void)
 		cmocka_unit_test(test_empty_coflow),
 		cmocka_unit_test(test_invalid_decision),
 		cmocka_unit_test(test_per_host_quantisation),
+		cmocka_unit_test(test_conflict_quantisation),
 		cmocka_unit_test(test_policy_classes_kept),
 	};
 

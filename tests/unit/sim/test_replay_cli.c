@@ -134,8 +134,9 @@ static void test_help(void **state)
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (!strstr(r.out, words[i]))
 			fail_msg("--help does not mention %s:\n%s", words[i], r.out);
-	if (!strstr(r.out, "per-host") || !strstr(r.out, "(default: what loomd"))
-		fail_msg("--help does not give per-host as --quantize's default:\n%s", r.out);
+	if (!strstr(r.out, "per-host") || !strstr(r.out, "classes mode: conflict\n") ||
+	    !strstr(r.out, "(default: what loomd"))
+		fail_msg("--help does not give conflict as --quantize's default:\n%s", r.out);
 	if (!strstr(r.out, "--bound B") || !strstr(r.out, "lp | none"))
 		fail_msg("--help does not describe --bound:\n%s", r.out);
 	/* The policy list: one line per policy, name first. */
@@ -180,7 +181,7 @@ static void test_bad_flags(void **state)
 	replay(&r, "-t", t, "-o", o, "--mode", "bogus", NULL);
 	expect_usage(&r, "--mode: 'bogus'");
 	replay(&r, "-t", t, "-o", o, "--quantize", "bogus", NULL);
-	expect_usage(&r, "--quantize: 'bogus' is not one of per-host, top, even");
+	expect_usage(&r, "--quantize: 'bogus' is not one of conflict, per-host, top, even");
 	replay(&r, "-t", t, "-o", o, "--epoch-ms", "-1", NULL);
 	expect_usage(&r, "--epoch-ms: '-1'");
 	replay(&r, "-t", t, "-o", o, "--reeval-ms", "soon", NULL);

@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -22,6 +24,7 @@
 #include "controlplane/sim/sim.h"
 
 #define MAX_RUNS 64
+#define MAX_JOBS 64
 
 /*
  * --bound unset: the LP bound is computed when GLPK is built in and the
@@ -58,6 +61,7 @@ struct replay_args {
 	bool check;
 	int progress; /* -1 auto, 0 off, 1 on */
 	enum replay_bound bound;
+	uint32_t jobs; /* runs at once, each in its own process; 1: in this one */
 };
 
 static void usage(FILE *f)
@@ -98,7 +102,11 @@ static void usage(FILE *f)
 		"  -b, --bound B          lp | none: lower bound row under the policies (default: lp\n"
 		"                         when built with GLPK and the trace has at most %d coflows,\n"
 		"                         cuts stop after %.0f s; docs/bounds.md)\n"
-		"      --progress         always show progress; --no-progress never (default: on a tty)\n"
+		"  -j, --jobs N           runs (policy x mode) at once, each in its own process\n"
+		"                         (default 1; 0 = one per online CPU); results are the\n"
+		"                         same as one at a time, a line is logged as each ends\n"
+		"      --progress         always show progress; --no-progress never (default: on a tty;\n"
+		"                         with --jobs above 1, only the line per finished run)\n"
 		"  -v, --verbose          more logging\n"
 		"  -h, --help             this text\n"
 		"\nPolicies:\n",
@@ -145,6 +153,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 		{"no-plots", no_argument, NULL, OPT_NO_PLOTS},
 		{"check", no_argument, NULL, OPT_CHECK},
 		{"bound", required_argument, NULL, 'b'},
+		{"jobs", required_argument, NULL, 'j'},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
 		{"verbose", no_argument, NULL, 'v'},
@@ -155,7 +164,8 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:f:T:r:p:m:k:q:e:R:s:w:o:b:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:f:T:r:p:m:k:q:e:R:s:w:o:b:j:vh", opts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 't':
 			a->trace = optarg;
@@ -220,6 +230,16 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 			} else {
 				log_err("--bound: '%s' is not one of lp, none", optarg);
 				return -EINVAL;
+			}
+			break;
+		case 'j':
+			if (sim_cli_u64("--jobs", optarg, 0, MAX_JOBS, &v))
+				return -EINVAL;
+			a->jobs = (uint32_t)v;
+			if (a->jobs == 0) {
+				long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+				a->jobs = n < 1 ? 1 : n > MAX_JOBS ? MAX_JOBS : (uint32_t)n;
 			}
 			break;
 		case OPT_NO_PLOTS:
@@ -316,6 +336,177 @@ static void show_progress(void *ctx, const struct sim_progress *pr)
 }
 
 static int run_one(struct cp_model *m, const char *name, const struct replay_args *a,
+		   enum sim_mode mode, const char *dir, struct sim_summary *ret);
+
+/* One run of the table: a policy in a mode. */
+struct run_spec {
+	const char *name;
+	enum sim_mode mode;
+};
+
+/* A run in a child process: its pid and the pipe its summary comes back on. */
+struct worker {
+	pid_t pid;
+	int fd;
+	size_t run;
+};
+
+/* Reads exactly n bytes; 0, or -errno (-EPIPE when the writer stopped short). */
+static int read_full(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+
+	while (n > 0) {
+		ssize_t r = read(fd, p, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -EPIPE;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Starts run i in a child that writes its summary to a pipe; 0 or -errno. */
+static int worker_start(struct cp_model *m, const struct run_spec *rs, size_t i,
+			const struct replay_args *a, const char *dir, struct worker *w)
+{
+	int fds[2];
+	pid_t pid;
+
+	if (pipe(fds) < 0)
+		return -errno;
+	fflush(NULL); /* nothing buffered is written twice */
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(fds[0]);
+		close(fds[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		struct sim_summary s;
+		const char *p = (const char *)&s;
+		size_t left = sizeof(s);
+		int rc;
+
+		close(fds[0]);
+		memset(&s, 0, sizeof(s));
+		rc = run_one(m, rs[i].name, a, rs[i].mode, dir, &s);
+		fflush(NULL);
+		if (rc < 0)
+			_exit(1);
+		while (left > 0) {
+			ssize_t r = write(fds[1], p, left);
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				_exit(1);
+			p += r;
+			left -= (size_t)r;
+		}
+		_exit(0);
+	}
+	close(fds[1]);
+	w->pid = pid;
+	w->fd = fds[0];
+	w->run = i;
+	return 0;
+}
+
+/*
+ * Waits for one of the n workers to end and collects its summary into
+ * runs[]; removes it from w[]. 0, or -1 when the run failed (it logged why,
+ * or its end is logged here).
+ */
+static int worker_reap(struct worker *w, size_t *n, const struct run_spec *rs,
+		       struct sim_summary *runs, size_t *ndone, size_t nruns)
+{
+	int status, r = 0;
+	size_t k;
+	pid_t pid;
+
+	do
+		pid = waitpid(-1, &status, 0);
+	while (pid < 0 && errno == EINTR);
+	if (pid < 0) {
+		log_err("waiting for a run: %s", strerror(errno));
+		return -1;
+	}
+	for (k = 0; k < *n && w[k].pid != pid; k++)
+		;
+	if (k == *n)
+		return 0; /* not one of ours (gnuplot is run later, not now) */
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		if (WIFSIGNALED(status))
+			log_err("%s (%s): the run's process was killed by signal %d",
+				rs[w[k].run].name,
+				rs[w[k].run].mode == SIM_MODE_CLASSES ? "classes" : "ideal",
+				WTERMSIG(status));
+		r = -1;
+	} else if (read_full(w[k].fd, &runs[w[k].run], sizeof(runs[0])) < 0) {
+		log_err("%s: no result came back from the run's process", rs[w[k].run].name);
+		r = -1;
+	} else {
+		(*ndone)++;
+		log_info("%s: done in %.1f s (%zu of %zu runs)", runs[w[k].run].label,
+			 runs[w[k].run].wall_s, *ndone, nruns);
+	}
+	close(w[k].fd);
+	w[k] = w[--*n];
+	return r;
+}
+
+/*
+ * Runs every run of rs, a->jobs at a time in child processes (each on its
+ * own copy of m), or one after the other here when a->jobs <= 1. runs[i] is
+ * run i's summary either way. 0, or -1 after every started run has ended.
+ */
+static int run_all(struct cp_model *m, const struct run_spec *rs, size_t nruns,
+		   const struct replay_args *a, const char *dir, struct sim_summary *runs)
+{
+	struct worker w[MAX_JOBS];
+	size_t nw = 0, next = 0, ndone = 0;
+	int failed = 0;
+
+	if (a->jobs <= 1 || nruns <= 1) {
+		for (size_t i = 0; i < nruns; i++)
+			if (run_one(m, rs[i].name, a, rs[i].mode, dir, &runs[i]) < 0)
+				return -1;
+		return 0;
+	}
+	while (next < nruns || nw > 0) {
+		while (!failed && next < nruns && nw < a->jobs) {
+			int r = worker_start(m, rs, next, a, dir, &w[nw]);
+
+			if (r < 0) {
+				log_err("cannot start a process for %s: %s", rs[next].name,
+					strerror(-r));
+				failed = 1;
+				break;
+			}
+			nw++;
+			next++;
+		}
+		if (nw == 0)
+			break;
+		if (worker_reap(w, &nw, rs, runs, &ndone, nruns) < 0 && !failed) {
+			failed = 1;
+			/* the others' results are no use now: stop them */
+			for (size_t k = 0; k < nw; k++)
+				kill(w[k].pid, SIGTERM);
+		}
+	}
+	return failed ? -1 : 0;
+}
+
+static int run_one(struct cp_model *m, const char *name, const struct replay_args *a,
 		   enum sim_mode mode, const char *dir, struct sim_summary *ret)
 {
 	struct policy_params pp = {.classes = a->classes, .seed = a->seed, .weights = a->weights};
@@ -339,7 +530,7 @@ static int run_one(struct cp_model *m, const char *name, const struct replay_arg
 		snprintf(label, sizeof(label), "%s/K%u", name, a->classes);
 	else
 		snprintf(label, sizeof(label), "%s", name);
-	if (a->progress == 1 || (a->progress < 0 && isatty(STDERR_FILENO))) {
+	if (a->jobs <= 1 && (a->progress == 1 || (a->progress < 0 && isatty(STDERR_FILENO)))) {
 		pc.label = label;
 		o.progress = show_progress;
 		o.progress_ctx = &pc;
@@ -512,8 +703,10 @@ int main(int argc, char **argv)
 		.seed = 1,
 		.plots = true,
 		.progress = -1,
+		.jobs = 1,
 	};
 	struct sim_summary runs[MAX_RUNS];
+	struct run_spec specs[MAX_RUNS];
 	struct sim_bound_result bound;
 	struct loom_err err = {{0}};
 	enum sim_trace_format fmt;
@@ -620,17 +813,16 @@ int main(int argc, char **argv)
 	if (compute_bound(m, &a, &bound) < 0)
 		goto out;
 	for (size_t i = 0; i < npol; i++) {
-		if (strcmp(a.mode, "classes") != 0) {
-			if (run_one(m, names[i], &a, SIM_MODE_IDEAL, outdir, &runs[nruns]) < 0)
-				goto out;
-			nruns++;
-		}
-		if (strcmp(a.mode, "ideal") != 0) {
-			if (run_one(m, names[i], &a, SIM_MODE_CLASSES, outdir, &runs[nruns]) < 0)
-				goto out;
-			nruns++;
-		}
+		if (strcmp(a.mode, "classes") != 0)
+			specs[nruns++] = (struct run_spec){names[i], SIM_MODE_IDEAL};
+		if (strcmp(a.mode, "ideal") != 0)
+			specs[nruns++] = (struct run_spec){names[i], SIM_MODE_CLASSES};
 	}
+	if (a.jobs > 1 && nruns > 1)
+		log_info("%zu runs, %u at a time", nruns,
+			 a.jobs < nruns ? a.jobs : (uint32_t)nruns);
+	if (run_all(m, specs, nruns, &a, outdir, runs) < 0)
+		goto out;
 	for (size_t i = 0; i < nruns; i++) {
 		runs[i].lp_bound_wjct_s = bound.avg_wjct_s;
 		runs[i].lp_bound_cct_s = bound.avg_cct_s;

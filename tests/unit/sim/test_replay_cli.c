@@ -170,6 +170,10 @@ static void test_bad_flags(void **state)
 	if (r.status != 2 || !strstr(r.err, "--bogus") || !strstr(r.err, "loom-replay --help"))
 		dump_fail(&r, "--bogus: expected exit 2, the option and a pointer to --help");
 	result_free(&r);
+	replay(&r, "-t", t, "-o", o, "--jobs", "65", NULL);
+	expect_usage(&r, "--jobs: '65'");
+	replay(&r, "-t", t, "-o", o, "--jobs", "two", NULL);
+	expect_usage(&r, "--jobs: 'two'");
 	replay(&r, "-t", t, "-o", o, "--classes", "0", NULL);
 	expect_usage(&r, "--classes: '0'");
 	replay(&r, "-t", t, "-o", o, "--classes", "abc", NULL);
@@ -565,14 +569,109 @@ static void test_bundled_sincronia(void **state)
 	check_csv(o, "fair-jobs.csv", jobs_hdr, 0, 526, false);
 }
 
+/* summary.csv without its wall_s column (the one thing a run's timing changes). */
+static char *summary_without_wall(const char *dir)
+{
+	char path[256], *csv, *out, *w;
+	size_t col = 0, k = 0;
+	const char *hdr_end, *p;
+
+	snprintf(path, sizeof(path), "%s/summary.csv", dir);
+	csv = slurp(path, NULL);
+	assert_non_null(csv);
+	hdr_end = strchr(csv, '\n');
+	assert_non_null(hdr_end);
+	p = strstr(csv, "wall_s");
+	assert_true(p && p < hdr_end);
+	for (const char *q = csv; q < p; q++)
+		col += *q == ',';
+	out = calloc(strlen(csv) + 1, 1);
+	assert_non_null(out);
+	w = out;
+	for (p = csv; *p; p++) {
+		if (*p == '\n') {
+			k = 0;
+			*w++ = *p;
+			continue;
+		}
+		if (*p == ',')
+			k++;
+		if (k != col && !(k == col + 1 && *p == ',' && col > 0))
+			*w++ = *p;
+	}
+	free(csv);
+	return out;
+}
+
+/*
+ * --jobs 3 runs the policy x mode runs in child processes: the same table,
+ * the same per-run CSV files and summary (but for wall_s) as one at a time,
+ * and a line on stderr as each run ends.
+ */
+static void test_jobs(void **state)
+{
+	static const char *const runs[] = {"fifo", "fifo-K8", "fair", "fair-K8", "sebf", "sebf-K8"};
+	char tb[128], o1b[128], o3b[128];
+	const char *t = small_trace(tb, sizeof(tb));
+	const char *o1 = tmp_path(o1b, sizeof(o1b), "out-jobs1");
+	const char *o3 = tmp_path(o3b, sizeof(o3b), "out-jobs3");
+	struct result r1, r3;
+	char *s1, *s3;
+
+	(void)state;
+	replay(&r1, "-t", t, "-p", "fifo,fair,sebf", "-m", "both", "-o", o1, "--no-plots", NULL);
+	if (r1.status != 0)
+		dump_fail(&r1, "--jobs 1: expected exit 0");
+	replay(&r3, "-t", t, "-p", "fifo,fair,sebf", "-m", "both", "-o", o3, "--no-plots", "--jobs",
+	       "3", NULL);
+	if (r3.status != 0)
+		dump_fail(&r3, "--jobs 3: expected exit 0");
+	assert_string_equal(r1.out, r3.out);
+	if (!strstr(r3.err, "6 runs, 3 at a time") || !strstr(r3.err, "sebf/K8: done in") ||
+	    !strstr(r3.err, "(6 of 6 runs)"))
+		dump_fail(&r3, "--jobs 3: expected a line per finished run");
+	result_free(&r1);
+	result_free(&r3);
+	s1 = summary_without_wall(o1);
+	s3 = summary_without_wall(o3);
+	assert_string_equal(s1, s3);
+	assert_null(strstr(s1, "wall_s"));
+	free(s1);
+	free(s3);
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		static const char *const kinds[] = {"coflows", "jobs"};
+
+		for (size_t k = 0; k < 2; k++) {
+			char p1[256], p3[256];
+			size_t n1, n3;
+			char *a, *b;
+
+			snprintf(p1, sizeof(p1), "%s/%s-%s.csv", o1, runs[i], kinds[k]);
+			snprintf(p3, sizeof(p3), "%s/%s-%s.csv", o3, runs[i], kinds[k]);
+			a = slurp(p1, &n1);
+			b = slurp(p3, &n3);
+			if (!a || !b || n1 != n3 || memcmp(a, b, n1) != 0)
+				fail_msg("%s differs between --jobs 1 and --jobs 3", p3);
+			free(a);
+			free(b);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_help),         cmocka_unit_test(test_bad_flags),
-		cmocka_unit_test(test_bad_input),    cmocka_unit_test(test_good_run),
-		cmocka_unit_test(test_all_policies), cmocka_unit_test(test_plots),
-		cmocka_unit_test(test_bound),        cmocka_unit_test(test_format_detection),
-		cmocka_unit_test(test_check),        cmocka_unit_test(test_bundled_sincronia),
+		cmocka_unit_test(test_jobs),
+		cmocka_unit_test(test_help),
+		cmocka_unit_test(test_bad_flags),
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_good_run),
+		cmocka_unit_test(test_all_policies),
+		cmocka_unit_test(test_plots),
+		cmocka_unit_test(test_bound),
+		cmocka_unit_test(test_format_detection),
+		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_bundled_sincronia),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -4,7 +4,7 @@
  * their users) and the /metrics text. Both read the loop thread's state and
  * run on the loop thread.
  */
-#include "controlplane/loomd/loomd.h"
+#include "controlplane/loomd/admin_cmds.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -15,6 +15,11 @@
 
 #include "common/admin.h"
 #include "common/log.h"
+#include "controlplane/loomd/metrics.h"
+#include "controlplane/loomd/registry.h"
+#include "controlplane/loomd/sched.h"
+#include "controlplane/loomd/server.h"
+#include "controlplane/loomd/tenants.h"
 
 static const char *const state_names[] = {"waiting", "ready", "active", "done"};
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* loomd's configuration: defaults, "key = value" files, checks (docs/loomd.md lists the keys). */
-#include "controlplane/loomd/loomd.h"
+#include "controlplane/loomd/config.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "proto/wire.h"
 
 void cp_config_default(struct cp_config *c)
 {

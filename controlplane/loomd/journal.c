@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The journal (loomd.h): SQLite in WAL mode, one log table, group commit. */
-#include "controlplane/loomd/loomd.h"
+/* The journal (journal.h): SQLite in WAL mode, one log table, group commit. */
+#include "controlplane/loomd/journal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -9,7 +9,8 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "controlplane/loomd/loomd.h"
+#include "controlplane/loomd/config.h"
+#include "controlplane/loomd/server.h"
 
 #define DEFAULT_CONFIG "/etc/loom/loomd.conf"
 

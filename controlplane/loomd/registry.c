@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The registry and its view (loomd.h). Objects are owned by their job: a job
+ * The registry and its view (registry.h). Objects are owned by their job: a job
  * owns its coflows (one array) and edges, a coflow its flows (one allocation
  * each, so pointers stay put). Three hash maps find them by id and tuple.
  *
@@ -10,7 +10,7 @@
  * the model's own transitions. A change to objects the view has is applied
  * to it at once, so between rebuilds the view is current for them.
  */
-#include "controlplane/loomd/loomd.h"
+#include "controlplane/loomd/registry.h"
 
 #include <errno.h>
 #include <math.h>

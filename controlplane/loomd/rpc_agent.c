@@ -7,7 +7,7 @@
  * (added or changed entries, removed ones), as one versioned delta. A new
  * agent, or one that asks (Resync), gets a full table.
  */
-#include "controlplane/loomd/loomd.h"
+#include "controlplane/loomd/rpc.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
@@ -17,6 +17,12 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "controlplane/loomd/hmap.h"
+#include "controlplane/loomd/journal.h"
+#include "controlplane/loomd/metrics.h"
+#include "controlplane/loomd/registry.h"
+#include "controlplane/loomd/sched.h"
+#include "controlplane/loomd/server.h"
 
 /* Addresses one agent may announce for its host. */
 #define CP_MAX_HOST_ADDRS 64

@@ -5,7 +5,7 @@
  * journaled with the request's own bytes; replay at start-up goes through the
  * same functions with journal = false.
  */
-#include "controlplane/loomd/loomd.h"
+#include "controlplane/loomd/rpc.h"
 
 #include <errno.h>
 #include <math.h>
@@ -13,6 +13,10 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "controlplane/loomd/journal.h"
+#include "controlplane/loomd/registry.h"
+#include "controlplane/loomd/server.h"
+#include "controlplane/loomd/tenants.h"
 
 void cp_rpc_reply(struct cp_conn *c, uint64_t seq, int r, const struct loom_err *err,
 		  uint32_t accepted)

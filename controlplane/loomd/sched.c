@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * One scheduling pass (loomd.h): the same policy code as the simulator, on
+ * One scheduling pass (sched.h): the same policy code as the simulator, on
  * the registry's view. The order becomes the classes each host enforces
  * (class_assign): by default (conflict) a coflow gets, on every host, one
  * class above every earlier coflow it shares a port with; with per-host,
@@ -8,13 +8,15 @@
  * there. A policy that gives its own classes keeps them (capped at K-1) on
  * every host. The simulator's classes mode calls the same functions.
  */
-#include "controlplane/loomd/loomd.h"
+#include "controlplane/loomd/sched.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
+#include "controlplane/loomd/registry.h"
+#include "controlplane/loomd/server.h"
 
 struct cp_sched {
 	struct cp_registry *reg;

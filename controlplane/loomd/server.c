@@ -9,7 +9,7 @@
  * after the handlers of this loop iteration, commits once and then releases
  * every pending reply. A reply is never seen before its change is durable.
  */
-#include "controlplane/loomd/loomd.h"
+#include "controlplane/loomd/server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,6 +32,14 @@
 
 #include "common/admin.h"
 #include "common/log.h"
+#include "controlplane/loomd/admin_cmds.h"
+#include "controlplane/loomd/config.h"
+#include "controlplane/loomd/journal.h"
+#include "controlplane/loomd/metrics.h"
+#include "controlplane/loomd/registry.h"
+#include "controlplane/loomd/rpc.h"
+#include "controlplane/loomd/sched.h"
+#include "controlplane/loomd/tenants.h"
 
 #ifdef LOOM_HAVE_TLS
 #include <event2/bufferevent_ssl.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Tenants (loomd.h, docs/security.md): the tokens file's parser, and the
+ * Tenants (tenants.h, docs/security.md): the tokens file's parser, and the
  * server's table of tenants with their quotas and announcement buckets.
  *
  * The tokens file: one tenant per line and what it presents,
@@ -16,7 +16,7 @@
  * quotas are set on one of them at most. '#' starts a comment; blank lines
  * are skipped. Anything else is an error naming file:line and what is wrong.
  */
-#include "controlplane/loomd/loomd.h"
+#include "controlplane/loomd/tenants.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "controlplane/loomd/server.h"
 
 /* The longest tokens file line, newline excluded. */
 #define TOKENS_LINE_MAX 1024

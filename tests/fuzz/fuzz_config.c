@@ -23,7 +23,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "controlplane/loomd/loomd.h"
+#include "controlplane/loomd/config.h"
 #include "tests/fuzz/fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -29,7 +29,10 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "controlplane/loomd/loomd.h"
+#include "controlplane/loomd/config.h"
+#include "controlplane/loomd/registry.h"
+#include "controlplane/loomd/rpc.h"
+#include "controlplane/loomd/server.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

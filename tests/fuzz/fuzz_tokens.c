@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "controlplane/loomd/loomd.h"
+#include "controlplane/loomd/tenants.h"
 #include "tests/fuzz/fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -24,7 +24,8 @@
 #include <cmocka.h>
 
 #include "common/clock.h"
-#include "controlplane/loomd/loomd.h"
+#include "controlplane/loomd/config.h"
+#include "proto/wire.h"
 
 static char tmpdir[PATH_MAX];
 

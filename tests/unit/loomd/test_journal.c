@@ -22,7 +22,8 @@
 
 #include <cmocka.h>
 
-#include "controlplane/loomd/loomd.h"
+#include "controlplane/loomd/journal.h"
+#include "proto/wire.h"
 
 static char tmpdir[PATH_MAX];
 

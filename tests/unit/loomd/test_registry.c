@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "controlplane/loomd/loomd.h"
+#include "controlplane/loomd/registry.h"
 #include "topo/topo.h"
 
 #define NHOSTS 8

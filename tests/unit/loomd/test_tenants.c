@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "common/clock.h"
-#include "controlplane/loomd/loomd.h"
+#include "controlplane/loomd/tenants.h"
 
 #define TOK_A  "aaaaaaaaaaaaaaaaaaaaaaaa"
 #define TOK_A2 "a2a2a2a2a2a2a2a2a2a2a2a2"

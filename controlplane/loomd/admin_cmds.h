@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * controlplane/loomd/admin_cmds: loomd's admin socket commands (registered
+ * on the server's struct loom_admin) and the Prometheus text of /metrics,
+ * both read from the server's state on the loop thread.
+ */
+#ifndef LOOM_CONTROLPLANE_LOOMD_ADMIN_CMDS_H
+#define LOOM_CONTROLPLANE_LOOMD_ADMIN_CMDS_H
+
+#include "controlplane/loomd/metrics.h"
+#include "controlplane/loomd/server.h"
+
+/* admin_cmds.c */
+int cp_admin_register_all(struct cp_server *s);
+/* Renders the Prometheus text for /metrics into p. */
+void cp_metrics_render(struct cp_server *s, struct cp_prom *p);
+
+#endif

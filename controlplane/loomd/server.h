@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * controlplane/loomd/server: the libevent loop: listeners, connections,
+ * framing, agents' tables and their deltas, timers, the admin commands,
+ * metrics. struct cp_server holds the daemon's parts (config.h, registry.h,
+ * sched.h, journal.h, tenants.h, metrics.h); the requests themselves are
+ * handled in rpc.h's functions, the admin commands in admin_cmds.h's.
+ *
+ * Threads: one loop thread owns everything here; the metrics HTTP thread
+ * only reads text the loop publishes (metrics.h).
+ */
+#ifndef LOOM_CONTROLPLANE_LOOMD_SERVER_H
+#define LOOM_CONTROLPLANE_LOOMD_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/clock.h"
+#include "common/errors.h"
+#include "controlplane/loomd/config.h"
+#include "controlplane/loomd/hmap.h"
+#include "controlplane/loomd/journal.h"
+#include "controlplane/loomd/metrics.h"
+#include "controlplane/loomd/registry.h"
+#include "controlplane/loomd/sched.h"
+#include "controlplane/loomd/tenants.h"
+#include "proto/wire.h"
+#include "topo/topo.h"
+
+struct event_base;
+struct event;
+struct evbuffer;
+struct bufferevent;
+struct evconnlistener;
+struct loom_admin;
+struct ssl_ctx_st; /* OpenSSL's SSL_CTX */
+
+enum cp_role {
+	CP_ROLE_NONE = 0, /* before Hello */
+	CP_ROLE_FRAMEWORK,
+	CP_ROLE_AGENT,
+};
+
+/* What an agent has been sent (its table), for deltas. */
+struct cp_agent_flow {
+	struct wire_tuple tuple;
+	uint64_t coflow_id;
+	uint32_t stamp;
+};
+
+struct cp_agent_coflow {
+	uint64_t coflow_id;
+	uint32_t cls;
+	uint64_t rate_bps;
+	uint32_t stamp;
+};
+
+#define CP_PUSH_RING   64
+#define CP_UNKNOWN_MAX 64 /* unknown flows remembered per agent (least recent replaced) */
+
+/* A flow an agent saw that no framework announced (admin "unknown"). */
+struct cp_unknown_flow {
+	struct wire_tuple tuple;
+	uint64_t bytes;
+	uint64_t first_mono_ns, last_mono_ns;
+};
+
+struct cp_conn {
+	struct cp_server *srv;
+	struct bufferevent *bev;
+	struct cp_conn *prev, *next;
+	enum cp_role role;
+	char name[CP_NAME_MAX];
+	char peer[CP_ADDR_MAX];
+	uint32_t version;
+	uint64_t connected_ns;
+	struct evbuffer *pending; /* replies held until the journal commits */
+	bool dirty;               /* on srv->dirty_conns */
+	struct cp_conn *next_dirty;
+	bool tls;        /* on listen_tcp with TLS: the peer showed a certificate of tls_ca */
+	uint32_t tenant; /* frameworks: the server's tenant id, set at Hello */
+	bool closing;    /* close once the output is flushed */
+	bool overflow;   /* dropped (not reading, or replaced): freed at the next tick or pass */
+	/* agents */
+	uint32_t host;
+	uint64_t link_bps;
+	uint32_t classes;
+	int enforcer;
+	uint64_t table_version, acked_version;
+	bool need_full;
+	struct hmap flows, coflows; /* struct cp_agent_flow / cp_agent_coflow, owned */
+	uint64_t push_version[CP_PUSH_RING];
+	uint64_t push_mono_ns[CP_PUSH_RING];
+	uint64_t unknown_bytes;
+	struct cp_unknown_flow unknown[CP_UNKNOWN_MAX];
+	uint32_t nunknown;
+	uint64_t unknown_flows; /* distinct unknown flows reported (or evicted and seen again) */
+	uint32_t stamped_flows, stamped_coflows; /* entries confirmed by this pass */
+	bool table_failed;                       /* the last table could not be sent */
+};
+
+struct cp_server_stats {
+	uint64_t requests, errors, frames_bad, conns_total;
+	uint64_t flows_announced, stats_reports, tables_sent, table_entries_sent;
+	uint64_t unknown_flows;
+	uint64_t passes, commits;
+	struct cp_hist decide_hist, push_hist, pass_hist, commit_hist;
+};
+
+struct cp_server {
+	struct cp_config cfg;
+	struct event_base *base;
+	struct topo *topo;
+	struct cp_registry *reg;
+	struct cp_sched *sched;
+	struct cp_journal *journal;
+	struct loom_admin *admin;
+	struct cp_metrics_http *http;
+	struct evconnlistener *lis_unix, *lis_tcp;
+	struct ssl_ctx_st *tls;    /* NULL: listen_tcp is plain TCP */
+	struct cp_tokens *tokens;  /* the tokens file; NULL: none */
+	struct cp_tenant *tenants; /* by id; 0 is "default" */
+	uint32_t ntenants, cap_tenants;
+	struct event *pass_ev, *commit_ev, *tick_ev, *wake_ev, *sigterm_ev, *sigint_ev;
+	struct cp_conn *conns;
+	uint32_t nconns, nagents, nframeworks;
+	struct cp_conn **agent_of_host; /* nhosts */
+	struct cp_conn *dirty_conns;
+	struct loom_vclock vclock;
+	uint64_t controller_id;
+	uint64_t start_mono_ns;
+	uint64_t wake_at_ns; /* the timer's target, CP_TIME_NEVER if unset */
+	bool pass_scheduled, stats_changed, watches;
+	uint32_t gen; /* agent table diff generation */
+	uint64_t last_publish_mono_ns;
+	uint64_t last_pass_mono_ns;
+	uint64_t last_pass_dur_ns;
+	uint64_t last_expire_mono_ns;
+	bool stopping;
+	int exit_code;
+	struct cp_server_stats st;
+	struct loom_err last_err;
+};
+
+/* Loads topology, journal, policy, binds listeners. 0 or -errno with err. */
+int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom_err *err);
+/* Runs the loop until SIGTERM/SIGINT or cp_server_stop(). Returns the exit code. */
+int cp_server_run(struct cp_server *s);
+void cp_server_stop(struct cp_server *s);
+void cp_server_done(struct cp_server *s);
+
+/* The controller's clock: wall time, or the virtual clock in tests. */
+uint64_t cp_server_now_ns(const struct cp_server *s);
+uint64_t cp_mono_ns(void);
+
+/* Asks for a scheduling pass as soon as the loop is free. */
+void cp_server_schedule_pass(struct cp_server *s);
+/* Runs one pass now (admin 'decide'); 0 or -errno with err. */
+int cp_server_pass(struct cp_server *s, struct loom_err *err);
+/* Queues a reply envelope on c (held until the journal commits). */
+void cp_conn_send(struct cp_conn *c, const Loom__Envelope *env);
+/* Sends now, bypassing the journal hold (tables, hello replies without changes). */
+void cp_conn_send_now(struct cp_conn *c, const Loom__Envelope *env);
+/* Makes sure pending journal writes are committed before replies go out. */
+void cp_server_need_commit(struct cp_server *s);
+
+/*
+ * server.c: whether the certificate of c (a TLS connection) names the agent
+ * of host (subjectAltName DNS, or the subject's CN without one, "host-N")
+ * and holds every address of h as an IP subjectAltName. 0, or -EPERM (wire
+ * code WRONG_ROLE) with
+ * err saying what the certificate names instead.
+ */
+int cp_conn_tls_check_agent(struct cp_conn *c, uint32_t host, const Loom__Hello *h,
+			    struct loom_err *err);
+
+/*
+ * server.c: who a framework saying Hello h on c is. Sets c->tenant, or
+ * returns -EACCES (wire DENIED: a token that is not in the tokens file, a
+ * token where loomd has none, none where it needs one, a token of another
+ * tenant than the certificate's) or -EPERM (an agent's certificate, host-N)
+ * with err saying which.
+ */
+int cp_conn_auth_framework(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err);
+
+/* ---- for tests and fuzz targets ----------------------------------------------------------- */
+
+/*
+ * Tests and fuzz targets: a connection without a socket (its replies are
+ * encoded and dropped), fed bytes as if read. cp_conn_feed returns 0, or
+ * -EPIPE when loomd dropped the connection (then c is freed).
+ * cp_server_flush commits the journal and releases held replies, as the loop
+ * would after a batch of input.
+ */
+struct cp_conn *cp_server_test_conn(struct cp_server *s);
+int cp_conn_feed(struct cp_conn *c, const void *buf, size_t len);
+void cp_server_flush(struct cp_server *s);
+
+#endif

@@ -48,6 +48,7 @@
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "dataplane/agent.h"
 #include "dataplane/table.h"
@@ -79,10 +80,7 @@ static bool verbose;
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return (double)loom_clock_mono_ns() * 1e-9;
 }
 
 static void sleep_s(double s)

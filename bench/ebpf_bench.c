@@ -155,6 +155,7 @@ static double single_ns(int fd, const uint8_t *pkt, size_t len, uint32_t n)
 	return sum / n;
 }
 
+/* Private copy of loom_clock_mono_ns() (in ms): this benchmark links ebpf/ alone, no common/. */
 static double now_ms(void)
 {
 	struct timespec ts;

@@ -40,6 +40,7 @@ struct workload {
 	uint32_t nsched;
 };
 
+/* Private copy of loom_clock_mono_ns() (in s): this benchmark links gnn/ alone, no common/. */
 static double now_s(void)
 {
 	struct timespec ts;

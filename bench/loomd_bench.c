@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "common/admin.h"
+#include "common/clock.h"
 #include "common/rng.h"
 #include "proto/wire.h"
 
@@ -88,14 +89,6 @@ static void opts_default(struct opts *o)
 }
 
 /* ---- small helpers ---------------------------------------------------------------------------- */
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static void sleep_ns(uint64_t ns)
 {
@@ -319,7 +312,7 @@ static int unix_connect(const char *path, bool nonblock)
 static int fw_call(int fd, Loom__Envelope *env, int timeout_ms, uint32_t *ret_accepted, char *msg,
 		   size_t msz)
 {
-	uint64_t deadline = mono_ns() + (uint64_t)timeout_ms * 1000000ULL;
+	uint64_t deadline = loom_clock_mono_ns() + (uint64_t)timeout_ms * 1000000ULL;
 	int r;
 
 	r = wire_send(fd, env, MAX_FRAME, timeout_ms);
@@ -329,7 +322,7 @@ static int fw_call(int fd, Loom__Envelope *env, int timeout_ms, uint32_t *ret_ac
 	}
 	for (;;) {
 		Loom__Envelope *rep = NULL;
-		uint64_t now = mono_ns();
+		uint64_t now = loom_clock_mono_ns();
 		const Loom__Error *e = NULL;
 
 		if (now >= deadline) {
@@ -680,7 +673,7 @@ static void agent_read(struct pool *p, struct agent *a)
 		a->in_len += (size_t)r;
 		p->bytes_in += (uint64_t)r;
 	}
-	now = mono_ns();
+	now = loom_clock_mono_ns();
 	while (a->in_len - off >= WIRE_HDR_BYTES && !a->dead) {
 		Loom__Envelope *env;
 		uint32_t n;
@@ -748,8 +741,8 @@ static void pool_free(struct pool *p)
  */
 static int pool_start(struct pool *p, const char *sock, uint32_t n, int timeout_ms)
 {
-	uint64_t deadline = mono_ns() + (uint64_t)timeout_ms * 1000000ULL;
-	uint64_t t0 = mono_ns();
+	uint64_t deadline = loom_clock_mono_ns() + (uint64_t)timeout_ms * 1000000ULL;
+	uint64_t t0 = loom_clock_mono_ns();
 
 	p->ep = epoll_create1(EPOLL_CLOEXEC);
 	p->a = calloc(n + 1, sizeof(*p->a));
@@ -767,7 +760,8 @@ static int pool_start(struct pool *p, const char *sock, uint32_t n, int timeout_
 
 		a->host = i;
 		/* a full backlog answers EAGAIN: let loomd accept while we serve the others */
-		while ((fd = unix_connect(sock, true)) == -EAGAIN && mono_ns() < deadline)
+		while ((fd = unix_connect(sock, true)) == -EAGAIN &&
+		       loom_clock_mono_ns() < deadline)
 			pool_pump(p, 1);
 		if (fd < 0) {
 			snprintf(p->err, sizeof(p->err), "agent %u of %u: connect %s: %s", i, n,
@@ -785,7 +779,7 @@ static int pool_start(struct pool *p, const char *sock, uint32_t n, int timeout_
 		if (i % 250 == 249)
 			fprintf(stderr, "  %u agents connected\n", i + 1);
 	}
-	while ((p->hellos < n || p->with_table < n) && !p->dead && mono_ns() < deadline)
+	while ((p->hellos < n || p->with_table < n) && !p->dead && loom_clock_mono_ns() < deadline)
 		pool_pump(p, 10);
 	if (p->dead)
 		return -EPIPE;
@@ -797,17 +791,17 @@ static int pool_start(struct pool *p, const char *sock, uint32_t n, int timeout_
 		return -ETIMEDOUT;
 	}
 	fprintf(stderr, "  %u agents connected, greeted and holding a full table in %.0f ms\n", n,
-		(double)(mono_ns() - t0) * 1e-6);
+		(double)(loom_clock_mono_ns() - t0) * 1e-6);
 	return 0;
 }
 
 /* Pumps until no table came for quiet_ms (or max_ms passed). Returns 0 or -errno. */
 static int pool_settle(struct pool *p, int quiet_ms, int max_ms)
 {
-	uint64_t end = mono_ns() + (uint64_t)max_ms * 1000000ULL;
-	uint64_t last = p->tables, since = mono_ns();
+	uint64_t end = loom_clock_mono_ns() + (uint64_t)max_ms * 1000000ULL;
+	uint64_t last = p->tables, since = loom_clock_mono_ns();
 
-	while (mono_ns() < end) {
+	while (loom_clock_mono_ns() < end) {
 		int r = pool_pump(p, 10);
 
 		if (r < 0)
@@ -816,8 +810,8 @@ static int pool_settle(struct pool *p, int quiet_ms, int max_ms)
 			return -EPIPE;
 		if (p->tables != last) {
 			last = p->tables;
-			since = mono_ns();
-		} else if (mono_ns() - since >= (uint64_t)quiet_ms * 1000000ULL) {
+			since = loom_clock_mono_ns();
+		} else if (loom_clock_mono_ns() - since >= (uint64_t)quiet_ms * 1000000ULL) {
 			return 0;
 		}
 	}
@@ -829,14 +823,14 @@ static int pool_settle(struct pool *p, int quiet_ms, int max_ms)
 static int cmd_ready(const struct opts *o)
 {
 	int timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
-	uint64_t deadline = mono_ns() + (uint64_t)timeout_ms * 1000000ULL;
+	uint64_t deadline = loom_clock_mono_ns() + (uint64_t)timeout_ms * 1000000ULL;
 	struct loom_err err = {{0}};
 
 	if (!o->admin) {
 		fprintf(stderr, "ready: --admin is required\n");
 		return 1;
 	}
-	while (mono_ns() < deadline) {
+	while (loom_clock_mono_ns() < deadline) {
 		json_t *res = NULL;
 
 		if (loom_admin_call(o->admin, "stats", 0, NULL, 1000, &res, &err) == 0) {
@@ -952,9 +946,9 @@ static void *ann_main(void *arg)
 			af[k].coflow_id = t->coflow_ids[i % ncf];
 		}
 		env.seq = ++seq;
-		t0 = mono_ns();
+		t0 = loom_clock_mono_ns();
 		r = fw_call(t->fd, &env, CALL_TIMEOUT_MS, &accepted, t->err, sizeof(t->err));
-		t1 = mono_ns();
+		t1 = loom_clock_mono_ns();
 		atomic_fetch_add_explicit(&t->flows, r == 0 ? b : accepted, memory_order_relaxed);
 		t->job_flows += r == 0 ? b : accepted;
 		if (r < 0) {
@@ -967,7 +961,7 @@ static void *ann_main(void *arg)
 			t->rc = -ENOMEM;
 		}
 	}
-	t->end_ns = mono_ns();
+	t->end_ns = loom_clock_mono_ns();
 	free(af);
 	free(afp);
 	free(fs);
@@ -1046,11 +1040,11 @@ static int cmd_announce(const struct opts *o)
 	cpu0 = proc_cpu_s(o->pid);
 	self0 = self_cpu_s();
 	pthread_barrier_wait(&start);
-	t_start = mono_ns();
+	t_start = loom_clock_mono_ns();
 	{
 		uint64_t tick_ns = t_start, tick_flows = 0;
 
-		while (mono_ns() - t_start < (uint64_t)(o->seconds * 1e9)) {
+		while (loom_clock_mono_ns() - t_start < (uint64_t)(o->seconds * 1e9)) {
 			bool all_failed = true;
 			uint64_t now, sum = 0;
 
@@ -1061,7 +1055,7 @@ static int cmd_announce(const struct opts *o)
 			}
 			if (all_failed)
 				break;
-			now = mono_ns();
+			now = loom_clock_mono_ns();
 			if (now - tick_ns >= 1000000000ULL) {
 				double rate = (double)(sum - tick_flows) /
 					      ((double)(now - tick_ns) * 1e-9);
@@ -1211,7 +1205,7 @@ static void agents_wait_coflow(struct agents_bench *b, uint32_t k)
 	uint64_t deadline = b->t_send_ns[k] + (uint64_t)b->o->timeout_ms * 1000000ULL;
 
 	while (!atomic_load_explicit(&b->t_done_ns[k], memory_order_acquire) &&
-	       mono_ns() < deadline)
+	       loom_clock_mono_ns() < deadline)
 		sleep_ns(200000);
 }
 
@@ -1231,7 +1225,7 @@ static void *agents_fw_main(void *arg)
 		b->fw_rc = fd;
 		goto out;
 	}
-	next_ns = mono_ns();
+	next_ns = loom_clock_mono_ns();
 	for (uint32_t k = 0; k < b->ncoflows; k++) {
 		uint32_t nsrc =
 			o->src_min + (uint32_t)loom_rng_below(&rng, o->src_max - o->src_min + 1);
@@ -1254,10 +1248,10 @@ static void *agents_fw_main(void *arg)
 				    &fl[j].tuple);
 		}
 		b->nsrc[k] = nsrc;
-		b->t_send_ns[k] = mono_ns();
+		b->t_send_ns[k] = loom_clock_mono_ns();
 		atomic_store_explicit(&b->registered[k], 1, memory_order_release);
 		r = job_register(fd, ++seq, id, &id, 1, fl, nsrc, msg, sizeof(msg));
-		b->t_reply_ns[k] = mono_ns();
+		b->t_reply_ns[k] = loom_clock_mono_ns();
 		if (r < 0) {
 			snprintf(b->fw_err, sizeof(b->fw_err), "registering coflow %u: %s", k, msg);
 			b->fw_rc = r;
@@ -1290,8 +1284,8 @@ static void *agents_fw_main(void *arg)
 				      loom_rng_below(&rng,
 						     o->interval_max_ms - o->interval_min_ms + 1)) *
 			   1000000ULL;
-		if (next_ns > mono_ns())
-			sleep_ns(next_ns - mono_ns());
+		if (next_ns > loom_clock_mono_ns())
+			sleep_ns(next_ns - loom_clock_mono_ns());
 	}
 	for (; done_upto < b->ncoflows; done_upto++) {
 		char msg[400];
@@ -1377,7 +1371,7 @@ static int cmd_agents(const struct opts *o)
 		o->label, b.ncoflows, o->src_min, o->src_max, o->interval_min_ms,
 		o->interval_max_ms, o->window);
 	cpu0 = proc_cpu_s(o->pid);
-	t0 = mono_ns();
+	t0 = loom_clock_mono_ns();
 	if (pthread_create(&fw, NULL, agents_fw_main, &b) != 0) {
 		fprintf(stderr, "agents: pthread_create failed\n");
 		goto out;
@@ -1388,7 +1382,7 @@ static int cmd_agents(const struct opts *o)
 						 1000000ULL;
 
 		while (!atomic_load(&b.fw_finished)) {
-			if (pool_pump(&p, 5) < 0 || p.dead || mono_ns() > deadline)
+			if (pool_pump(&p, 5) < 0 || p.dead || loom_clock_mono_ns() > deadline)
 				break;
 		}
 		if (!atomic_load(&b.fw_finished)) {
@@ -1400,7 +1394,7 @@ static int cmd_agents(const struct opts *o)
 		}
 	}
 	pthread_join(fw, NULL);
-	wall_s = (double)(mono_ns() - t0) * 1e-9;
+	wall_s = (double)(loom_clock_mono_ns() - t0) * 1e-9;
 	cpu1 = proc_cpu_s(o->pid);
 	if (b.fw_rc) {
 		fprintf(stderr, "agents: framework: %s\n", b.fw_err);

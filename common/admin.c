@@ -26,6 +26,8 @@
 #include <event2/listener.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
+#include "common/unixsock.h"
 
 /* Stop reading requests while this much reply data waits for the client. */
 #define ADMIN_OUT_HIGH (4u * 1024 * 1024)
@@ -559,41 +561,6 @@ static int sockaddr_un_fill(struct sockaddr_un *sun, const char *path, struct lo
 	return 0;
 }
 
-/*
- * Makes path free for a new socket: 0 if nothing is there or a dead socket
- * was removed; -EADDRINUSE if something answers; -EEXIST if not a socket.
- */
-static int admin_clear_stale(const struct sockaddr_un *sun, const char *path, struct loom_err *err)
-{
-	_cleanup_close_ int fd = -1;
-	struct stat st;
-
-	if (lstat(path, &st) < 0) {
-		if (errno == ENOENT)
-			return 0;
-		return loom_err_set(err, errno, "cannot check admin socket %s: %s", path,
-				    strerror(errno));
-	}
-	if (!S_ISSOCK(st.st_mode))
-		return loom_err_set(err, EEXIST, "%s exists and is not a socket; not replacing it",
-				    path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return loom_err_set(err, errno, "socket: %s", strerror(errno));
-	if (connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) == 0 || errno == EAGAIN)
-		return loom_err_set(err, EADDRINUSE,
-				    "admin socket %s is in use: another daemon is listening on it",
-				    path);
-	if (errno != ECONNREFUSED)
-		return loom_err_set(err, errno, "cannot check admin socket %s: %s", path,
-				    strerror(errno));
-	/* Nobody listens: a socket file left by a daemon that died. */
-	if (unlink(path) < 0 && errno != ENOENT)
-		return loom_err_set(err, errno, "cannot remove stale admin socket %s: %s", path,
-				    strerror(errno));
-	return 0;
-}
-
 int loom_admin_peer(const struct loom_admin *a, uid_t *ret_uid, pid_t *ret_pid)
 {
 	if (!a || !a->running || !a->running->has_cred)
@@ -622,7 +589,7 @@ struct loom_admin *loom_admin_new_perm(struct event_base *base, const char *path
 		r = loom_err_set(err, EINVAL, "no event base");
 		goto fail;
 	}
-	r = admin_clear_stale(&sun, path, err);
+	r = loom_unixsock_clear_stale("admin socket", path, err);
 	if (r < 0)
 		goto fail;
 	a = calloc(1, sizeof(*a));
@@ -712,10 +679,7 @@ struct loom_admin *loom_admin_free(struct loom_admin *a)
 
 static int64_t mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(loom_clock_mono_ns() / LOOM_NS_PER_MS);
 }
 
 /* Milliseconds left before deadline for poll(): -1 without deadline, 0 when past. */

@@ -9,13 +9,18 @@ static uint64_t timespec_ns(const struct timespec *ts)
 	return (uint64_t)ts->tv_sec * LOOM_NS_PER_S + (uint64_t)ts->tv_nsec;
 }
 
-static uint64_t real_now_ns(const struct loom_clock *clock)
+uint64_t loom_clock_mono_ns(void)
 {
 	struct timespec ts;
 
-	(void)clock;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return timespec_ns(&ts);
+}
+
+static uint64_t real_now_ns(const struct loom_clock *clock)
+{
+	(void)clock;
+	return loom_clock_mono_ns();
 }
 
 static const struct loom_clock real_clock = {.now_ns = real_now_ns};

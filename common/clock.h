@@ -29,6 +29,12 @@ static inline uint64_t loom_clock_now_ns(const struct loom_clock *clock)
 /* Returns the process-wide monotonic real clock (static storage; never freed). */
 const struct loom_clock *loom_clock_real(void);
 
+/*
+ * Returns CLOCK_MONOTONIC in nanoseconds (what loom_clock_real() reads), for
+ * timeouts, deadlines and durations measured in the process itself.
+ */
+uint64_t loom_clock_mono_ns(void);
+
 /* Returns CLOCK_REALTIME in nanoseconds since the epoch (for logs and file names). */
 uint64_t loom_clock_wall_ns(void);
 

@@ -85,6 +85,7 @@ static uint16_t collector_port;
 static int64_t deadline_ms;
 static pid_t driver_pid;
 
+/* Private monotonic clock: the example uses libloom's public API (loom.h) only, not common/. */
 static int64_t now_ms(void)
 {
 	struct timespec ts;

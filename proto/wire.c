@@ -95,6 +95,7 @@ void wire_free(Loom__Envelope *env)
 		loom__envelope__free_unpacked(env, NULL);
 }
 
+/* Private copy of loom_clock_mono_ns() (in ms): proto/ may not use common/ (layering). */
 static int64_t mono_ms(void)
 {
 	struct timespec ts;

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "proto/wire.h"
 
 #ifdef LOOM_HAVE_TLS
@@ -99,12 +100,10 @@ static const char *errstr(int e, char *buf, size_t size)
 
 /* ---- time --------------------------------------------------------------------------- */
 
+/* Deadlines are in milliseconds on CLOCK_MONOTONIC (loom_clock_mono_ns()). */
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(loom_clock_mono_ns() / LOOM_NS_PER_MS);
 }
 
 /* Milliseconds left before deadline_ms; 0 when it has passed. */
@@ -707,15 +706,10 @@ static void client_check_fork(struct loom_client *c)
 static int client_acquire(struct loom_client *c, int64_t deadline, const char *op)
 {
 	int ms = left_ms(deadline), r = 0;
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	/* c->idle waits on CLOCK_MONOTONIC (client_sync_init()), the clock of loom_clock_mono_ns() */
+	uint64_t at_ns = loom_clock_mono_ns() + (uint64_t)ms * LOOM_NS_PER_MS;
+	struct timespec ts = {.tv_sec = (time_t)(at_ns / LOOM_NS_PER_S),
+			      .tv_nsec = (long)(at_ns % LOOM_NS_PER_S)};
 	pthread_mutex_lock(&c->lock);
 	while (c->busy && r == 0)
 		r = pthread_cond_timedwait(&c->idle, &c->lock, &ts);

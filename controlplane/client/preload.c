@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "controlplane/client/loom.h"
 #include "controlplane/client/sockaddr.h"
 
@@ -130,10 +131,7 @@ static void shim_init(void)
 
 static int64_t shim_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(loom_clock_mono_ns() / LOOM_NS_PER_MS);
 }
 
 /* The process's client, made now if need be; NULL while loomd is unreachable. */

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "controlplane/learn/learn_mpi.h"
 #include "controlplane/policy/coflow_features.h"
 #include "controlplane/policy/policy.h"
@@ -1149,14 +1150,6 @@ static int evaluate(struct learn *L, double *ret_ratio, struct loom_err *err)
 
 /* ---- the loop ------------------------------------------------------------------------------- */
 
-static double wall_now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int check_opts(const struct learn_opts *o, struct loom_err *err)
 {
 	if (o->threads == 0 || o->threads > LEARN_MAX_THREADS)
@@ -1275,7 +1268,8 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 	struct learn *L;
 	struct gnn_adam adam = gnn_adam_default();
 	struct gnn_err gerr = {{0}};
-	double ema = NAN, best = INFINITY, last_eval = NAN, t0 = wall_now_s();
+	double ema = NAN, best = INFINITY, last_eval = NAN,
+	       t0 = (double)loom_clock_mono_ns() * 1e-9;
 	uint32_t start = 0, skipped = 0;
 	FILE *csv = NULL;
 	int rc;
@@ -1501,7 +1495,7 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 		pr.decisions = ntr;
 		pr.skipped = skipped;
 		pr.best_eval_ratio = best;
-		pr.wall_s = wall_now_s() - t0;
+		pr.wall_s = (double)loom_clock_mono_ns() * 1e-9 - t0;
 		if (csv) {
 			fprintf(csv, "%u,%s,%u,%.3f,%.6g,%.6g,%.6g,%.6g,%.6g,%u,", pr.iter,
 				imitation ? "imitate" : "rl", pr.jobs, pr.load, pr.avg_wjct_s,

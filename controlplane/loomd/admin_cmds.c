@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/admin.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "controlplane/loomd/metrics.h"
 #include "controlplane/loomd/registry.h"
@@ -83,9 +84,10 @@ static int cmd_stats(void *ctx, int argc, const char *const *argv, json_t **ret,
 	*ret = json_pack(
 		"{s:s, s:f, s:s, s:i, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, "
 		"s:f, s:f, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
-		"version", "0.1.0", "uptime_s", (double)(cp_mono_ns() - s->start_mono_ns) * 1e-9,
-		"policy", cp_sched_policy(s->sched), "classes", (int)cp_sched_classes(s->sched),
-		"tick_ms", (double)s->cfg.tick_ns * 1e-6, "jobs", (json_int_t)n.jobs, "jobs_done",
+		"version", "0.1.0", "uptime_s",
+		(double)(loom_clock_mono_ns() - s->start_mono_ns) * 1e-9, "policy",
+		cp_sched_policy(s->sched), "classes", (int)cp_sched_classes(s->sched), "tick_ms",
+		(double)s->cfg.tick_ns * 1e-6, "jobs", (json_int_t)n.jobs, "jobs_done",
 		(json_int_t)n.jobs_done, "coflows", (json_int_t)n.coflows, "coflows_active",
 		(json_int_t)n.coflows_active, "flows", (json_int_t)n.flows, "flows_done",
 		(json_int_t)n.flows_done, "agents", (json_int_t)s->nagents, "frameworks",
@@ -195,15 +197,15 @@ static int cmd_agents(void *ctx, int argc, const char *const *argv, json_t **ret
 		if (!c)
 			continue;
 		json_array_append_new(
-			a,
-			json_pack("{s:i, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:f, s:I, s:I}", "host",
-				  (int)h, "name", c->name, "peer", c->peer, "enforcer",
-				  enforcer_name(c->enforcer), "classes", (int)c->classes,
-				  "table_version", (json_int_t)c->table_version, "acked_version",
-				  (json_int_t)c->acked_version, "flows", (json_int_t)c->flows.live,
-				  "connected_s", (double)(cp_mono_ns() - c->connected_ns) * 1e-9,
-				  "unknown_bytes", (json_int_t)c->unknown_bytes, "unknown_flows",
-				  (json_int_t)c->unknown_flows));
+			a, json_pack("{s:i, s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:f, s:I, s:I}",
+				     "host", (int)h, "name", c->name, "peer", c->peer, "enforcer",
+				     enforcer_name(c->enforcer), "classes", (int)c->classes,
+				     "table_version", (json_int_t)c->table_version, "acked_version",
+				     (json_int_t)c->acked_version, "flows",
+				     (json_int_t)c->flows.live, "connected_s",
+				     (double)(loom_clock_mono_ns() - c->connected_ns) * 1e-9,
+				     "unknown_bytes", (json_int_t)c->unknown_bytes, "unknown_flows",
+				     (json_int_t)c->unknown_flows));
 	}
 	*ret = a;
 	return 0;
@@ -215,7 +217,7 @@ static int cmd_unknown(void *ctx, int argc, const char *const *argv, json_t **re
 {
 	struct cp_server *s = ctx;
 	unsigned long long want = 0;
-	uint64_t now = cp_mono_ns();
+	uint64_t now = loom_clock_mono_ns();
 	json_t *a;
 
 	if (argc > 1)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "controlplane/loomd/hmap.h"
 #include "controlplane/loomd/journal.h"
@@ -147,7 +148,7 @@ void cp_agent_gone(struct cp_conn *c)
  */
 static void note_unknown(struct cp_conn *c, const struct wire_tuple *t, uint64_t bytes)
 {
-	uint64_t now = cp_mono_ns();
+	uint64_t now = loom_clock_mono_ns();
 	uint32_t victim = 0;
 
 	for (uint32_t i = 0; i < c->nunknown; i++) {
@@ -229,7 +230,7 @@ static void handle_ack(struct cp_conn *c, uint64_t version)
 		c->acked_version = version;
 	if (c->push_version[i] == version && c->push_mono_ns[i]) {
 		cp_hist_observe(&c->srv->st.push_hist,
-				(double)(cp_mono_ns() - c->push_mono_ns[i]) * 1e-9);
+				(double)(loom_clock_mono_ns() - c->push_mono_ns[i]) * 1e-9);
 		c->push_mono_ns[i] = 0;
 	}
 }
@@ -472,7 +473,7 @@ static int send_frame(struct cp_conn *c, const struct delta *d, bool full, size_
 	c->table_version = t.version;
 	slot = (uint32_t)(t.version % CP_PUSH_RING);
 	c->push_version[slot] = t.version;
-	c->push_mono_ns[slot] = cp_mono_ns();
+	c->push_mono_ns[slot] = loom_clock_mono_ns();
 	s->st.tables_sent++;
 	s->st.table_entries_sent += nf + nc + nr + nq;
 	r = 0;

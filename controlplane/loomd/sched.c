@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "controlplane/loomd/registry.h"
 #include "controlplane/loomd/server.h"
@@ -320,10 +321,10 @@ int cp_sched_pass(struct cp_sched *s, uint64_t now_ns, struct cp_sched_result *r
 		*ret = res;
 		return 0;
 	}
-	t0 = cp_mono_ns();
+	t0 = loom_clock_mono_ns();
 	policy_decision_clear(&s->d);
 	r = policy_decide(s->p, m, now_ns, &s->d);
-	res.decide_ns = cp_mono_ns() - t0;
+	res.decide_ns = loom_clock_mono_ns() - t0;
 	s->decisions++;
 	if (r < 0)
 		return loom_err_set(err, -r, "policy '%s' failed", s->spec);

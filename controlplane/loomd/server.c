@@ -31,7 +31,9 @@
 #include <unistd.h>
 
 #include "common/admin.h"
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/unixsock.h"
 #include "controlplane/loomd/admin_cmds.h"
 #include "controlplane/loomd/config.h"
 #include "controlplane/loomd/journal.h"
@@ -53,14 +55,6 @@
 #define CP_MAX_OUTPUT_BYTES (64u << 20)
 /* A connection has this long to say hello. */
 #define CP_HELLO_TIMEOUT_S 10
-
-uint64_t cp_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 uint64_t cp_server_now_ns(const struct cp_server *s)
 {
@@ -225,7 +219,7 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct cp_server *s = arg;
 	struct loom_err err;
-	uint64_t t0 = cp_mono_ns();
+	uint64_t t0 = loom_clock_mono_ns();
 
 	(void)fd;
 	(void)what;
@@ -245,7 +239,7 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 		s->st.commits++;
-		cp_hist_observe(&s->st.commit_hist, (double)(cp_mono_ns() - t0) * 1e-9);
+		cp_hist_observe(&s->st.commit_hist, (double)(loom_clock_mono_ns() - t0) * 1e-9);
 	}
 	while (s->dirty_conns) {
 		struct cp_conn *c = s->dirty_conns;
@@ -444,7 +438,7 @@ struct cp_conn *cp_server_test_conn(struct cp_server *s)
 		return NULL;
 	c->srv = s;
 	c->host = CP_NONE;
-	c->connected_ns = cp_mono_ns();
+	c->connected_ns = loom_clock_mono_ns();
 	snprintf(c->peer, sizeof(c->peer), "test");
 	c->next = s->conns;
 	if (s->conns)
@@ -835,7 +829,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	}
 	c->srv = s;
 	c->host = CP_NONE;
-	c->connected_ns = cp_mono_ns();
+	c->connected_ns = loom_clock_mono_ns();
 	peer_name(sa, c->peer, sizeof(c->peer));
 	if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) {
 		int one = 1;
@@ -945,18 +939,9 @@ static int listen_unix(struct cp_server *s, const char *path, struct loom_err *e
 		return loom_err_set(err, ENAMETOOLONG, "listen_unix %s: path too long", path);
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
 	/* A socket file nobody answers on is stale; a live one belongs to another loomd. */
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0) {
-		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
-			close(fd);
-			return loom_err_set(err, EADDRINUSE,
-					    "listen_unix %s: another process is listening there "
-					    "(another loomd?)",
-					    path);
-		}
-		close(fd);
-	}
-	unlink(path);
+	r = loom_unixsock_clear_stale("listen_unix", path, err);
+	if (r < 0)
+		return r;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return loom_err_set(err, errno, "listen_unix %s: socket: %s", path,
@@ -1091,12 +1076,12 @@ static void arm_wake(struct cp_server *s, uint64_t next_ns)
 int cp_server_pass(struct cp_server *s, struct loom_err *err)
 {
 	struct cp_sched_result res;
-	uint64_t t0 = cp_mono_ns();
+	uint64_t t0 = loom_clock_mono_ns();
 	int r;
 
 	s->pass_scheduled = false;
 	s->stats_changed = false;
-	s->last_pass_mono_ns = cp_mono_ns();
+	s->last_pass_mono_ns = loom_clock_mono_ns();
 	if (s->pass_ev)
 		event_del(s->pass_ev);
 	r = cp_sched_pass(s->sched, cp_server_now_ns(s), &res, err);
@@ -1107,7 +1092,7 @@ int cp_server_pass(struct cp_server *s, struct loom_err *err)
 	if (res.decided)
 		cp_hist_observe(&s->st.decide_hist, (double)res.decide_ns * 1e-9);
 	cp_agents_push(s);
-	s->last_pass_dur_ns = cp_mono_ns() - t0;
+	s->last_pass_dur_ns = loom_clock_mono_ns() - t0;
 	cp_hist_observe(&s->st.pass_hist, (double)s->last_pass_dur_ns * 1e-9);
 	arm_wake(s, res.next_ns);
 	return 0;
@@ -1147,7 +1132,8 @@ static uint64_t pass_gap_ns(const struct cp_server *s)
 
 static bool pass_due(const struct cp_server *s)
 {
-	return s->cfg.virtual_clock || cp_mono_ns() - s->last_pass_mono_ns >= pass_gap_ns(s);
+	return s->cfg.virtual_clock ||
+	       loom_clock_mono_ns() - s->last_pass_mono_ns >= pass_gap_ns(s);
 }
 
 void cp_server_schedule_pass(struct cp_server *s)
@@ -1157,7 +1143,7 @@ void cp_server_schedule_pass(struct cp_server *s)
 	if (s->pass_scheduled || !s->pass_ev)
 		return;
 	s->pass_scheduled = true;
-	since = cp_mono_ns() - s->last_pass_mono_ns;
+	since = loom_clock_mono_ns() - s->last_pass_mono_ns;
 	if (pass_due(s)) {
 		event_active(s->pass_ev, EV_TIMEOUT, 0);
 	} else {
@@ -1189,7 +1175,7 @@ static void publish_metrics(struct cp_server *s)
 	cp_metrics_render(s, &p);
 	cp_metrics_http_publish(s->http, cp_prom_text(&p), cp_prom_len(&p));
 	cp_prom_done(&p);
-	s->last_publish_mono_ns = cp_mono_ns();
+	s->last_publish_mono_ns = loom_clock_mono_ns();
 }
 
 /* Forgets jobs finished more than done_retention ago (and their journal records). */
@@ -1222,14 +1208,14 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (cp_mono_ns() - s->last_expire_mono_ns > 1000000000ULL) {
-		s->last_expire_mono_ns = cp_mono_ns();
+	if (loom_clock_mono_ns() - s->last_expire_mono_ns > 1000000000ULL) {
+		s->last_expire_mono_ns = loom_clock_mono_ns();
 		expire_done(s);
 	}
 	sweep_overflowed(s);
 	if (s->stats_changed)
 		cp_server_schedule_pass(s);
-	if (cp_mono_ns() - s->last_publish_mono_ns > 250 * 1000000ULL)
+	if (loom_clock_mono_ns() - s->last_publish_mono_ns > 250 * 1000000ULL)
 		publish_metrics(s);
 }
 
@@ -1280,7 +1266,7 @@ int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom
 	memset(s, 0, sizeof(*s));
 	s->cfg = *cfg;
 	s->wake_at_ns = CP_TIME_NEVER;
-	s->start_mono_ns = cp_mono_ns();
+	s->start_mono_ns = loom_clock_mono_ns();
 	s->controller_id = loom_clock_wall_ns() ^ ((uint64_t)getpid() << 40);
 	loom_vclock_init(&s->vclock, 0);
 	cp_hist_init(&s->st.decide_hist);
@@ -1321,7 +1307,7 @@ int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom
 		log_info("tokens %s: %u lines, %u tenants", cfg->tokens, s->tokens->n,
 			 s->ntenants - 1);
 	if (cfg->journal[0]) {
-		uint64_t t0 = cp_mono_ns();
+		uint64_t t0 = loom_clock_mono_ns();
 
 		s->journal = cp_journal_open(cfg->journal, cfg->journal_sync, err);
 		if (!s->journal)
@@ -1333,7 +1319,7 @@ int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom
 
 		cp_registry_jobs(s->reg, &njobs);
 		log_info("journal %s: %u jobs restored in %.1f ms", cfg->journal, njobs,
-			 (double)(cp_mono_ns() - t0) * 1e-6);
+			 (double)(loom_clock_mono_ns() - t0) * 1e-6);
 	}
 	s->base = event_base_new();
 	if (!s->base)

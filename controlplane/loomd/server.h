@@ -152,7 +152,6 @@ void cp_server_done(struct cp_server *s);
 
 /* The controller's clock: wall time, or the virtual clock in tests. */
 uint64_t cp_server_now_ns(const struct cp_server *s);
-uint64_t cp_mono_ns(void);
 
 /* Asks for a scheduling pass as soon as the loop is free. */
 void cp_server_schedule_pass(struct cp_server *s);

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/errors.h"
 #include "controlplane/sim/sim.h"
 
@@ -86,14 +87,6 @@ struct lp_state {
 	double max_viol_s;
 	uint64_t t_start_ns;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -390,7 +383,8 @@ static int cut_loop(struct lp_state *s, struct loom_err *err)
 		bool add = s->rounds < s->o->max_rounds;
 
 		if (add && s->o->time_limit_s > 0 &&
-		    (double)(mono_ns() - s->t_start_ns) / NS_PER_S > s->o->time_limit_s) {
+		    (double)(loom_clock_mono_ns() - s->t_start_ns) / NS_PER_S >
+			    s->o->time_limit_s) {
 			s->timed_out = true;
 			add = false;
 		}
@@ -449,7 +443,7 @@ int sim_bound_lp(const struct cp_model *m, const struct sim_bound_opts *o,
 	s.m = m;
 	s.o = o;
 	s.nports = m->topo->nports;
-	s.t_start_ns = mono_ns();
+	s.t_start_ns = loom_clock_mono_ns();
 	t0_s = (double)m->jobs[0].arrival_ns / NS_PER_S;
 	for (uint32_t j = 0; j < m->njobs; j++) {
 		double a = (double)m->jobs[j].arrival_ns / NS_PER_S;
@@ -520,7 +514,7 @@ int sim_bound_lp(const struct cp_model *m, const struct sim_bound_opts *o,
 	res.cols = (uint32_t)glp_get_num_cols(s.lp);
 	res.max_violation_s = s.max_viol_s;
 	res.timed_out = s.timed_out;
-	res.solve_s = (double)(mono_ns() - s.t_start_ns) / NS_PER_S;
+	res.solve_s = (double)(loom_clock_mono_ns() - s.t_start_ns) / NS_PER_S;
 	*ret = res;
 	r = 0;
 out:

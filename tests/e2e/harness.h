@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "common/admin.h"
+#include "common/clock.h"
 #include "proto/wire.h"
 
 #define H_TIMEOUT_MS 5000
@@ -44,10 +45,7 @@ struct h_loomd {
 
 static inline uint64_t h_mono_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return loom_clock_mono_ns() / LOOM_NS_PER_MS;
 }
 
 static inline void h_sleep_ms(unsigned ms)

@@ -447,7 +447,7 @@ static int run_loomd(const char *const *args, char *err, size_t size)
 
 static void test_bad_startup(void **state)
 {
-	char err[4096], sock[400], conf[400];
+	char err[4096], sock[420], conf[400];
 	FILE *f;
 
 	(void)state;
@@ -481,6 +481,22 @@ static void test_bad_startup(void **state)
 				   err, sizeof(err)),
 			 1);
 	assert_non_null(strstr(err, "another process is listening"));
+	/* a regular file at listen_unix is refused and left in place, not unlinked */
+	snprintf(conf, sizeof(conf), "%s/notasock", H.dir);
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fputs("keep me\n", f);
+	fclose(f);
+	snprintf(sock, sizeof(sock), "listen_unix=%s", conf);
+	assert_int_equal(run_loomd((const char *const[]){"-f", "-c", "/dev/null", "-o", sock, "-o",
+							 "listen_tcp=", "-o", "admin_socket=", "-o",
+							 "metrics=", "-o", "journal=", NULL},
+				   err, sizeof(err)),
+			 1);
+	assert_non_null(strstr(err, "exists and is not a socket; not removing it"));
+	assert_non_null(strstr(err, conf));
+	assert_int_equal(access(conf, F_OK), 0);
+	unlink(conf);
 	/* a journal that cannot be opened */
 	assert_int_equal(run_loomd((const char *const[]){"-f", "-c", "/dev/null", "-o",
 							 "listen_unix=", "-o",

@@ -50,6 +50,7 @@
 #define UNDER_ASAN 0
 #endif
 
+/* Private monotonic clock: this test links libloom as a framework does, not common/. */
 static int64_t mono_ms(void)
 {
 	struct timespec ts;

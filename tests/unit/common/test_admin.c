@@ -30,6 +30,7 @@
 
 #include "common/admin.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/errors.h"
 
 #define TIMEOUT_MS 5000
@@ -297,10 +298,7 @@ static const char *reply_error(json_t *reply)
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(loom_clock_mono_ns() / LOOM_NS_PER_MS);
 }
 
 /* ---- tests ---------------------------------------------------------------------------- */

@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Unit tests for common/: logging, error helpers and number parsers, the real
- * and virtual clocks, and the RNG (determinism, ranges, distributions).
+ * and virtual clocks, the RNG (determinism, ranges, distributions), and the
+ * stale-socket rule of common/unixsock.
  */
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +28,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/rng.h"
+#include "common/unixsock.h"
 
 /* ---- log ------------------------------------------------------------------------------ */
 
@@ -271,6 +277,13 @@ static void test_real_clock(void **state)
 	nanosleep(&pause, NULL);
 	now = loom_clock_now_ns(clock);
 	assert_true(now - start >= 2 * LOOM_NS_PER_MS);
+	/* The plain function reads the same clock: never behind the real clock. */
+	prev = loom_clock_now_ns(clock);
+	now = loom_clock_mono_ns();
+	assert_true(now >= prev);
+	assert_true(loom_clock_now_ns(clock) >= now);
+	nanosleep(&pause, NULL);
+	assert_true(loom_clock_mono_ns() - now >= 2 * LOOM_NS_PER_MS);
 	/* Wall time is after 2020-01-01. */
 	assert_true(loom_clock_wall_ns() > 1577836800ULL * LOOM_NS_PER_S);
 }
@@ -425,16 +438,96 @@ static void test_data_path(void **state)
 	rmdir(dir);
 }
 
+/* ---- unixsock ------------------------------------------------------------------------- */
+
+/* Binds (and, if listen_too, listens on) a Unix socket at path; returns its fd. */
+static int unix_bind(const char *path, bool listen_too)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	if (listen_too)
+		assert_int_equal(listen(fd, 1), 0);
+	return fd;
+}
+
+/* A regular file is refused and kept; a stale socket goes; a live one is refused. */
+static void test_unixsock_clear_stale(void **state)
+{
+	char dir[] = "/tmp/loom-unixsock-XXXXXX", path[64], buf[16] = {0};
+	struct loom_err err = {{0}};
+	struct stat st;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s", dir);
+
+	/* nothing there */
+	assert_int_equal(loom_unixsock_clear_stale("test", path, &err), 0);
+
+	/* a regular file: refused, named in the message, left in place */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("keep me", f);
+	fclose(f);
+	assert_int_equal(loom_unixsock_clear_stale("test", path, &err), -EEXIST);
+	assert_non_null(strstr(err.msg, path));
+	assert_non_null(strstr(err.msg, "exists and is not a socket; not removing it"));
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	assert_string_equal(buf, "keep me");
+	assert_int_equal(unlink(path), 0);
+
+	/* a stale socket (bound, closed): removed, and a new bind succeeds */
+	close(unix_bind(path, false));
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(loom_unixsock_clear_stale("test", path, &err), 0);
+	assert_int_equal(lstat(path, &st), -1);
+	fd = unix_bind(path, true);
+
+	/* a live socket: refused and left alone */
+	assert_int_equal(loom_unixsock_clear_stale("test", path, &err), -EADDRINUSE);
+	assert_non_null(strstr(err.msg, "another process is listening"));
+	assert_int_equal(lstat(path, &st), 0);
+	close(fd);
+
+	/* a path too long for sun_path */
+	char longp[200];
+	memset(longp, 'a', sizeof(longp) - 1);
+	longp[0] = '/';
+	longp[sizeof(longp) - 1] = 0;
+	assert_int_equal(loom_unixsock_clear_stale("test", longp, &err), -ENAMETOOLONG);
+
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_log_level_parse), cmocka_unit_test(test_log_level_set),
-		cmocka_unit_test(test_log_output),      cmocka_unit_test(test_err_set),
-		cmocka_unit_test(test_negerrno),        cmocka_unit_test(test_parse_u64),
-		cmocka_unit_test(test_parse_double),    cmocka_unit_test(test_vclock),
-		cmocka_unit_test(test_real_clock),      cmocka_unit_test(test_rng_determinism),
-		cmocka_unit_test(test_rng_uniform),     cmocka_unit_test(test_rng_below),
-		cmocka_unit_test(test_rng_exp),         cmocka_unit_test(test_data_path),
+		cmocka_unit_test(test_log_level_parse),
+		cmocka_unit_test(test_log_level_set),
+		cmocka_unit_test(test_log_output),
+		cmocka_unit_test(test_err_set),
+		cmocka_unit_test(test_negerrno),
+		cmocka_unit_test(test_parse_u64),
+		cmocka_unit_test(test_parse_double),
+		cmocka_unit_test(test_vclock),
+		cmocka_unit_test(test_real_clock),
+		cmocka_unit_test(test_rng_determinism),
+		cmocka_unit_test(test_rng_uniform),
+		cmocka_unit_test(test_rng_below),
+		cmocka_unit_test(test_rng_exp),
+		cmocka_unit_test(test_data_path),
+		cmocka_unit_test(test_unixsock_clear_stale),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,7 @@
 # coverage, time and findings in bench/README.md (between its "fuzz" markers).
 #
 #   bench/fuzz.sh [--runs N] [--jobs J] [--targets a,b] [--time-cap S]
-#                 [--build DIR] [--no-readme]
+#                 [--build DIR] [--resume] [--no-readme]
 #
 #   --runs N       executions per target (default 10000000)
 #   --jobs J       targets run at once (default 1)
@@ -15,6 +15,11 @@
 #   --build DIR    the fuzzing build (default build-fuzz; configured with
 #                  CC=clang -Dfuzzing=true -Db_sanitize=address,undefined
 #                  -Db_lundef=false -Dbuildtype=debugoptimized if missing)
+#   --resume       carry on an earlier run in out/bench-fuzz (one stopped with
+#                  the machine, say): a target that finished keeps its row; one
+#                  cut short keeps its corpus and log (renamed log.1, log.2, ...)
+#                  and runs the executions it still lacks; its row sums the
+#                  executions and time of every part
 #   --no-readme    print the table, leave bench/README.md alone
 #
 # The targets and their seeds come from the build: -Dfuzzing=true registers
@@ -37,6 +42,7 @@ targets=
 cap=0
 dir=build-fuzz
 readme=1
+resume=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--runs) runs=$2; shift 2 ;;
@@ -45,6 +51,7 @@ while [ $# -gt 0 ]; do
 	--time-cap) cap=$2; shift 2 ;;
 	--build) dir=$2; shift 2 ;;
 	--no-readme) readme=0; shift ;;
+	--resume) resume=1; shift ;;
 	*)
 		sed -n '/^#   bench/,/^#   --no-readme/p' "$0" | sed 's/^# \{0,1\}//' >&2
 		exit 2
@@ -70,6 +77,10 @@ fi
 log "building $dir"
 ninja -C "$dir" >/dev/null
 out=out/bench-fuzz
+if [ "$resume" = 1 ] && [ ! -f "$out/machine.txt" ]; then
+	echo "fuzz.sh: --resume: no earlier run in $out" >&2
+	exit 2
+fi
 mkdir -p "$out"
 
 # name <TAB> argument <TAB> argument ... of each fuzz target's test command.
@@ -101,25 +112,57 @@ fi
 cmdline="bench/fuzz.sh --runs $runs --jobs $jobs"
 [ -n "$targets" ] && cmdline="$cmdline --targets $targets"
 [ "$cap" -gt 0 ] && cmdline="$cmdline --time-cap $cap"
-{
-	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(date -u +%Y-%m-%d)"
-	echo "build: $dir ($(clang --version 2>/dev/null | head -1), -fsanitize=fuzzer,address,undefined, UBSan halt_on_error)"
-	echo "command: $cmdline"
-	echo "commit: $commit"
-} >"$out/machine.txt"
+if [ "$resume" = 1 ]; then
+	# The earlier run's lines stay (but its total); this run's are added.
+	grep -v '^total:' "$out/machine.txt" >"$out/machine.txt.new" || true
+	{
+		echo "resumed: $(date -u +%Y-%m-%d) with $cmdline --resume"
+		echo "commit: $commit"
+	} >>"$out/machine.txt.new"
+	mv "$out/machine.txt.new" "$out/machine.txt"
+else
+	{
+		echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(date -u +%Y-%m-%d)"
+		echo "build: $dir ($(clang --version 2>/dev/null | head -1), -fsanitize=fuzzer,address,undefined, UBSan halt_on_error)"
+		echo "command: $cmdline"
+		echo "commit: $commit"
+	} >"$out/machine.txt"
+fi
 start_all=$(date +%s)
 
+# execs_of LOG: the executions a libFuzzer log reports (its final stats, or
+# its last status line when it was cut short); 0 when none.
+execs_of() {
+	local n
+	n=$(grep -a -E '^stat::number_of_executed_units:' "$1" 2>/dev/null | tail -1 | awk '{ print $2 }')
+	[ -n "$n" ] || n=$(grep -a -E '^#[0-9]+' "$1" 2>/dev/null | tail -1 | sed 's/^#\([0-9]*\).*/\1/')
+	echo "${n:-0}"
+}
+
 # run_one NAME CMD...: one target; writes out/bench-fuzz/NAME/{log,status}.
+# Under --resume, a target cut short keeps its corpus and earlier logs
+# (log.1, ...) and runs what it lacks of --runs.
 run_one() {
-	local name=$1 t0 t1 rc
+	local name=$1 t0 t1 rc todo=$runs done=0 i f
 	shift
 	local d="$PWD/$out/$name"
-	rm -rf "$d"
+	if [ "$resume" = 1 ] && [ -f "$d/log" ]; then
+		i=1
+		while [ -e "$d/log.$i" ]; do i=$((i + 1)); done
+		mv "$d/log" "$d/log.$i"
+		[ -f "$d/status" ] && mv "$d/status" "$d/status.$i"
+		for f in "$d"/log.*; do done=$((done + $(execs_of "$f"))); done
+		todo=$((runs - done))
+		[ "$todo" -ge 1 ] || todo=1
+		log "$name: resuming, $done executions done, $todo to go"
+	else
+		rm -rf "$d"
+	fi
 	mkdir -p "$d/corpus" "$d/findings"
 	t0=$(date +%s.%N)
 	rc=0
 	# "$1" is tests/fuzz/libfuzzer.sh: it copies the seeds into $d/corpus.
-	(cd "$d" && exec "$1" --corpus "$d/corpus" "${@:2}" -runs="$runs" -max_total_time="$cap" -print_final_stats=1 \
+	(cd "$d" && exec "$1" --corpus "$d/corpus" "${@:2}" -runs="$todo" -max_total_time="$cap" -print_final_stats=1 \
 		-artifact_prefix="$d/findings/") >"$d/log" 2>&1 </dev/null || rc=$?
 	t1=$(date +%s.%N)
 	# The script's own wall time; libFuzzer's includes no seed copying.
@@ -155,6 +198,11 @@ reap() {
 	fi
 }
 while IFS=$'\t' read -r -a row; do
+	if [ "$resume" = 1 ] && [ -f "$out/${row[0]}/status" ] && [ "$(cut -d' ' -f1 "$out/${row[0]}/status")" = 0 ] &&
+		[ -z "$(ls -A "$out/${row[0]}/findings" 2>/dev/null)" ]; then
+		log "${row[0]}: finished in the earlier run, kept"
+		continue
+	fi
 	while [ "${#pids[@]}" -ge "$jobs" ]; do
 		sleep 1
 		reap

@@ -5,7 +5,10 @@
     fuzz_report.py OUT_DIR RUNS_ASKED [--readme bench/README.md]
 
 Reads OUT_DIR/targets.tsv (the targets run, in order), OUT_DIR/machine.txt
-and, per target, OUT_DIR/<target>/{log,status,findings/}. Prints the table
+and, per target, OUT_DIR/<target>/{log,status,findings/} (and the log.N,
+status.N of earlier parts when a run was carried on with --resume: the row
+sums their executions and time; a part cut short without a status counts
+its executions over its last exec/s as its time). Prints the table
 (Markdown); with --readme, writes it between the "fuzz" markers of that file
 (appending a section with the markers when it has none). Exits 1 when a
 target found something or did not run to its end on its own (an error), 0
@@ -26,24 +29,65 @@ def stat(log, key):
     return int(m[-1]) if m else None
 
 
+def read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def part_execs(log):
+    """Executions in one libFuzzer log: its final stats, else its last pulse."""
+    execs = stat(log, "number_of_executed_units")
+    if execs is None:
+        pulses = re.findall(r"^#(\d+)\s", log, re.M)
+        execs = int(pulses[-1]) if pulses else None
+    return execs
+
+
+def part_wall(log, status):
+    """Seconds one part ran: from its status file, or for a part cut short
+    (no status), its executions over libFuzzer's last exec/s figure."""
+    if status is not None:
+        try:
+            return float(status.split()[1])
+        except (IndexError, ValueError):
+            return None
+    eps = re.findall(r"exec/s: (\d+)", log)
+    execs = part_execs(log)
+    if eps and int(eps[-1]) > 0 and execs is not None:
+        return execs / int(eps[-1])
+    return None
+
+
 def row_of(out, name, runs_asked):
     d = os.path.join(out, name)
-    try:
-        with open(os.path.join(d, "log"), errors="replace") as f:
-            log = f.read()
-    except OSError:
-        log = ""
+    # A run carried on with --resume leaves log.1, log.2, ... before log.
+    parts = []
+    i = 1
+    while os.path.exists(os.path.join(d, "log.%d" % i)):
+        parts.append((read(os.path.join(d, "log.%d" % i)) or "",
+                      read(os.path.join(d, "status.%d" % i))))
+        i += 1
+    log = read(os.path.join(d, "log")) or ""
     try:
         with open(os.path.join(d, "status")) as f:
             rc, wall = f.read().split()
         rc, wall = int(rc), float(wall)
     except (OSError, ValueError):
         rc, wall = None, None
+    first = parts[0][0] if parts else log
     pulses = re.findall(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+)", log, re.M)
-    inited = [p for p in pulses if p[1] == "INITED"]
-    execs = stat(log, "number_of_executed_units")
-    if execs is None and pulses:
-        execs = int(pulses[-1][0])
+    inited = [p for p in re.findall(r"^#(\d+)\s+(\w+)\s+cov: (\d+) ft: (\d+)", first, re.M)
+              if p[1] == "INITED"]
+    execs = part_execs(log)
+    for plog, pstatus in parts:
+        pe, pw = part_execs(plog), part_wall(plog, pstatus)
+        if execs is not None and pe is not None:
+            execs += pe
+        if wall is not None:
+            wall = wall + pw if pw is not None else None
     findings = []
     fdir = os.path.join(d, "findings")
     if os.path.isdir(fdir):
@@ -70,6 +114,7 @@ def row_of(out, name, runs_asked):
         "ft": pulses[-1][3] if pulses else "?",
         "corp": (re.findall(r"corp: (\d+)/", log) or ["?"])[-1],
         "wall": wall,
+        "parts": len(parts) + 1,
         # libFuzzer's own figure is whole executions over whole seconds.
         "eps": int(execs / wall) if execs is not None and wall else None,
         "rss": stat(log, "peak_rss_mb"),
@@ -99,6 +144,8 @@ def table(out, runs_asked):
             wall = "%.1f s" % r["wall"]
         else:
             wall = "%.0f s (%d min)" % (r["wall"], round(r["wall"] / 60))
+        if r["parts"] > 1:
+            wall += " in %d parts" % r["parts"]
         lines.append(
             "| %s | %s | %s -> %s | %s -> %s | %s | %s | %s | %s | %s |"
             % (r["name"], fmt_int(r["execs"]), r["cov0"], r["cov"], r["ft0"], r["ft"],

@@ -50,6 +50,10 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	fb->heap_cap = (size_t)np + nfp + 1;
 	fb->heap = calloc(fb->heap_cap, sizeof(*fb->heap));
 	fb->old_rate = calloc(nf, sizeof(*fb->old_rate));
+	fb->chg = calloc(nf / 64 + 1, sizeof(*fb->chg));
+	fb->cnt0 = calloc(nfp, sizeof(*fb->cnt0));
+	fb->pair_ent = calloc(nfp, sizeof(*fb->pair_ent));
+	fb->emptied = calloc(nf, sizeof(*fb->emptied));
 	fb->hkeys = calloc(fb->hcap, sizeof(*fb->hkeys));
 	fb->hvals = calloc(fb->hcap, sizeof(*fb->hvals));
 	fb->hstamp = calloc(fb->hcap, sizeof(*fb->hstamp));
@@ -71,7 +75,8 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	    !fb->tports || !fb->tl_start || !fb->tl_end || !fb->tlist || !fb->cntw ||
 	    !fb->entry_of || !fb->ver || !fb->pstamp || !fb->heap || !fb->old_rate || !fb->hkeys ||
 	    !fb->hvals || !fb->hstamp || !fb->scratch || !fb->flow_cls || !fb->flow_dense ||
-	    !fb->by_class || !fb->cls_start || !fb->cls_next || !fb->class_scratch) {
+	    !fb->chg || !fb->cnt0 || !fb->pair_ent || !fb->emptied || !fb->by_class ||
+	    !fb->cls_start || !fb->cls_next || !fb->class_scratch) {
 		sim_fabric_done(fb);
 		return -ENOMEM;
 	}
@@ -113,6 +118,10 @@ void sim_fabric_done(struct sim_fabric *fb)
 	free(fb->class_scratch);
 	free(fb->heap);
 	free(fb->old_rate);
+	free(fb->chg);
+	free(fb->cnt0);
+	free(fb->pair_ent);
+	free(fb->emptied);
 	free(fb->hkeys);
 	free(fb->hvals);
 	free(fb->hstamp);
@@ -494,12 +503,18 @@ static void build_pairs(struct sim_fabric *fb, struct cp_model *m, const struct 
 
 			fb->tl_start[e] = fb->tl_end[e] = nl;
 			nl += cnt;
+			fb->cnt0[e] = 0;
 		}
 		for (uint32_t g = fc->pstart; g < fc->pend; g++) {
 			const struct fabric_pair *pr = &fb->pairs[g];
 
-			for (uint32_t q = 0; q < pr->nports; q++)
-				fb->tlist[fb->tl_end[fb->entry_of[pr->ports[q]]]++] = g;
+			for (uint32_t q = 0; q < pr->nports; q++) {
+				uint32_t e = fb->entry_of[pr->ports[q]];
+
+				fb->tlist[fb->tl_end[e]++] = g;
+				fb->pair_ent[(size_t)g * TOPO_MAX_FLOW_PORTS + q] = e;
+				fb->cnt0[e] += pr->n;
+			}
 		}
 	}
 	/*
@@ -573,11 +588,19 @@ static void freeze_entry(struct sim_fabric *fb, uint32_t e, double share, uint32
 
 	for (uint32_t k = fb->tl_start[e]; k < fb->tl_end[e]; k++) {
 		uint32_t g = fb->tlist[k];
-		struct fabric_pair *pr = &fb->pairs[g];
+		struct fabric_pair *pr;
 
-		if (pr->n == 0 || fb->pstamp[g] == gen)
+		/* the stamp first: half the visits are to pairs already frozen */
+		if (fb->pstamp[g] == gen)
+			continue;
+		pr = &fb->pairs[g];
+		if (pr->n == 0)
 			continue;
 		fb->pstamp[g] = gen;
+		if (fb->tracking && pr->rate_bps != share) {
+			fb->old_rate[g] = pr->rate_bps;
+			fb->chg[g / 64] |= 1ULL << (g % 64);
+		}
 		pr->rate_bps = share;
 		for (uint32_t q = 0; q < pr->nports; q++) {
 			uint32_t p2 = pr->ports[q];
@@ -616,16 +639,10 @@ static void waterfill_class(struct sim_fabric *fb, const struct fabric_class *c)
 		memset(fb->pstamp, 0, fb->nflows * sizeof(*fb->pstamp));
 		gen = fb->gen = 1;
 	}
+	/* Every pair with flows is frozen below, so its rate is set there. */
 	for (uint32_t e = c->tstart; e < c->tend; e++) {
-		fb->cntw[fb->tports[e]] = 0;
+		fb->cntw[fb->tports[e]] = fb->cnt0[e];
 		fb->entry_of[fb->tports[e]] = e;
-	}
-	for (uint32_t g = c->pstart; g < c->pend; g++) {
-		struct fabric_pair *pr = &fb->pairs[g];
-
-		pr->rate_bps = 0;
-		for (uint32_t q = 0; q < pr->nports; q++)
-			fb->cntw[pr->ports[q]] += pr->n;
 	}
 	if (!use_heap) {
 		for (;;) {
@@ -703,6 +720,8 @@ void sim_fabric_allocate(struct sim_fabric *fb, struct cp_model *m, const struct
 	memset(fb->scratch, 0, (fb->nports + 1) * sizeof(*fb->scratch));
 	build_pairs(fb, m, d, o);
 	fb->dirty_class = CP_NONE;
+	fb->nemptied = 0;
+	fb->full_refill = o->full_refill;
 	waterfill_from(fb, 0);
 	for (uint32_t g = 0; g < fb->npairs; g++) {
 		const struct fabric_pair *pr = &fb->pairs[g];
@@ -718,10 +737,15 @@ void sim_fabric_flow_gone(struct sim_fabric *fb, const struct cp_model *m, uint3
 	const struct cp_flow *fl = &m->flows[f];
 
 	if (!fb->rate_mode) {
-		const struct fabric_pair *pr = &fb->pairs[fb->pair_of[f]];
+		uint32_t g = fb->pair_of[f];
+		const struct fabric_pair *pr = &fb->pairs[g];
 
 		if (pr->cls < fb->dirty_class)
 			fb->dirty_class = pr->cls;
+		for (uint32_t q = 0; q < pr->nports; q++)
+			fb->cnt0[fb->pair_ent[(size_t)g * TOPO_MAX_FLOW_PORTS + q]]--;
+		if (pr->n == 0)
+			fb->emptied[fb->nemptied++] = g;
 		return;
 	}
 	for (uint32_t q = 0; q < fl->nports; q++) {
@@ -733,6 +757,42 @@ void sim_fabric_flow_gone(struct sim_fabric *fb, const struct cp_model *m, uint3
 	}
 }
 
+/*
+ * sim_opts.full_refill: every class re-filled from the full capacity, its
+ * per-port flow counts summed again over its pairs, every pair compared
+ * with its rate before: what the incremental update must give, bit for bit.
+ */
+static void refill_reference(struct sim_fabric *fb, fabric_pair_fn pair_rate, void *ctx)
+{
+	for (uint32_t c = 0; c < fb->nclasses; c++) {
+		const struct fabric_class *fc = &fb->classes[c];
+
+		for (uint32_t e = fc->tstart; e < fc->tend; e++)
+			fb->cnt0[e] = 0;
+		for (uint32_t g = fc->pstart; g < fc->pend; g++) {
+			const struct fabric_pair *pr = &fb->pairs[g];
+
+			for (uint32_t q = 0; q < pr->nports; q++)
+				fb->cnt0[fb->pair_ent[(size_t)g * TOPO_MAX_FLOW_PORTS + q]] +=
+					pr->n;
+		}
+	}
+	for (uint32_t g = 0; g < fb->npairs; g++) {
+		fb->old_rate[g] = fb->pairs[g].rate_bps;
+		fb->pairs[g].rate_bps = 0;
+	}
+	fb->dirty_class = CP_NONE;
+	fb->nemptied = 0;
+	waterfill_from(fb, 0);
+	for (uint32_t g = 0; g < fb->npairs; g++) {
+		const struct fabric_pair *pr = &fb->pairs[g];
+
+		if (pr->n == 0 || pr->rate_bps == fb->old_rate[g])
+			continue;
+		pair_rate(ctx, g, fb->old_rate[g]);
+	}
+}
+
 void sim_fabric_update(struct sim_fabric *fb, struct cp_model *m, const uint32_t *freed,
 		       uint32_t nfreed, fabric_rate_fn set_rate, fabric_pair_fn pair_rate,
 		       void *ctx)
@@ -741,22 +801,31 @@ void sim_fabric_update(struct sim_fabric *fb, struct cp_model *m, const uint32_t
 		backfill_freed(fb, m, freed, nfreed, set_rate, ctx);
 		return;
 	}
-	uint32_t from = fb->dirty_class, g0;
+	uint32_t from = fb->dirty_class;
 
-	if (from == CP_NONE)
+	if (from == CP_NONE || fb->npairs == 0)
 		return;
+	if (fb->full_refill) {
+		refill_reference(fb, pair_rate, ctx);
+		return;
+	}
 	if (from >= fb->snap_classes)
 		from = 0;
 	fb->dirty_class = CP_NONE;
-	g0 = fb->classes[from].pstart;
-	for (uint32_t g = g0; g < fb->npairs; g++)
-		fb->old_rate[g] = fb->pairs[g].rate_bps;
+	/* A pair without flows is not frozen again: it has no rate (unreported). */
+	for (uint32_t i = 0; i < fb->nemptied; i++)
+		fb->pairs[fb->emptied[i]].rate_bps = 0;
+	fb->nemptied = 0;
+	fb->tracking = true;
 	waterfill_from(fb, from);
-	for (uint32_t g = g0; g < fb->npairs; g++) {
-		const struct fabric_pair *pr = &fb->pairs[g];
+	fb->tracking = false;
+	/* Changed pairs in index order (classes from `from` on), bits cleared. */
+	for (uint32_t w = fb->classes[from].pstart / 64; w <= (fb->npairs - 1) / 64; w++) {
+		while (fb->chg[w]) {
+			uint32_t g = w * 64 + (uint32_t)__builtin_ctzll(fb->chg[w]);
 
-		if (pr->n == 0 || pr->rate_bps == fb->old_rate[g])
-			continue;
-		pair_rate(ctx, g, fb->old_rate[g]);
+			fb->chg[w] &= fb->chg[w] - 1;
+			pair_rate(ctx, g, fb->old_rate[g]);
+		}
 	}
 }

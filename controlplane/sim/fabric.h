@@ -16,8 +16,9 @@
  *     different source hosts, as loomd gives them. Flows of one class with the same
  *     src and dst always get the same max-min rate, so the water-fill runs
  *     over such pairs weighted by their number of unfinished flows; after
- *     completions it is re-run over the pairs and only flows whose pair rate
- *     changed are touched.
+ *     completions it is re-run from the highest class that lost a flow,
+ *     starting from per-port flow counts kept as flows finish, and only the
+ *     pairs whose rate changed (noted as they are frozen) are reported.
  */
 #ifndef LOOM_CONTROLPLANE_SIM_FABRIC_H
 #define LOOM_CONTROLPLANE_SIM_FABRIC_H
@@ -100,7 +101,26 @@ struct sim_fabric {
 	uint32_t gen;
 	struct fabric_heap_ent *heap;
 	size_t heap_cap;
-	double *old_rate; /* per pair, scratch for update */
+	/*
+	 * Unfinished member flows of the class's pairs through each tports
+	 * entry, kept as flows finish: a re-fill starts from these instead of
+	 * summing over every pair. pair_ent: per pair, the tports entry of each
+	 * of its ports.
+	 */
+	uint32_t *cnt0;
+	uint32_t *pair_ent; /* TOPO_MAX_FLOW_PORTS per pair */
+	/*
+	 * An update's re-fill notes, as it freezes each pair, whether the
+	 * pair's rate changed (chg bit, old_rate) instead of comparing every
+	 * pair of the re-filled classes afterwards; pairs that lost their last
+	 * flow since the last update are in emptied.
+	 */
+	double *old_rate; /* per pair */
+	uint64_t *chg;    /* per pair, a bit */
+	bool tracking;    /* a re-fill of sim_fabric_update is running */
+	bool full_refill; /* sim_opts.full_refill of the current decision */
+	uint32_t *emptied;
+	uint32_t nemptied;
 	/* (src, dst) -> pair lookup while building a class */
 	uint64_t *hkeys;
 	uint32_t *hvals;

@@ -183,6 +183,11 @@ struct sim_opts {
 	uint64_t epoch_ns;  /* admit job arrivals only at multiples of this; 0 = at once */
 	uint64_t reeval_ns; /* also re-decide every reeval_ns; 0 = only on events */
 	bool check;         /* verify capacities and byte conservation at every step */
+	/*
+	 * Tests: after completions, re-fill every class from scratch and compare
+	 * every pair's rate (the simple way the incremental update must equal).
+	 */
+	bool full_refill;
 	/* Called about every progress_every events (0 = never). */
 	void (*progress)(void *ctx, const struct sim_progress *pr);
 	void *progress_ctx;

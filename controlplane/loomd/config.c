@@ -2,15 +2,15 @@
 /* loomd's configuration: defaults, "key = value" files, checks (docs/loomd.md lists the keys). */
 #include "controlplane/loomd/config.h"
 
-#include <ctype.h>
-#include <math.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/kvfile.h"
 #include "common/log.h"
+#include "common/units.h"
 #include "proto/wire.h"
 
 void cp_config_default(struct cp_config *c)
@@ -102,99 +102,14 @@ static const struct key keys[] = {
 	{"admin_group", STR(admin_group), 0, 0},
 };
 
-/*
- * A plain decimal number (digits, '.', exponent) at the start of v, finite
- * and >= 0; *ret_end points after it. No hex, nan or inf. 0 or -EINVAL.
- */
-static int parse_decimal(const char *v, double *ret, char **ret_end)
-{
-	size_t n = strspn(v, "0123456789.eE+-");
-	char buf[64], *end;
-	double x;
-
-	if (n == 0 || n >= sizeof(buf) || !isdigit((unsigned char)v[0]))
-		return -EINVAL;
-	memcpy(buf, v, n);
-	buf[n] = 0;
-	errno = 0;
-	x = strtod(buf, &end);
-	if (*end || errno || !isfinite(x) || x < 0)
-		return -EINVAL;
-	*ret = x;
-	*ret_end = (char *)v + n;
-	return 0;
-}
-
-/* "10ms", "2s", "500us", "1m", "100ns"; a bare number is seconds. */
-static int parse_duration(const char *v, uint64_t *ret)
-{
-	static const struct {
-		const char *suffix;
-		double mult;
-	} units[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"h", 3600e9}};
-	char *end;
-	double x;
-
-	if (parse_decimal(v, &x, &end) < 0)
-		return -EINVAL;
-	if (!*end) {
-		if (x * 1e9 > 1.8e19)
-			return -ERANGE;
-		*ret = (uint64_t)(x * 1e9);
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (!strcmp(end, units[i].suffix)) {
-			if (x * units[i].mult > 1.8e19)
-				return -ERANGE;
-			*ret = (uint64_t)(x * units[i].mult);
-			return 0;
-		}
-	return -EINVAL;
-}
-
-/* "1G", "10Gbit", "100M", a plain number; k/M/G/T are powers of 1000 for rates. */
-static int parse_scaled(const char *v, double base, const char *unit, uint64_t *ret)
-{
-	char *end;
-	double x, mult = 1;
-
-	if (parse_decimal(v, &x, &end) < 0)
-		return -EINVAL;
-	switch (*end) {
-	case 'k':
-	case 'K':
-		mult = base;
-		end++;
-		break;
-	case 'M':
-		mult = base * base;
-		end++;
-		break;
-	case 'G':
-		mult = base * base * base;
-		end++;
-		break;
-	case 'T':
-		mult = base * base * base * base;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end && strcmp(end, unit))
-		return -EINVAL;
-	if (x * mult > 1.8e19)
-		return -ERANGE;
-	*ret = (uint64_t)(x * mult);
-	return 0;
-}
-
 int cp_config_set(struct cp_config *c, const char *key, const char *value, struct loom_err *err)
 {
 	const struct key *k = NULL;
+	struct loom_err e2 = {{0}};
 	unsigned long long u;
 	uint64_t x = 0;
+	bool legacy = false;
+	int r = 0;
 	char *base = (char *)c;
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
@@ -248,22 +163,14 @@ int cp_config_set(struct cp_config *c, const char *key, const char *value, struc
 		return 0;
 	}
 	case K_DUR:
-		if (parse_duration(value, &x) < 0)
-			return loom_err_set(err, EINVAL,
-					    "%s: '%s' is not a duration (e.g. 10ms, 2s, 500us)",
-					    key, value);
+		r = loom_units_duration(value, LOOM_NS_PER_S, &x, &e2);
 		break;
 	case K_BPS:
-		if (parse_scaled(value, 1000, "bit", &x) < 0)
-			return loom_err_set(
-				err, EINVAL,
-				"%s: '%s' is not a rate in bit/s (e.g. 10G, 100M, 1000000)", key,
-				value);
+		r = loom_units_rate(value, &x, &e2);
 		break;
 	case K_BYTES:
-		if (parse_scaled(value, 1024, "B", &x) < 0)
-			return loom_err_set(err, EINVAL, "%s: '%s' is not a size (e.g. 4M, 65536)",
-					    key, value);
+		/* bare k/M/G/T stay powers of 1024 here (docs/units.md) */
+		r = loom_units_size(value, LOOM_UNITS_LEGACY_1024, &x, &legacy, &e2);
 		break;
 	case K_U32:
 	case K_U64:
@@ -273,10 +180,16 @@ int cp_config_set(struct cp_config *c, const char *key, const char *value, struc
 		x = u;
 		break;
 	}
+	if (r < 0)
+		return loom_err_set(err, -r, "%s: %s", key, loom_err_str(&e2));
 	if (x < k->min || x > k->max)
 		return loom_err_set(err, ERANGE, "%s: %llu is outside [%llu, %llu]", key,
 				    (unsigned long long)x, (unsigned long long)k->min,
 				    (unsigned long long)k->max);
+	if (legacy)
+		log_warn("%s = %s: read as %llu bytes; a k, M, G or T without 'i' on a size is "
+			 "deprecated: write Ki, Mi, Gi or Ti (docs/units.md)",
+			 key, value, (unsigned long long)x);
 	if (k->type == K_U32 || (k->type == K_BYTES && !strcmp(key, "max_frame")))
 		*(uint32_t *)(base + k->off) = (uint32_t)x;
 	else
@@ -284,68 +197,14 @@ int cp_config_set(struct cp_config *c, const char *key, const char *value, struc
 	return 0;
 }
 
-static char *trim(char *s)
+static int load_one(void *ctx, const struct loom_kv *kv, struct loom_err *err)
 {
-	char *e;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	e = s + strlen(s);
-	while (e > s && isspace((unsigned char)e[-1]))
-		*--e = 0;
-	return s;
+	return cp_config_set(ctx, kv->key, kv->value, err);
 }
 
 int cp_config_load(struct cp_config *c, const char *path, struct loom_err *err)
 {
-	FILE *f = fopen(path, "r");
-	char line[4096];
-	unsigned lineno = 0;
-
-	if (!f)
-		return loom_err_set(err, errno, "%s: %s", path, strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		char *eq, *key, *val, *hash;
-		struct loom_err e2;
-		int r;
-
-		lineno++;
-		if (!strchr(line, '\n') && !feof(f)) {
-			fclose(f);
-			return loom_err_set(err, EINVAL, "%s:%u: line longer than %zu characters",
-					    path, lineno, sizeof(line) - 2);
-		}
-		hash = strchr(line, '#');
-		if (hash)
-			*hash = 0;
-		key = trim(line);
-		if (!*key)
-			continue;
-		eq = strchr(key, '=');
-		if (!eq) {
-			fclose(f);
-			return loom_err_set(err, EINVAL, "%s:%u: expected 'key = value'", path,
-					    lineno);
-		}
-		*eq = 0;
-		val = trim(eq + 1);
-		key = trim(key);
-		if (val[0] == '"' && strlen(val) >= 2 && val[strlen(val) - 1] == '"') {
-			val[strlen(val) - 1] = 0;
-			val++;
-		}
-		r = cp_config_set(c, key, val, &e2);
-		if (r < 0) {
-			fclose(f);
-			return loom_err_set(err, -r, "%s:%u: %s", path, lineno, loom_err_str(&e2));
-		}
-	}
-	if (ferror(f)) {
-		fclose(f);
-		return loom_err_set(err, EIO, "%s: read error", path);
-	}
-	fclose(f);
-	return 0;
+	return loom_kv_load(path, load_one, c, err);
 }
 
 int cp_config_check(const struct cp_config *c, struct loom_err *err)

@@ -72,8 +72,10 @@ void cp_config_default(struct cp_config *c);
 int cp_config_set(struct cp_config *c, const char *key, const char *value, struct loom_err *err);
 
 /*
- * Reads "key = value" lines ('#' comments, blank lines) from path onto c.
- * Returns 0 or -errno with err = "path:line: reason".
+ * Reads "key = value" lines from path onto c, in order (the format is
+ * common/kvfile.h's: '#' comments, blank lines, quotes, CRLF). Returns 0 or
+ * -errno with err = "path[:line]: reason"; c then holds the lines before
+ * the bad one.
  */
 int cp_config_load(struct cp_config *c, const char *path, struct loom_err *err);
 

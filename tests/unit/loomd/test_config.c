@@ -355,6 +355,15 @@ static void test_sizes(void **state)
 	assert_int_equal(c.max_frame, 1u << 30);
 	expect_ok(&c, "max_frame", "2MB");
 	assert_int_equal(c.max_frame, 2u << 20);
+	/* IEC prefixes are exact powers of 1024, SI ones with a B powers of 1000 */
+	expect_ok(&c, "max_frame", "4Mi");
+	assert_int_equal(c.max_frame, 4u << 20);
+	expect_ok(&c, "max_frame", "4MiB");
+	assert_int_equal(c.max_frame, 4u << 20);
+	expect_ok(&c, "max_frame", "1.5Ki");
+	assert_int_equal(c.max_frame, 1536);
+	expect_bad("max_frame", "1024.5");
+	expect_bad("max_frame", "1e30");
 	expect_ok(&c, "max_frame", "1024");
 	expect_bad("max_frame", "1023");
 	expect_bad("max_frame", "2G");
@@ -426,6 +435,7 @@ static void test_load_file(void **state)
 			 "max_frame = 1M\n"
 			 "\n"
 			 "virtual_clock = yes\n"
+			 "topology = \"/tmp/a # b.topo\" # '#' in quotes is the value's\n"
 			 "weights = \"\n"    /* one quote alone is kept */
 			 "log_level=debug"); /* no final newline */
 	cp_config_default(&c);
@@ -437,6 +447,7 @@ static void test_load_file(void **state)
 	assert_string_equal(c.listen_unix, "");
 	assert_string_equal(c.listen_tcp, "[::1]:7420");
 	assert_string_equal(c.journal, "/tmp/with space/j.db");
+	assert_string_equal(c.topology, "/tmp/a # b.topo");
 	assert_true(c.tick_ns == 5 * LOOM_NS_PER_MS);
 	assert_true(c.link_bps == 10000000000ULL);
 	assert_int_equal(c.max_frame, 1u << 20);

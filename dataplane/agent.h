@@ -56,22 +56,25 @@ struct dp_agent_config {
 void dp_agent_config_default(struct dp_agent_config *c);
 
 /*
- * agent_config.c: sets one option by its long name (the flag without "--":
- * "host-id", "enforcer-args"...) from its text value. Returns 0, or -ENOENT
- * (unknown option, or an enforcer not in this build) or -EINVAL (bad value)
- * with err naming the option; a refused value leaves c as it was.
+ * agent_config.c: sets one option by its name in snake_case ("host_id",
+ * "enforcer_args"...) or in the flags' kebab-case ("host-id"), from its
+ * text value (units as docs/units.md says; stats_interval and heartbeat
+ * are durations, a bare number milliseconds). Returns 0, or -ENOENT
+ * (unknown option, or an enforcer not in this build) or -EINVAL (bad
+ * value) with err naming the option; a refused value leaves c as it was.
  */
 int dp_agent_config_set(struct dp_agent_config *c, const char *key, const char *value,
 			struct loom_err *err);
 
 /*
- * Reads "KEY = VALUE" lines (the long options' names; '#' comments, blank
- * lines, at most 1022 characters each) from path onto c, in order.
- * Returns 0, or -errno (the file cannot be opened or read, e.g. -EISDIR
- * for a folder; -ENOENT or -EINVAL as dp_agent_config_set says for a bad
- * line, -EINVAL for a malformed or too long one) with err =
- * "path[:line]: reason"; c then holds the lines before the bad one. CRLF
- * line endings read as LF (the carriage return is trailing space).
+ * Reads "key = value" lines (common/kvfile.h: '#' comments, blank lines,
+ * quotes, CRLF, at most LOOM_KV_LINE_MAX characters each) from path onto
+ * c, in order; a kebab-case key is taken with a deprecation warning (one
+ * log line naming its snake_case spelling). Returns 0, or -errno (the file
+ * cannot be opened or read, e.g. -EISDIR for a folder; -ENOENT or -EINVAL
+ * as dp_agent_config_set says for a bad line, -EINVAL for a malformed or
+ * too long one) with err = "path[:line]: reason"; c then holds the lines
+ * before the bad one.
  */
 int dp_agent_config_load(struct dp_agent_config *c, const char *path, struct loom_err *err);
 

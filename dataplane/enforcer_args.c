@@ -2,7 +2,6 @@
 /* The enforcers' shared argument parsers: see enforcer_args.h. */
 #include "dataplane/enforcer_args.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -81,29 +80,5 @@ int dp_dscp_map_parse(const char *s, uint32_t nclasses, struct dp_dscp_map *ret_
 		p++;
 	}
 	*ret_map = map;
-	return 0;
-}
-
-int dp_parse_rate(const char *v, uint64_t *ret_bps)
-{
-	char *end;
-	unsigned long long x;
-	uint64_t mul = 1;
-
-	if (!isdigit((unsigned char)v[0]))
-		return -EINVAL;
-	errno = 0;
-	x = strtoull(v, &end, 10);
-	if (errno)
-		return -EINVAL;
-	if (*end == 'k' || *end == 'K')
-		mul = 1000ull, end++;
-	else if (*end == 'M')
-		mul = 1000000ull, end++;
-	else if (*end == 'G')
-		mul = 1000000000ull, end++;
-	if (*end || x > UINT64_MAX / mul)
-		return -EINVAL;
-	*ret_bps = x * mul;
 	return 0;
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dataplane/enforcer_args: what the enforcers' --enforcer-args share: the
- * class -> DSCP map ("CLASS:DSCP,..." over the default, class k -> CS(7-k))
- * and link rates ("100M"). One parser, so that the dpdk and tc enforcers
- * take the same text and say the same things about it.
+ * class -> DSCP map ("CLASS:DSCP,..." over the default, class k -> CS(7-k)).
+ * One parser, so that the dpdk and tc enforcers take the same text and say
+ * the same things about it; their rate= (and dpdk's bucket=) take
+ * common/units.h's rates and sizes.
  */
 #ifndef LOOM_DATAPLANE_ENFORCER_ARGS_H
 #define LOOM_DATAPLANE_ENFORCER_ARGS_H
@@ -40,12 +41,5 @@ static inline uint8_t dp_dscp_map_get(const struct dp_dscp_map *map, uint32_t cl
 {
 	return cls < DP_DSCP_CLASSES ? map->dscp[cls] : 0;
 }
-
-/*
- * Parses a rate in bit/s: a decimal number (0 included: the caller says what
- * 0 means) with an optional k, M or G suffix (x1000). Returns 0, or -EINVAL
- * with *ret_bps untouched.
- */
-int dp_parse_rate(const char *v, uint64_t *ret_bps);
 
 #endif

@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/units.h"
 #include "dataplane/agent.h"
 #include "dataplane/enforcer_tc.h"
 #include "ebpf/loader.h"
@@ -299,10 +300,12 @@ static int parse_option(struct tcf_args *a, char *opt, struct loom_err *err)
 			return loom_err_set(err, EINVAL, "tc enforcer: iface: bad name '%s'", v);
 		snprintf(a->iface, sizeof(a->iface), "%s", v);
 	} else if (!strcmp(opt, "rate")) {
-		if (dp_parse_rate(v, &a->rate_bps) < 0 || a->rate_bps == 0)
-			return loom_err_set(err, EINVAL,
-					    "tc enforcer: rate: '%s' is not bit/s (k/M/G suffix)",
-					    v);
+		struct loom_err e2 = {{0}};
+
+		if (loom_units_rate(v, &a->rate_bps, &e2) < 0)
+			return loom_err_set(err, EINVAL, "tc enforcer: rate: %s", e2.msg);
+		if (a->rate_bps == 0)
+			return loom_err_set(err, EINVAL, "tc enforcer: rate: must be above 0");
 	} else if (!strcmp(opt, "dscp")) {
 		if (!strcmp(v, "none")) {
 			a->rewrite_dscp = false;

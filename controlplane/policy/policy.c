@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/units.h"
+
 static const struct policy_class *const registry[] = {
 	&policy_fifo,      &policy_fair, &policy_scf,      &policy_ncf,
 	&policy_lcf,       &policy_sebf, &policy_dclas,    &policy_dclas_job,
@@ -35,39 +37,14 @@ static const char *const bool_words[][2] = {{"0", "1"},
 					    {"false", "true"},
 					    {"off", "on"}};
 
-/* Parses a number with an optional k/M/G/T suffix (x1024^n). */
+/*
+ * A number with an optional suffix (common/units.h): Ki/Mi/Gi/Ti are powers
+ * of 1024, and so are bare k/M/G/T here, as before units.h (deprecated:
+ * docs/units.md).
+ */
 static int parse_num(const char *s, double *ret)
 {
-	char buf[64];
-	size_t len = strlen(s);
-	double mul = 1;
-
-	if (len == 0 || len >= sizeof(buf))
-		return -EINVAL;
-	memcpy(buf, s, len + 1);
-	switch (buf[len - 1]) {
-	case 'k':
-	case 'K':
-		mul = 1024.0;
-		break;
-	case 'M':
-		mul = 1024.0 * 1024.0;
-		break;
-	case 'G':
-		mul = 1024.0 * 1024.0 * 1024.0;
-		break;
-	case 'T':
-		mul = 1024.0 * 1024.0 * 1024.0 * 1024.0;
-		break;
-	default:
-		break;
-	}
-	if (mul != 1)
-		buf[len - 1] = '\0';
-	if (loom_parse_double(buf, ret) < 0 || !isfinite(*ret))
-		return -EINVAL;
-	*ret *= mul;
-	return 0;
+	return loom_units_scaled(s, LOOM_UNITS_LEGACY_1024, ret, NULL);
 }
 
 static int set_opt(const struct policy_class *cls, const char *key, const char *val, double *opt,

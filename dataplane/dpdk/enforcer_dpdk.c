@@ -26,6 +26,7 @@
 #include <rte_ring_elem.h>
 
 #include "common/log.h"
+#include "common/units.h"
 #include "dataplane/dpdk/classify.h"
 #include "dataplane/dpdk/offload.h"
 #include "dataplane/dpdk/prioq.h"
@@ -356,6 +357,7 @@ static int parse_u64(const char *v, uint64_t max, uint64_t *ret)
 static int parse_option(struct dpe_opts *o, char *opt, struct loom_err *err)
 {
 	char *v = strchr(opt, '=');
+	struct loom_err e2 = {{0}};
 	uint64_t x;
 	char msg[128];
 
@@ -370,13 +372,16 @@ static int parse_option(struct dpe_opts *o, char *opt, struct loom_err *err)
 		else
 			o->tx_port = (uint16_t)x;
 	} else if (!strcmp(opt, "rate")) {
-		if (dp_parse_rate(v, &o->rate_bps) < 0)
-			return loom_err_set(err, EINVAL,
-					    "dpdk enforcer: rate: '%s' is not bit/s (k/M/G suffix)",
-					    v);
+		if (loom_units_rate(v, &o->rate_bps, &e2) < 0)
+			return loom_err_set(err, EINVAL, "dpdk enforcer: rate: %s", e2.msg);
 	} else if (!strcmp(opt, "bucket")) {
-		if (parse_u64(v, UINT32_MAX, &o->bucket_bytes) < 0)
-			return loom_err_set(err, EINVAL, "dpdk enforcer: bucket: bad size '%s'", v);
+		if (loom_units_size(v, 0, &x, NULL, &e2) < 0)
+			return loom_err_set(err, EINVAL, "dpdk enforcer: bucket: %s", e2.msg);
+		if (x > UINT32_MAX)
+			return loom_err_set(err, EINVAL,
+					    "dpdk enforcer: bucket: '%s' is above %u bytes", v,
+					    UINT32_MAX);
+		o->bucket_bytes = x;
 	} else if (!strcmp(opt, "burst")) {
 		if (parse_u64(v, DPE_MAX_BURST, &x) < 0 || x == 0)
 			return loom_err_set(err, EINVAL, "dpdk enforcer: burst: '%s' is not 1..%d",

@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -28,10 +27,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/addr.h"
 #include "common/clock.h"
 #include "proto/wire.h"
 
@@ -57,12 +56,9 @@ struct loom_client {
 	uint32_t version;
 	int timeout_ms;
 	char *name;
-	char *token;   /* $LOOM_TOKEN, or NULL */
-	char *address; /* canonical: "unix:/path" or "tcp:HOST:PORT" */
-	bool is_unix;
-	struct sockaddr_un sun;
-	socklen_t sun_len;
-	char *host, *port; /* tcp only */
+	char *token;           /* $LOOM_TOKEN, or NULL */
+	char *address;         /* canonical: "unix:/path" or "tcp:HOST:PORT" */
+	struct loom_addr addr; /* parsed from the caller's string (common/addr.h) */
 	/* TLS on tcp ($LOOM_TLS_*): NULL = plain */
 	struct ssl_ctx_st *tls;
 	struct ssl_st *ssl; /* the connection's, while fd >= 0 and tls */
@@ -116,193 +112,38 @@ static int left_ms(int64_t deadline_ms)
 	return d > INT_MAX ? INT_MAX : (int)d;
 }
 
-/* ---- addresses ---------------------------------------------------------------------- */
-
-static bool parse_port(const char *s)
-{
-	unsigned long v;
-	char *end;
-
-	if (!*s || strspn(s, "0123456789") != strlen(s))
-		return false;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	return !errno && !*end && v >= 1 && v <= 65535;
-}
+/* ---- addresses and connecting ------------------------------------------------------ */
 
 /* Fills c's address from the caller's string; 0 or -errno with the message set. */
 static int client_parse_address(struct loom_client *c, const char *address)
 {
-	const char *path = NULL, *hp, *colon;
-	char *host = NULL;
-	size_t hlen;
+	struct loom_err err;
+	char canon[LOOM_ADDR_STR_MAX];
+	int r;
 
-	if (!strncmp(address, "unix:", 5))
-		path = address + 5;
-	else if (address[0] == '/' || address[0] == '.')
-		path = address;
-	if (path) {
-		size_t n = strlen(path);
-
-		if (n == 0)
-			return fail(-EINVAL, "address \"%s\": empty socket path", address);
-		if (n >= sizeof(c->sun.sun_path))
-			return fail(-ENAMETOOLONG,
-				    "address \"%s\": socket path longer than %zu bytes", address,
-				    sizeof(c->sun.sun_path) - 1);
-		c->is_unix = true;
-		c->sun.sun_family = AF_UNIX;
-		memcpy(c->sun.sun_path, path, n + 1);
-		c->sun_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
-		if (asprintf(&c->address, "unix:%s", path) < 0) {
-			c->address = NULL;
-			return fail(-ENOMEM, "out of memory");
-		}
-		return 0;
-	}
-
-	hp = !strncmp(address, "tcp:", 4) ? address + 4 : address;
-	if (hp[0] == '[') {
-		const char *close = strchr(hp, ']');
-
-		if (!close || close[1] != ':')
-			return fail(-EINVAL, "address \"%s\": expected [IPV6]:PORT", address);
-		hlen = (size_t)(close - hp - 1);
-		host = strndup(hp + 1, hlen);
-		colon = close + 1;
-	} else {
-		colon = strrchr(hp, ':');
-		if (!colon)
-			return fail(-EINVAL,
-				    "address \"%s\": expected unix:/PATH, /PATH, tcp:HOST:PORT or "
-				    "HOST:PORT",
-				    address);
-		hlen = (size_t)(colon - hp);
-		host = strndup(hp, hlen);
-	}
-	if (!host)
+	r = loom_addr_parse("address", address, 0, &c->addr, &err);
+	if (r < 0)
+		return fail(r, "%s", err.msg);
+	c->address = strdup(loom_addr_str(&c->addr, canon));
+	if (!c->address)
 		return fail(-ENOMEM, "out of memory");
-	if (hlen == 0 || (hp[0] != '[' && memchr(host, ':', hlen))) {
-		free(host);
-		return fail(-EINVAL, "address \"%s\": %s", address,
-			    hlen == 0 ? "no host" : "an IPv6 host goes in brackets: [::1]:PORT");
-	}
-	if (!parse_port(colon + 1)) {
-		free(host);
-		return fail(-EINVAL, "address \"%s\": port \"%s\" is not 1..65535", address,
-			    colon + 1);
-	}
-	c->is_unix = false;
-	c->host = host;
-	c->port = strdup(colon + 1);
-	if (!c->port || asprintf(&c->address, strchr(host, ':') ? "tcp:[%s]:%s" : "tcp:%s:%s", host,
-				 c->port) < 0) {
-		c->address = NULL;
-		return fail(-ENOMEM, "out of memory");
-	}
 	return 0;
-}
-
-/* ---- connecting --------------------------------------------------------------------- */
-
-/*
- * Connects a new non-blocking socket to sa before deadline. Returns 0 with
- * *ret_fd, or -errno.
- */
-static int sock_connect(const struct sockaddr *sa, socklen_t len, int64_t deadline, int *ret_fd)
-{
-	int fd, r, err = 0;
-	socklen_t elen = sizeof(err);
-
-	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		r = connect(fd, sa, len);
-		if (r == 0)
-			goto done;
-		if (errno == EINTR)
-			continue;
-		/* A Unix listener whose backlog is full: try again shortly. */
-		if (errno == EAGAIN && sa->sa_family == AF_UNIX) {
-			struct timespec ts = {.tv_nsec = 5 * 1000000};
-
-			if (!left_ms(deadline)) {
-				r = -ETIMEDOUT;
-				goto fail;
-			}
-			nanosleep(&ts, NULL);
-			continue;
-		}
-		break;
-	}
-	if (errno != EINPROGRESS) {
-		r = -errno;
-		goto fail;
-	}
-	for (;;) {
-		struct pollfd p = {.fd = fd, .events = POLLOUT};
-		int ms = left_ms(deadline);
-
-		if (!ms) {
-			r = -ETIMEDOUT;
-			goto fail;
-		}
-		r = poll(&p, 1, ms);
-		if (r > 0)
-			break;
-		if (r < 0 && errno != EINTR) {
-			r = -errno;
-			goto fail;
-		}
-	}
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0) {
-		r = -errno;
-		goto fail;
-	}
-	if (err) {
-		r = -err;
-		goto fail;
-	}
-done:
-	*ret_fd = fd;
-	return 0;
-fail:
-	close(fd);
-	return r;
 }
 
 /* Opens a connection to c's address; 0 with *ret_fd or -errno with the message set. */
 static int client_dial(struct loom_client *c, int64_t deadline, int *ret_fd)
 {
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
-	struct addrinfo *res = NULL, *ai;
-	int r, one = 1;
+	struct loom_err err;
+	int fd, one = 1;
 
-	if (c->is_unix) {
-		r = sock_connect((const struct sockaddr *)&c->sun, c->sun_len, deadline, ret_fd);
-		if (r < 0)
-			return fail(r, "connect %s: %s", c->address, ERRSTR(r));
-		return 0;
-	}
-	r = getaddrinfo(c->host, c->port, &hints, &res);
-	if (r != 0) {
-		int e = r == EAI_SYSTEM ? -errno : r == EAI_MEMORY ? -ENOMEM : -EHOSTUNREACH;
-
-		return fail(e, "connect %s: resolving %s: %s", c->address, c->host,
-			    r == EAI_SYSTEM ? ERRSTR(e) : gai_strerror(r));
-	}
-	r = -EHOSTUNREACH;
-	for (ai = res; ai; ai = ai->ai_next) {
-		r = sock_connect(ai->ai_addr, ai->ai_addrlen, deadline, ret_fd);
-		if (r == 0 || r == -ETIMEDOUT)
-			break;
-	}
-	freeaddrinfo(res);
-	if (r < 0)
-		return fail(r, "connect %s: %s", c->address, ERRSTR(r));
+	fd = loom_addr_dial("connect", &c->addr, (uint64_t)deadline * LOOM_NS_PER_MS,
+			    LOOM_ADDR_NONBLOCK, &err);
+	if (fd < 0)
+		return fail(fd, "%s", err.msg);
 	/* Requests are small and answered one at a time: no Nagle delay. */
-	(void)setsockopt(*ret_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (c->addr.kind == LOOM_ADDR_TCP)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	*ret_fd = fd;
 	return 0;
 }
 
@@ -434,10 +275,10 @@ static int tls_handshake(struct loom_client *c, int64_t deadline)
 	if (!c->ssl)
 		return fail(-ENOMEM, "connect %s: TLS: out of memory", c->address);
 	param = SSL_get0_param(c->ssl);
-	if (X509_VERIFY_PARAM_set1_ip_asc(param, c->host) != 1) {
+	if (X509_VERIFY_PARAM_set1_ip_asc(param, c->addr.host) != 1) {
 		ERR_clear_error();
-		X509_VERIFY_PARAM_set1_host(param, c->host, 0);
-		SSL_set_tlsext_host_name(c->ssl, c->host);
+		X509_VERIFY_PARAM_set1_host(param, c->addr.host, 0);
+		SSL_set_tlsext_host_name(c->ssl, c->addr.host);
 	}
 	SSL_set_fd(c->ssl, c->fd);
 	for (;;) {
@@ -627,7 +468,7 @@ static int client_open(struct loom_client *c, int64_t deadline)
 		return r;
 	c->fd = fd;
 #ifdef LOOM_HAVE_TLS
-	if (c->tls && !c->is_unix && (r = tls_handshake(c, deadline)) < 0) {
+	if (c->tls && c->addr.kind == LOOM_ADDR_TCP && (r = tls_handshake(c, deadline)) < 0) {
 		client_close_fd(c);
 		return r;
 	}
@@ -906,7 +747,7 @@ struct loom_client *loom_client_connect(const char *address, const struct loom_c
 		const char *ca = getenv(LOOM_CLIENT_ENV_TLS_CA);
 		bool any = (cert && cert[0]) || (key && key[0]) || (ca && ca[0]);
 
-		if (any && !c->is_unix) {
+		if (any && c->addr.kind == LOOM_ADDR_TCP) {
 			if (!cert || !cert[0] || !key || !key[0] || !ca || !ca[0]) {
 				r = fail(-EINVAL, "%s is not set: %s, %s and %s go together",
 					 !cert || !cert[0] ? LOOM_CLIENT_ENV_TLS_CERT :
@@ -952,8 +793,6 @@ struct loom_client *loom_client_free(struct loom_client *c)
 		explicit_bzero(c->token, strlen(c->token));
 	free(c->token);
 	free(c->address);
-	free(c->host);
-	free(c->port);
 	free(c);
 	return NULL;
 }

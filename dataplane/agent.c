@@ -7,24 +7,20 @@
  */
 #include "dataplane/agent.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <fcntl.h>
 #include <jansson.h>
-#include <netdb.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/addr.h"
 #include "common/admin.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -82,103 +78,26 @@ static struct timeval tv_of(uint64_t ns)
 
 /* ---- connecting ------------------------------------------------------------------------------ */
 
-/* Connects fd to sa within timeout_ms (non-blocking connect + poll). 0 or -errno. */
-static int connect_deadline(int fd, const struct sockaddr *sa, socklen_t len, int timeout_ms)
-{
-	struct pollfd p = {.fd = fd, .events = POLLOUT};
-	int flags = fcntl(fd, F_GETFL), soerr = 0, r;
-	socklen_t sl = sizeof(soerr);
-
-	fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-	r = connect(fd, sa, len);
-	if (r < 0 && errno != EINPROGRESS)
-		return -errno;
-	if (r < 0) {
-		r = poll(&p, 1, timeout_ms);
-		if (r == 0)
-			return -ETIMEDOUT;
-		if (r < 0)
-			return -errno;
-		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
-			return -errno;
-		if (soerr)
-			return -soerr;
-	}
-	fcntl(fd, F_SETFL, flags);
-	return 0;
-}
-
 /*
- * Opens a stream to the controller address; fd or -errno with a message in
- * err. ret_host (size 128) gets the host of a TCP address, "" for a Unix one.
+ * Opens a blocking stream to the controller address (common/addr.h: the
+ * forms and their messages); fd or -errno with a message in err. ret_host
+ * (LOOM_ADDR_HOST_MAX bytes) gets the host of a TCP address, "" for a Unix
+ * one.
  */
 static int dial(const char *addr, int timeout_ms, char *ret_host, struct loom_err *err)
 {
-	const char *path = NULL;
-	char host[128], port[16];
+	struct loom_addr a;
 	int fd, r;
 
 	ret_host[0] = 0;
-	if (!strncmp(addr, "unix:", 5))
-		path = addr + 5;
-	else if (addr[0] == '/' || addr[0] == '.')
-		path = addr;
-	if (path) {
-		struct sockaddr_un sun = {.sun_family = AF_UNIX};
-
-		if (strlen(path) >= sizeof(sun.sun_path))
-			return loom_err_set(err, ENAMETOOLONG, "%s: path too long", addr);
-		memcpy(sun.sun_path, path, strlen(path) + 1);
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return loom_err_set(err, errno, "socket: %s", strerror(errno));
-		r = connect_deadline(fd, (struct sockaddr *)&sun, sizeof(sun), timeout_ms);
-		if (r < 0) {
-			close(fd);
-			return loom_err_set(err, -r, "connect %s: %s", addr, strerror(-r));
-		}
-		return fd;
-	}
-	{
-		const char *hp = !strncmp(addr, "tcp:", 4) ? addr + 4 : addr, *colon;
-		struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV},
-				*res = NULL;
-
-		if (hp[0] == '[') {
-			const char *end = strchr(hp, ']');
-
-			if (!end || end[1] != ':' || (size_t)(end - hp - 1) >= sizeof(host))
-				return loom_err_set(err, EINVAL, "%s: expected [V6]:PORT", addr);
-			snprintf(host, sizeof(host), "%.*s", (int)(end - hp - 1), hp + 1);
-			colon = end + 1;
-		} else {
-			colon = strrchr(hp, ':');
-			if (!colon || (size_t)(colon - hp) >= sizeof(host))
-				return loom_err_set(
-					err, EINVAL,
-					"%s: expected unix:/path, /path, tcp:HOST:PORT or "
-					"HOST:PORT",
-					addr);
-			snprintf(host, sizeof(host), "%.*s", (int)(colon - hp), hp);
-		}
-		snprintf(port, sizeof(port), "%s", colon + 1);
-		r = getaddrinfo(host, port, &hints, &res);
-		if (r != 0)
-			return loom_err_set(err, EINVAL, "%s: %s", addr, gai_strerror(r));
-		fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
-			freeaddrinfo(res);
-			return loom_err_set(err, errno, "socket: %s", strerror(errno));
-		}
-		r = connect_deadline(fd, res->ai_addr, res->ai_addrlen, timeout_ms);
-		freeaddrinfo(res);
-		if (r < 0) {
-			close(fd);
-			return loom_err_set(err, -r, "connect %s: %s", addr, strerror(-r));
-		}
-		memcpy(ret_host, host, sizeof(host));
-		return fd;
-	}
+	r = loom_addr_parse("controller", addr, 0, &a, err);
+	if (r < 0)
+		return r;
+	fd = loom_addr_dial("connect", &a,
+			    loom_clock_mono_ns() + (uint64_t)timeout_ms * LOOM_NS_PER_MS, 0, err);
+	if (fd >= 0 && a.kind == LOOM_ADDR_TCP)
+		memcpy(ret_host, a.host, sizeof(a.host));
+	return fd;
 }
 
 /* ---- TLS ---------------------------------------------------------------------------------- */
@@ -568,7 +487,7 @@ static void reconnect_cb(evutil_socket_t fd0, short what, void *arg)
 	struct dp_agent *a = arg;
 	struct loom_err err = {{0}};
 	int timeout_ms = (int)(a->cfg.connect_timeout_ns / 1000000ULL);
-	char host[128];
+	char host[LOOM_ADDR_HOST_MAX];
 	SSL *ssl = NULL;
 	int fd;
 

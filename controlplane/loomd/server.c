@@ -18,7 +18,6 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <grp.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -26,14 +25,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/addr.h"
 #include "common/admin.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/unixsock.h"
 #include "controlplane/loomd/admin_cmds.h"
 #include "controlplane/loomd/config.h"
 #include "controlplane/loomd/journal.h"
@@ -932,25 +930,16 @@ static int socket_perms(const char *key, const char *path, mode_t mode, const ch
 
 static int listen_unix(struct cp_server *s, const char *path, struct loom_err *err)
 {
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	struct loom_addr a;
 	int fd, r;
 
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return loom_err_set(err, ENAMETOOLONG, "listen_unix %s: path too long", path);
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
-	/* A socket file nobody answers on is stale; a live one belongs to another loomd. */
-	r = loom_unixsock_clear_stale("listen_unix", path, err);
+	r = loom_addr_unix("listen_unix", path, &a, err);
 	if (r < 0)
 		return r;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* A socket file nobody answers on is stale; a live one belongs to another loomd. */
+	fd = loom_addr_bind("listen_unix", &a, LOOM_ADDR_NONBLOCK, err);
 	if (fd < 0)
-		return loom_err_set(err, errno, "listen_unix %s: socket: %s", path,
-				    strerror(errno));
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-		r = loom_err_set(err, errno, "listen_unix %s: %s", path, strerror(errno));
-		close(fd);
-		return r;
-	}
+		return fd;
 	/* 0660 and its group before listen(): nobody else connects meanwhile */
 	r = socket_perms("listen_unix", path, 0660, "unix_group", s->cfg.unix_group, err);
 	if (r < 0) {
@@ -971,32 +960,6 @@ static int listen_unix(struct cp_server *s, const char *path, struct loom_err *e
 	return 0;
 }
 
-/* Splits "HOST:PORT" or "[V6]:PORT" into getaddrinfo's arguments. */
-int cp_split_hostport(const char *s, char *host, size_t hsize, char *port, size_t psize);
-
-int cp_split_hostport(const char *s, char *host, size_t hsize, char *port, size_t psize)
-{
-	const char *colon;
-
-	if (s[0] == '[') {
-		const char *end = strchr(s, ']');
-
-		if (!end || end[1] != ':' || (size_t)(end - s - 1) >= hsize)
-			return -EINVAL;
-		snprintf(host, hsize, "%.*s", (int)(end - s - 1), s + 1);
-		colon = end + 1;
-	} else {
-		colon = strrchr(s, ':');
-		if (!colon || (size_t)(colon - s) >= hsize)
-			return -EINVAL;
-		snprintf(host, hsize, "%.*s", (int)(colon - s), s);
-	}
-	if (!colon[1] || strlen(colon + 1) >= psize)
-		return -EINVAL;
-	snprintf(port, psize, "%s", colon + 1);
-	return 0;
-}
-
 static bool addr_is_loopback(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)
@@ -1012,21 +975,27 @@ static bool addr_is_loopback(const struct sockaddr *sa)
 
 static int listen_tcp(struct cp_server *s, const char *addr, struct loom_err *err)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC,
-				 .ai_socktype = SOCK_STREAM,
-				 .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
-			*res = NULL;
-	char host[CP_ADDR_MAX], port[16];
-	int r;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	struct loom_addr a;
+	int fd, r;
 
-	if (cp_split_hostport(addr, host, sizeof(host), port, sizeof(port)) < 0)
-		return loom_err_set(err, EINVAL, "listen_tcp '%s': expected HOST:PORT", addr);
-	r = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
-	if (r != 0)
-		return loom_err_set(err, EINVAL, "listen_tcp '%s': %s", addr, gai_strerror(r));
-	if (!s->tls && !addr_is_loopback(res->ai_addr)) {
+	r = loom_addr_parse("listen_tcp", addr, LOOM_ADDR_LISTEN | LOOM_ADDR_TCP_ONLY, &a, err);
+	if (r < 0)
+		return r;
+	fd = loom_addr_bind("listen_tcp", &a, LOOM_ADDR_NONBLOCK, err);
+	if (fd < 0)
+		return fd;
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0) {
+		r = loom_err_set(err, errno, "listen_tcp %s: getsockname: %s", addr,
+				 strerror(errno));
+		close(fd);
+		return r;
+	}
+	/* bound, not listening yet: nobody has connected to a refused address */
+	if (!s->tls && !addr_is_loopback((const struct sockaddr *)&ss)) {
 		if (!s->cfg.insecure) {
-			freeaddrinfo(res);
+			close(fd);
 			return loom_err_set(
 				err, EACCES,
 				"listen_tcp %s: plain TCP on a non-loopback address; set tls_cert, "
@@ -1039,14 +1008,14 @@ static int listen_tcp(struct cp_server *s, const char *addr, struct loom_err *er
 			 "host's agent",
 			 addr);
 	}
-	s->lis_tcp = evconnlistener_new_bind(s->base, accept_cb, s,
-					     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
-						     LEV_OPT_REUSEABLE,
-					     512, res->ai_addr, (int)res->ai_addrlen);
-	freeaddrinfo(res);
-	if (!s->lis_tcp)
-		return loom_err_set(err, errno ? errno : EIO, "listen_tcp %s: %s", addr,
-				    strerror(errno ? errno : EIO));
+	s->lis_tcp = evconnlistener_new(s->base, accept_cb, s,
+					LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 512, fd);
+	if (!s->lis_tcp) {
+		r = loom_err_set(err, errno ? errno : EIO, "listen_tcp %s: %s", addr,
+				 strerror(errno ? errno : EIO));
+		close(fd);
+		return r;
+	}
 	evconnlistener_set_error_cb(s->lis_tcp, listener_error_cb);
 	return 0;
 }
@@ -1364,17 +1333,16 @@ int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom
 			return loom_err_set(err, -r, "cannot register the admin commands");
 	}
 	if (cfg->metrics[0]) {
-		char host[CP_ADDR_MAX], port[16];
-		unsigned long long p;
+		struct loom_addr m;
 
-		if (cp_split_hostport(cfg->metrics, host, sizeof(host), port, sizeof(port)) < 0 ||
-		    loom_parse_u64(port, &p) < 0 || p > 65535)
-			return loom_err_set(err, EINVAL, "metrics '%s': expected HOST:PORT",
-					    cfg->metrics);
-		s->http = cp_metrics_http_start(host, (uint16_t)p, err);
+		r = loom_addr_parse("metrics", cfg->metrics, LOOM_ADDR_LISTEN | LOOM_ADDR_TCP_ONLY,
+				    &m, err);
+		if (r < 0)
+			return r;
+		s->http = cp_metrics_http_start(m.host, m.port, err);
 		if (!s->http)
 			return -errno;
-		log_info("metrics on http://%s:%u/metrics", host, cp_metrics_http_port(s->http));
+		log_info("metrics on http://%s:%u/metrics", m.host, cp_metrics_http_port(s->http));
 		publish_metrics(s);
 	}
 	cp_server_schedule_pass(s);

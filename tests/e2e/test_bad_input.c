@@ -506,6 +506,36 @@ static void test_bad_startup(void **state)
 				   err, sizeof(err)),
 			 1);
 	assert_non_null(strstr(err, "/proc/loom.db"));
+	/* malformed listen_tcp and metrics: common/addr's message names the key, the value, why */
+	{
+		static const struct {
+			const char *tcp, *metrics, *needle;
+		} bad[] = {
+			{"listen_tcp=127.0.0.1", "metrics=",
+			 "listen_tcp \"127.0.0.1\": missing ':' and port; expected HOST:PORT"},
+			{"listen_tcp=::1:0", "metrics=",
+			 "listen_tcp \"::1:0\": an IPv6 host goes in brackets: [::1]:0"},
+			{"listen_tcp=[::1", "metrics=", "listen_tcp \"[::1\": unterminated '['"},
+			{"listen_tcp=unix:/tmp/x", "metrics=",
+			 "listen_tcp \"unix:/tmp/x\": a Unix socket is not accepted here"},
+			{"listen_tcp=127.0.0.1:0", "metrics=127.0.0.1:65536",
+			 "metrics \"127.0.0.1:65536\": port 65536 is out of range (0..65535)"},
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			assert_int_equal(run_loomd((const char *const[]){"-f", "-c", "/dev/null",
+									 "-o", "listen_unix=", "-o",
+									 bad[i].tcp, "-o",
+									 "admin_socket=", "-o",
+									 bad[i].metrics, "-o",
+									 "journal=", NULL},
+						   err, sizeof(err)),
+					 1);
+			if (!strstr(err, bad[i].needle))
+				fail_msg("%s %s: stderr does not say \"%s\":\n%s", bad[i].tcp,
+					 bad[i].metrics, bad[i].needle, err);
+		}
+	}
 	still_serving();
 }
 

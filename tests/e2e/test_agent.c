@@ -452,6 +452,46 @@ static void test_config_file_crlf(void **state)
 		fail_msg("no deprecation warnings for kebab-case keys:\n%s", log);
 }
 
+/*
+ * A malformed --controller: the agent keeps trying (as with a controller
+ * that is down) and says why in last_error, in common/addr's words.
+ */
+static void test_bad_controller(void **state)
+{
+	static const struct {
+		const char *addr, *why;
+	} bad[] = {
+		{"::1:7420", "controller \"::1:7420\": an IPv6 host goes in brackets: [::1]:7420"},
+		{"tcp:127.0.0.1", "controller \"tcp:127.0.0.1\": missing ':' and port"},
+		{"unix:", "controller \"unix:\": empty socket path"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		pid_t pid = start_agent((const char *const[]){"--controller", bad[i].addr, NULL});
+		char last[LOOM_ERR_MSG_MAX] = "";
+		bool seen = false;
+		int status;
+
+		for (int k = 0; k < 300 && !seen; k++) {
+			json_t *st = agent_admin("stats");
+
+			snprintf(last, sizeof(last), "%s",
+				 json_string_value(json_object_get(st, "last_error")) ?: "");
+			seen = strstr(last, bad[i].why) != NULL;
+			json_decref(st);
+			if (!seen)
+				h_sleep_ms(20);
+		}
+		kill(pid, SIGTERM);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_int_equal(h_check_exit("loom-agent", status, 0, AGENT_LOG), 0);
+		if (!seen)
+			fail_msg("--controller %s: last_error \"%s\", expected \"%s\"", bad[i].addr,
+				 last, bad[i].why);
+	}
+}
+
 static void test_loomd_exits_cleanly(void **state)
 {
 	(void)state;
@@ -465,6 +505,7 @@ int main(void)
 		cmocka_unit_test(test_bad_flags),
 		cmocka_unit_test(test_config_file_errors),
 		cmocka_unit_test(test_config_file_crlf),
+		cmocka_unit_test(test_bad_controller),
 		cmocka_unit_test(test_dpdk_enforcer_in_agent),
 		cmocka_unit_test(test_loomd_exits_cleanly),
 	};

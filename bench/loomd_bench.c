@@ -34,10 +34,10 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/types.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/addr.h"
 #include "common/admin.h"
 #include "common/clock.h"
 #include "common/rng.h"
@@ -284,23 +284,22 @@ static void bench_tuple(uint32_t space, uint64_t i, struct wire_tuple *t)
 
 /* ---- framework side: blocking requests -------------------------------------------------------- */
 
-/* A Unix stream connection to path (non-blocking if asked); fd or -errno. */
-static int unix_connect(const char *path, bool nonblock)
+/*
+ * A stream connection to loomd's Unix socket at path (common/addr.h), within
+ * 30 s; fd or -errno with err. nonblock: a non-blocking socket, and a full
+ * backlog is -EAGAIN at once, so that the caller serves its other
+ * connections meanwhile.
+ */
+static int unix_connect(const char *path, bool nonblock, struct loom_err *err)
 {
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
-	int fd, e;
+	struct loom_addr a;
+	int r;
 
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sun.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0)
-		return fd;
-	e = errno;
-	close(fd);
-	return -e;
+	r = loom_addr_unix("--socket", path, &a, err);
+	if (r < 0)
+		return r;
+	return loom_addr_dial("connect", &a, loom_clock_mono_ns() + 30 * LOOM_NS_PER_S,
+			      nonblock ? LOOM_ADDR_NONBLOCK | LOOM_ADDR_NOWAIT : 0, err);
 }
 
 /*
@@ -362,10 +361,11 @@ static int fw_connect(const char *sock, const char *name, char *msg, size_t msz)
 {
 	Loom__Envelope env = LOOM__ENVELOPE__INIT;
 	Loom__Hello h = LOOM__HELLO__INIT;
-	int fd = unix_connect(sock, false), r;
+	struct loom_err err;
+	int fd = unix_connect(sock, false, &err), r;
 
 	if (fd < 0) {
-		snprintf(msg, msz, "connect %s: %s", sock, strerror(-fd));
+		snprintf(msg, msz, "%.*s", (int)msz - 1, err.msg);
 		return fd;
 	}
 	h.version_min = WIRE_VERSION_MIN;
@@ -756,16 +756,16 @@ static int pool_start(struct pool *p, const char *sock, uint32_t n, int timeout_
 	for (uint32_t i = 0; i < n; i++) {
 		struct agent *a = &p->a[i];
 		struct epoll_event ev = {.events = EPOLLIN, .data.u32 = i};
+		struct loom_err err;
 		int fd;
 
 		a->host = i;
 		/* a full backlog answers EAGAIN: let loomd accept while we serve the others */
-		while ((fd = unix_connect(sock, true)) == -EAGAIN &&
+		while ((fd = unix_connect(sock, true, &err)) == -EAGAIN &&
 		       loom_clock_mono_ns() < deadline)
 			pool_pump(p, 1);
 		if (fd < 0) {
-			snprintf(p->err, sizeof(p->err), "agent %u of %u: connect %s: %s", i, n,
-				 sock, strerror(-fd));
+			snprintf(p->err, sizeof(p->err), "agent %u of %u: %.200s", i, n, err.msg);
 			return fd;
 		}
 		a->fd = fd;

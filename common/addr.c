@@ -186,14 +186,15 @@ static int resolve(const char *what, const struct loom_addr *a, bool passive, st
 			    r == EAI_SYSTEM ? strerror(e) : gai_strerror(r));
 }
 
-/* ms left before deadline_ns, at least 1 while it has not passed; 0 once it has. */
+/* ms left before deadline_ns, rounded up (at least 1 while it has not passed); 0 once it has. */
 static int left_ms(uint64_t deadline_ns)
 {
-	uint64_t now = loom_clock_mono_ns(), ms;
+	uint64_t now = loom_clock_mono_ns(), d, ms;
 
 	if (now >= deadline_ns)
 		return 0;
-	ms = (deadline_ns - now + LOOM_NS_PER_MS - 1) / LOOM_NS_PER_MS;
+	d = deadline_ns - now;
+	ms = d / LOOM_NS_PER_MS + (d % LOOM_NS_PER_MS != 0);
 	return ms > 1000000000ULL ? 1000000000 : (int)ms;
 }
 

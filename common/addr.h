@@ -91,9 +91,9 @@ char *loom_addr_str(const struct loom_addr *a, char buf[LOOM_ADDR_STR_MAX]);
  * Opens a stream socket connected to a (close-on-exec; non-blocking with
  * LOOM_ADDR_NONBLOCK). A TCP host is resolved with getaddrinfo() (which the
  * deadline does not bound) and each of its addresses is tried in turn.
- * deadline_ns (loom_clock_mono_ns()) bounds the connecting: a Unix listener
- * whose backlog is full is tried again until then, unless LOOM_ADDR_NOWAIT
- * asks for -EAGAIN at once. Returns the fd (the caller owns it), or -errno
+ * deadline_ns (on loom_clock_mono_ns(); UINT64_MAX: none) bounds the
+ * connecting: a Unix listener whose backlog is full is tried again until
+ * then, unless LOOM_ADDR_NOWAIT asks for -EAGAIN at once. Returns the fd (the caller owns it), or -errno
  * (-ETIMEDOUT when the deadline passed, -EHOSTUNREACH when the host does not
  * resolve) with "<what> <canonical address>: <why>" in err (may be NULL).
  */

@@ -293,6 +293,10 @@ static void test_unix_bind_dial(void **state)
 	assert_true(cfd >= 0);
 	assert_true(fcntl(cfd, F_GETFL) & O_NONBLOCK);
 	close(cfd);
+	/* no deadline */
+	cfd = loom_addr_dial("connect", &a, UINT64_MAX, 0, &err);
+	assert_true(cfd >= 0);
+	close(cfd);
 
 	/* a live socket is not taken over */
 	assert_int_equal(loom_addr_bind("listen_unix", &a, 0, &err), -EADDRINUSE);

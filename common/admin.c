@@ -16,7 +16,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,9 +24,9 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "common/addr.h"
 #include "common/cleanup.h"
 #include "common/clock.h"
-#include "common/unixsock.h"
 
 /* Stop reading requests while this much reply data waits for the client. */
 #define ADMIN_OUT_HIGH (4u * 1024 * 1024)
@@ -547,18 +546,12 @@ static void admin_accept_error_cb(struct evconnlistener *l, void *arg)
 
 /* ---- server lifecycle ----------------------------------------------------------------- */
 
-static int sockaddr_un_fill(struct sockaddr_un *sun, const char *path, struct loom_err *err)
+/* The admin socket at path, by the rules of common/addr.h; 0 or -errno with err. */
+static int admin_addr(const char *path, struct loom_addr *ret, struct loom_err *err)
 {
-	memset(sun, 0, sizeof(*sun));
-	sun->sun_family = AF_UNIX;
-	if (!path || !path[0])
-		return loom_err_set(err, EINVAL, "admin socket path is empty");
-	if (strlen(path) >= sizeof(sun->sun_path))
-		return loom_err_set(err, ENAMETOOLONG,
-				    "admin socket path %s is too long (at most %zu bytes)", path,
-				    sizeof(sun->sun_path) - 1);
-	memcpy(sun->sun_path, path, strlen(path) + 1);
-	return 0;
+	if (!path)
+		return loom_err_set(err, EINVAL, "admin socket: empty socket path");
+	return loom_addr_unix("admin socket", path, ret, err);
 }
 
 int loom_admin_peer(const struct loom_admin *a, uid_t *ret_uid, pid_t *ret_pid)
@@ -579,19 +572,16 @@ struct loom_admin *loom_admin_new_perm(struct event_base *base, const char *path
 				       gid_t gid, struct loom_err *err)
 {
 	struct loom_admin *a = NULL;
-	struct sockaddr_un sun;
+	struct loom_addr addr;
 	int fd = -1, r;
 
-	r = sockaddr_un_fill(&sun, path, err);
+	r = admin_addr(path, &addr, err);
 	if (r < 0)
 		goto fail;
 	if (!base) {
 		r = loom_err_set(err, EINVAL, "no event base");
 		goto fail;
 	}
-	r = loom_unixsock_clear_stale("admin socket", path, err);
-	if (r < 0)
-		goto fail;
 	a = calloc(1, sizeof(*a));
 	if (!a || !(a->path = strdup(path))) {
 		r = loom_err_set(err, ENOMEM, "out of memory");
@@ -609,14 +599,10 @@ struct loom_admin *loom_admin_new_perm(struct event_base *base, const char *path
 		r = loom_err_set(err, -r, "out of memory");
 		goto fail;
 	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* a stale socket file is removed; a live one, or what is not a socket, refused */
+	fd = loom_addr_bind("admin socket", &addr, LOOM_ADDR_NONBLOCK, err);
 	if (fd < 0) {
-		r = loom_err_set(err, errno, "socket: %s", strerror(errno));
-		goto fail;
-	}
-	if (bind(fd, (const struct sockaddr *)&sun, sizeof(sun)) < 0) {
-		r = loom_err_set(err, errno, "cannot bind admin socket %s: %s", path,
-				 strerror(errno));
+		r = fd;
 		goto fail;
 	}
 	/* Nobody can connect before listen(), so mode and group are right before anyone can. */
@@ -717,35 +703,23 @@ static int wait_fd(int fd, short events, int64_t deadline)
 
 static int client_connect(const char *path, int64_t deadline, struct loom_err *err)
 {
-	struct sockaddr_un sun;
+	struct loom_addr a;
 	int fd, r;
 
-	r = sockaddr_un_fill(&sun, path, err);
+	r = admin_addr(path, &a, err);
 	if (r < 0)
 		return r;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* a full listen backlog (the server is busy) is tried again until the deadline */
+	fd = loom_addr_dial("admin socket", &a,
+			    deadline < 0 ? UINT64_MAX : (uint64_t)deadline * LOOM_NS_PER_MS,
+			    LOOM_ADDR_NONBLOCK, NULL);
+	if (fd == -ETIMEDOUT)
+		return loom_err_set(err, ETIMEDOUT, "admin socket %s: timed out connecting", path);
 	if (fd < 0)
-		return loom_err_set(err, errno, "socket: %s", strerror(errno));
-	for (;;) {
-		if (connect(fd, (const struct sockaddr *)&sun, sizeof(sun)) == 0)
-			return fd;
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN) {
-			/* The listen backlog is full: the server is busy; retry. */
-			if (ms_left(deadline) == 0) {
-				close(fd);
-				return loom_err_set(err, ETIMEDOUT,
-						    "admin socket %s: timed out connecting", path);
-			}
-			usleep(1000);
-			continue;
-		}
-		r = errno;
-		close(fd);
-		return loom_err_set(err, r, "cannot reach admin socket %s: %s%s", path, strerror(r),
-				    r == ENOENT || r == ECONNREFUSED ? " (is loomd running?)" : "");
-	}
+		return loom_err_set(
+			err, -fd, "cannot reach admin socket %s: %s%s", path, strerror(-fd),
+			fd == -ENOENT || fd == -ECONNREFUSED ? " (is loomd running?)" : "");
+	return fd;
 }
 
 static int client_send(int fd, const char *path, const char *buf, size_t len, int64_t deadline,

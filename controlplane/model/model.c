@@ -7,92 +7,16 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/hmap.h"
 
-/* ---- an open-addressing map from external id to index ------------------- */
+/* ---- external id -> index (common/hmap) ------------------------------- */
 
-struct idmap {
-	uint64_t *keys;
-	uint32_t *vals; /* CP_NONE = empty */
-	uint32_t cap, n;
-};
-
-static uint64_t idmap_hash(uint64_t k)
+/* Returns the index stored for id in m, or CP_NONE. */
+static uint32_t id_index(const struct loom_hmap *m, uint64_t id)
 {
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	return k;
-}
+	uint64_t v;
 
-static int idmap_grow(struct idmap *m)
-{
-	uint32_t ncap = m->cap ? m->cap * 2 : 64;
-	uint64_t *keys = malloc((size_t)ncap * sizeof(*keys));
-	uint32_t *vals = malloc((size_t)ncap * sizeof(*vals));
-
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
-		return -ENOMEM;
-	}
-	memset(vals, 0xff, (size_t)ncap * sizeof(*vals));
-	for (uint32_t i = 0; i < m->cap; i++) {
-		uint32_t h;
-
-		if (m->vals[i] == CP_NONE)
-			continue;
-		h = (uint32_t)idmap_hash(m->keys[i]) & (ncap - 1);
-		while (vals[h] != CP_NONE)
-			h = (h + 1) & (ncap - 1);
-		keys[h] = m->keys[i];
-		vals[h] = m->vals[i];
-	}
-	free(m->keys);
-	free(m->vals);
-	m->keys = keys;
-	m->vals = vals;
-	m->cap = ncap;
-	return 0;
-}
-
-static uint32_t idmap_get(const struct idmap *m, uint64_t key)
-{
-	uint32_t h;
-
-	if (!m->cap)
-		return CP_NONE;
-	h = (uint32_t)idmap_hash(key) & (m->cap - 1);
-	while (m->vals[h] != CP_NONE) {
-		if (m->keys[h] == key)
-			return m->vals[h];
-		h = (h + 1) & (m->cap - 1);
-	}
-	return CP_NONE;
-}
-
-/* Inserts key -> val; -EEXIST if present, -ENOMEM. */
-static int idmap_put(struct idmap *m, uint64_t key, uint32_t val)
-{
-	uint32_t h;
-
-	if (idmap_get(m, key) != CP_NONE)
-		return -EEXIST;
-	if ((m->n + 1) * 2 > m->cap && idmap_grow(m) < 0)
-		return -ENOMEM;
-	h = (uint32_t)idmap_hash(key) & (m->cap - 1);
-	while (m->vals[h] != CP_NONE)
-		h = (h + 1) & (m->cap - 1);
-	m->keys[h] = key;
-	m->vals[h] = val;
-	m->n++;
-	return 0;
-}
-
-static void idmap_done(struct idmap *m)
-{
-	free(m->keys);
-	free(m->vals);
-	memset(m, 0, sizeof(*m));
+	return loom_hmap_get(m, id, &v) ? (uint32_t)v : CP_NONE;
 }
 
 /* ---- the builder -------------------------------------------------------- */
@@ -123,7 +47,7 @@ struct cp_builder {
 	struct cp_edge *edges; /* builder coflow indices */
 	uint32_t njobs, ncoflows, nflows, nedges;
 	uint32_t cap_jobs, cap_coflows, cap_flows, cap_edges;
-	struct idmap job_ids, coflow_ids;
+	struct loom_hmap job_ids, coflow_ids; /* external id -> index */
 };
 
 /* Grows *arr (element size sz) to hold n + 1 elements. */
@@ -168,8 +92,8 @@ struct cp_builder *cp_builder_free(struct cp_builder *b)
 	free(b->coflows);
 	free(b->flows);
 	free(b->edges);
-	idmap_done(&b->job_ids);
-	idmap_done(&b->coflow_ids);
+	loom_hmap_done(&b->job_ids);
+	loom_hmap_done(&b->coflow_ids);
 	free(b);
 	return NULL;
 }
@@ -189,7 +113,7 @@ int cp_builder_add_job(struct cp_builder *b, uint64_t job_id, uint64_t arrival_n
 				    (unsigned long long)job_id);
 	if (grow((void **)&b->jobs, &b->cap_jobs, b->njobs, sizeof(*b->jobs)) < 0)
 		return loom_err_set(err, ENOMEM, "out of memory");
-	r = idmap_put(&b->job_ids, job_id, b->njobs);
+	r = loom_hmap_add(&b->job_ids, job_id, b->njobs);
 	if (r == -EEXIST)
 		return loom_err_set(err, EEXIST, "duplicate job id %llu",
 				    (unsigned long long)job_id);
@@ -202,7 +126,7 @@ int cp_builder_add_job(struct cp_builder *b, uint64_t job_id, uint64_t arrival_n
 int cp_builder_add_coflow(struct cp_builder *b, uint64_t coflow_id, uint64_t job_id,
 			  uint64_t release_offset_ns, struct loom_err *err)
 {
-	uint32_t j = idmap_get(&b->job_ids, job_id);
+	uint32_t j = id_index(&b->job_ids, job_id);
 	int r;
 
 	if (j == CP_NONE)
@@ -210,7 +134,7 @@ int cp_builder_add_coflow(struct cp_builder *b, uint64_t coflow_id, uint64_t job
 				    (unsigned long long)coflow_id, (unsigned long long)job_id);
 	if (grow((void **)&b->coflows, &b->cap_coflows, b->ncoflows, sizeof(*b->coflows)) < 0)
 		return loom_err_set(err, ENOMEM, "out of memory");
-	r = idmap_put(&b->coflow_ids, coflow_id, b->ncoflows);
+	r = loom_hmap_add(&b->coflow_ids, coflow_id, b->ncoflows);
 	if (r == -EEXIST)
 		return loom_err_set(err, EEXIST, "duplicate coflow id %llu",
 				    (unsigned long long)coflow_id);
@@ -223,7 +147,7 @@ int cp_builder_add_coflow(struct cp_builder *b, uint64_t coflow_id, uint64_t job
 int cp_builder_set_coflow_capacity(struct cp_builder *b, uint64_t coflow_id, uint32_t cap,
 				   struct loom_err *err)
 {
-	uint32_t c = idmap_get(&b->coflow_ids, coflow_id);
+	uint32_t c = id_index(&b->coflow_ids, coflow_id);
 
 	if (c == CP_NONE)
 		return loom_err_set(err, ENOENT, "unknown coflow id %llu",
@@ -235,7 +159,7 @@ int cp_builder_set_coflow_capacity(struct cp_builder *b, uint64_t coflow_id, uin
 int cp_builder_set_coflow_open(struct cp_builder *b, uint64_t coflow_id, bool open,
 			       struct loom_err *err)
 {
-	uint32_t c = idmap_get(&b->coflow_ids, coflow_id);
+	uint32_t c = id_index(&b->coflow_ids, coflow_id);
 
 	if (c == CP_NONE)
 		return loom_err_set(err, ENOENT, "unknown coflow id %llu",
@@ -247,7 +171,7 @@ int cp_builder_set_coflow_open(struct cp_builder *b, uint64_t coflow_id, bool op
 int cp_builder_add_flow(struct cp_builder *b, uint64_t coflow_id, uint32_t src, uint32_t dst,
 			uint64_t bytes, struct loom_err *err)
 {
-	uint32_t c = idmap_get(&b->coflow_ids, coflow_id);
+	uint32_t c = id_index(&b->coflow_ids, coflow_id);
 
 	if (c == CP_NONE)
 		return loom_err_set(err, ENOENT, "flow: unknown coflow id %llu",
@@ -269,8 +193,8 @@ int cp_builder_add_flow(struct cp_builder *b, uint64_t coflow_id, uint32_t src, 
 int cp_builder_add_edge(struct cp_builder *b, uint64_t parent_coflow_id, uint64_t child_coflow_id,
 			uint64_t delay_ns, struct loom_err *err)
 {
-	uint32_t p = idmap_get(&b->coflow_ids, parent_coflow_id);
-	uint32_t c = idmap_get(&b->coflow_ids, child_coflow_id);
+	uint32_t p = id_index(&b->coflow_ids, parent_coflow_id);
+	uint32_t c = id_index(&b->coflow_ids, child_coflow_id);
 
 	if (p == CP_NONE || c == CP_NONE)
 		return loom_err_set(

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hmap.h"
 #include "controlplane/sim/lexer.h"
 
 /* Most flows one trace may hold. */
@@ -191,82 +192,14 @@ static int tok_mb(struct sim_lexer *lx, const char *tok, const char *what, doubl
 	return 0;
 }
 
-/* ---- an id -> index hash map ---------------------------------------------- */
-
-struct idmap {
-	uint64_t *keys;
-	uint32_t *vals; /* CP_NONE marks an empty slot */
-	size_t cap, n;  /* cap is 0 or a power of two */
-};
-
-static size_t id_hash(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return (size_t)x;
-}
-
-static void idmap_done(struct idmap *m)
-{
-	free(m->keys);
-	free(m->vals);
-	*m = (struct idmap){0};
-}
+/* ---- id -> index (common/hmap) ------------------------------------------- */
 
 /* Returns the value stored for key, or CP_NONE. */
-static uint32_t idmap_get(const struct idmap *m, uint64_t key)
+static uint32_t idmap_get(const struct loom_hmap *m, uint64_t key)
 {
-	if (m->cap == 0)
-		return CP_NONE;
-	for (size_t i = id_hash(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-		if (m->vals[i] == CP_NONE)
-			return CP_NONE;
-		if (m->keys[i] == key)
-			return m->vals[i];
-	}
-}
+	uint64_t v;
 
-static void idmap_insert(struct idmap *m, uint64_t key, uint32_t val)
-{
-	size_t i = id_hash(key) & (m->cap - 1);
-
-	while (m->vals[i] != CP_NONE)
-		i = (i + 1) & (m->cap - 1);
-	m->keys[i] = key;
-	m->vals[i] = val;
-	m->n++;
-}
-
-/* Adds key (absent) -> val (!= CP_NONE). 0 or -ENOMEM. */
-static int idmap_put(struct idmap *m, uint64_t key, uint32_t val)
-{
-	if (2 * (m->n + 1) > m->cap) {
-		struct idmap old = *m;
-		size_t cap = m->cap ? 2 * m->cap : 64;
-
-		if (cap > SIZE_MAX / sizeof(uint64_t))
-			return -ENOMEM;
-		m->keys = malloc(cap * sizeof(*m->keys));
-		m->vals = malloc(cap * sizeof(*m->vals));
-		if (!m->keys || !m->vals) {
-			free(m->keys);
-			free(m->vals);
-			*m = old;
-			return -ENOMEM;
-		}
-		memset(m->vals, 0xff, cap * sizeof(*m->vals));
-		m->cap = cap;
-		m->n = 0;
-		for (size_t i = 0; i < old.cap; i++)
-			if (old.vals[i] != CP_NONE)
-				idmap_insert(m, old.keys[i], old.vals[i]);
-		idmap_done(&old);
-	}
-	idmap_insert(m, key, val);
-	return 0;
+	return loom_hmap_get(m, key, &v) ? (uint32_t)v : CP_NONE;
 }
 
 /* ---- coflow-benchmark and Sincronia: one job of one coflow per line ---------- */
@@ -275,7 +208,7 @@ struct single {
 	struct sim_lexer *lx;
 	uint32_t nports;
 	struct cp_builder *b;
-	struct idmap ids; /* coflow id -> line number (saturated) */
+	struct loom_hmap ids; /* coflow id -> line number (saturated) */
 	uint64_t nflows, max_flows;
 	/* per-line scratch, grown to the line's token count */
 	uint32_t *a, *c, *sorted;
@@ -327,7 +260,8 @@ static int single_add_coflow(struct single *s, uint64_t id, uint64_t arrival_ns,
 		return sim_lex_err(lx, err,
 				   "duplicate coflow id %" PRIu64 " (first on line %" PRIu32 ")",
 				   id, first);
-	if (idmap_put(&s->ids, id, lx->lineno < CP_NONE ? (uint32_t)lx->lineno : CP_NONE - 1) < 0)
+	if (loom_hmap_add(&s->ids, id, lx->lineno < CP_NONE ? (uint32_t)lx->lineno : CP_NONE - 1) <
+	    0)
 		return sim_lex_nomem(err, lx->name, lx->lineno);
 	r = cp_builder_add_job(s->b, id, arrival_ns, 1.0, err);
 	if (r == 0)
@@ -551,7 +485,7 @@ static struct cp_model *parse_single(struct sim_lexer *lx, enum sim_trace_format
 	r = 0;
 out:
 	cp_builder_free(s.b);
-	idmap_done(&s.ids);
+	loom_hmap_done(&s.ids);
 	free(s.a);
 	free(s.c);
 	free(s.sorted);
@@ -584,7 +518,7 @@ struct loom {
 	struct sim_lexer *lx;
 	uint32_t nhosts;
 	struct cp_builder *b;
-	struct idmap job_ids, coflow_ids, edge_ids;
+	struct loom_hmap job_ids, coflow_ids, edge_ids;
 	struct ljob *jobs;
 	struct lcoflow *coflows;
 	struct ledge *edges;
@@ -652,7 +586,7 @@ static int loom_job(struct loom *l, struct loom_err *err)
 	if (l->njobs >= CP_NONE - 1)
 		return sim_lex_err(lx, err, "too many jobs");
 	if (sim_grow((void **)&l->jobs, &l->cap_jobs, l->njobs + 1, sizeof(*l->jobs)) < 0 ||
-	    idmap_put(&l->job_ids, id, (uint32_t)l->njobs) < 0)
+	    loom_hmap_add(&l->job_ids, id, (uint32_t)l->njobs) < 0)
 		return sim_lex_nomem(err, lx->name, lx->lineno);
 	l->jobs[l->njobs++] = (struct ljob){.id = id, .line = lx->lineno};
 	r = cp_builder_add_job(l->b, id, arrival_ns, weight, err);
@@ -683,7 +617,7 @@ static int loom_coflow(struct loom *l, struct loom_err *err)
 		return sim_lex_err(lx, err, "too many coflows");
 	if (sim_grow((void **)&l->coflows, &l->cap_coflows, l->ncoflows + 1, sizeof(*l->coflows)) <
 		    0 ||
-	    idmap_put(&l->coflow_ids, id, (uint32_t)l->ncoflows) < 0)
+	    loom_hmap_add(&l->coflow_ids, id, (uint32_t)l->ncoflows) < 0)
 		return sim_lex_nomem(err, lx->name, lx->lineno);
 	l->coflows[l->ncoflows++] = (struct lcoflow){.id = id, .job = job};
 	l->jobs[job].ncoflows++;
@@ -767,7 +701,7 @@ static int loom_edge(struct loom *l, struct loom_err *err)
 	if (l->nedges >= CP_NONE - 1)
 		return sim_lex_err(lx, err, "too many edges");
 	if (sim_grow((void **)&l->edges, &l->cap_edges, l->nedges + 1, sizeof(*l->edges)) < 0 ||
-	    idmap_put(&l->edge_ids, key, (uint32_t)l->nedges) < 0)
+	    loom_hmap_add(&l->edge_ids, key, (uint32_t)l->nedges) < 0)
 		return sim_lex_nomem(err, lx->name, lx->lineno);
 	l->edges[l->nedges++] = (struct ledge){.parent = p, .child = c, .line = lx->lineno};
 	r = cp_builder_add_edge(l->b, pid, cid, delay_ns, err);
@@ -940,9 +874,9 @@ static struct cp_model *parse_loom(struct sim_lexer *lx, uint32_t *ret_nhosts, s
 	r = 0;
 out:
 	cp_builder_free(l.b);
-	idmap_done(&l.job_ids);
-	idmap_done(&l.coflow_ids);
-	idmap_done(&l.edge_ids);
+	loom_hmap_done(&l.job_ids);
+	loom_hmap_done(&l.coflow_ids);
+	loom_hmap_done(&l.edge_ids);
 	free(l.jobs);
 	free(l.coflows);
 	free(l.edges);

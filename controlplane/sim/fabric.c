@@ -16,13 +16,11 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	uint32_t np = m->topo->nports;
 	size_t nf = m->nflows ? m->nflows : 1, nc = m->ncoflows ? m->ncoflows : 1;
 	size_t nfp = nf * TOPO_MAX_FLOW_PORTS;
+	bool nomap;
 
 	memset(fb, 0, sizeof(*fb));
 	fb->nports = np;
 	fb->nhosts = m->topo->nhosts;
-	fb->hcap = 64;
-	while (fb->hcap < 2 * nf)
-		fb->hcap *= 2;
 	fb->cap = calloc(np, sizeof(*fb->cap));
 	fb->free_bps = calloc(np, sizeof(*fb->free_bps));
 	fb->fport_start = calloc(np + 1, sizeof(*fb->fport_start));
@@ -54,9 +52,6 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	fb->cnt0 = calloc(nfp, sizeof(*fb->cnt0));
 	fb->pair_ent = calloc(nfp, sizeof(*fb->pair_ent));
 	fb->emptied = calloc(nf, sizeof(*fb->emptied));
-	fb->hkeys = calloc(fb->hcap, sizeof(*fb->hkeys));
-	fb->hvals = calloc(fb->hcap, sizeof(*fb->hvals));
-	fb->hstamp = calloc(fb->hcap, sizeof(*fb->hstamp));
 	fb->scratch = calloc(np + 1, sizeof(*fb->scratch));
 	fb->flow_cls = calloc(nf, sizeof(*fb->flow_cls));
 	fb->flow_dense = calloc(nf, sizeof(*fb->flow_dense));
@@ -69,14 +64,16 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 		fb->snap_classes = (uint32_t)nc;
 	fb->snap = calloc((size_t)fb->snap_classes * np + 1, sizeof(*fb->snap));
 	fb->dirty_class = CP_NONE;
+	/* at most one pair per flow; fixed, so that lookups never allocate */
+	nomap = loom_hmap_init(&fb->pair_ids, nf, LOOM_HMAP_FIXED) < 0;
 	if (!fb->snap || !fb->rank || !fb->mk_port || !fb->mk_cur || !fb->mk_seen || !fb->entries ||
 	    !fb->flow_entry || !fb->last_cf || !fb->cap || !fb->free_bps || !fb->fport_start ||
 	    !fb->fport_list || !fb->pairs || !fb->members || !fb->pair_of || !fb->classes ||
 	    !fb->tports || !fb->tl_start || !fb->tl_end || !fb->tlist || !fb->cntw ||
-	    !fb->entry_of || !fb->ver || !fb->pstamp || !fb->heap || !fb->old_rate || !fb->hkeys ||
-	    !fb->hvals || !fb->hstamp || !fb->scratch || !fb->flow_cls || !fb->flow_dense ||
-	    !fb->chg || !fb->cnt0 || !fb->pair_ent || !fb->emptied || !fb->by_class ||
-	    !fb->cls_start || !fb->cls_next || !fb->class_scratch) {
+	    !fb->entry_of || !fb->ver || !fb->pstamp || !fb->heap || !fb->old_rate || nomap ||
+	    !fb->scratch || !fb->flow_cls || !fb->flow_dense || !fb->chg || !fb->cnt0 ||
+	    !fb->pair_ent || !fb->emptied || !fb->by_class || !fb->cls_start || !fb->cls_next ||
+	    !fb->class_scratch) {
 		sim_fabric_done(fb);
 		return -ENOMEM;
 	}
@@ -122,9 +119,7 @@ void sim_fabric_done(struct sim_fabric *fb)
 	free(fb->cnt0);
 	free(fb->pair_ent);
 	free(fb->emptied);
-	free(fb->hkeys);
-	free(fb->hvals);
-	free(fb->hstamp);
+	loom_hmap_done(&fb->pair_ids);
 	free(fb->scratch);
 	free(fb->snap);
 	memset(fb, 0, sizeof(*fb));
@@ -335,24 +330,19 @@ static void backfill_freed(struct sim_fabric *fb, struct cp_model *m, const uint
 
 /* ---- water-fill mode ------------------------------------------------------ */
 
+/*
+ * Returns the pair of (src, dst) in the class being built, numbering a new
+ * one fb->npairs. pair_ids has room for every flow (sim_fabric_init), so the
+ * add cannot fail.
+ */
 static uint32_t pair_lookup(struct sim_fabric *fb, uint32_t src, uint32_t dst, bool *ret_new)
 {
-	uint64_t key = (uint64_t)src * fb->nhosts + dst;
-	uint64_t h = key * 0x9e3779b97f4a7c15ULL;
-	uint32_t i = (uint32_t)(h >> 32) & (fb->hcap - 1);
+	uint64_t key = (uint64_t)src * fb->nhosts + dst, g;
 
-	while (fb->hstamp[i] == fb->hgen) {
-		if (fb->hkeys[i] == key) {
-			*ret_new = false;
-			return fb->hvals[i];
-		}
-		i = (i + 1) & (fb->hcap - 1);
-	}
-	fb->hstamp[i] = fb->hgen;
-	fb->hkeys[i] = key;
-	fb->hvals[i] = fb->npairs;
-	*ret_new = true;
-	return fb->npairs++;
+	*ret_new = loom_hmap_get_or_add(&fb->pair_ids, key, fb->npairs, &g) == 1;
+	if (*ret_new)
+		fb->npairs++;
+	return (uint32_t)g;
 }
 
 static uint32_t class_at(const struct policy_decision *d, const struct sim_opts *o, uint32_t i)
@@ -366,14 +356,6 @@ static uint32_t class_at(const struct policy_decision *d, const struct sim_opts 
 	if (o->quantize == SIM_QUANT_EVEN)
 		return (uint32_t)((uint64_t)i * k / d->norder);
 	return i < k - 1 ? i : k - 1;
-}
-
-static void new_hash_generation(struct sim_fabric *fb)
-{
-	if (++fb->hgen == 0) {
-		memset(fb->hstamp, 0, fb->hcap * sizeof(*fb->hstamp));
-		fb->hgen = 1;
-	}
 }
 
 /*
@@ -457,7 +439,7 @@ static void build_pairs(struct sim_fabric *fb, struct cp_model *m, const struct 
 	for (uint32_t cls = 0; cls < ncls; cls++) {
 		struct fabric_class *fc = &fb->classes[fb->nclasses++];
 
-		new_hash_generation(fb);
+		loom_hmap_clear(&fb->pair_ids);
 		fc->pstart = fb->npairs;
 		for (uint32_t x = fb->cls_start[cls]; x < fb->cls_start[cls + 1]; x++) {
 			uint32_t f = fb->by_class[x];

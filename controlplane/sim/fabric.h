@@ -23,6 +23,7 @@
 #ifndef LOOM_CONTROLPLANE_SIM_FABRIC_H
 #define LOOM_CONTROLPLANE_SIM_FABRIC_H
 
+#include "common/hmap.h"
 #include "controlplane/sim/sim.h"
 
 struct fabric_heap_ent {
@@ -121,11 +122,8 @@ struct sim_fabric {
 	bool full_refill; /* sim_opts.full_refill of the current decision */
 	uint32_t *emptied;
 	uint32_t nemptied;
-	/* (src, dst) -> pair lookup while building a class */
-	uint64_t *hkeys;
-	uint32_t *hvals;
-	uint32_t *hstamp;
-	uint32_t hcap, hgen;
+	/* (src, dst) -> pair while building a class: fixed size, cleared per class */
+	struct loom_hmap pair_ids;
 	uint32_t *scratch; /* nports + 1 */
 	/*
 	 * Classes of the current decision (water-fill mode), per unfinished

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dataplane/table: two open-addressing hash maps (linear probing, power-of-two
- * capacity, load at most 3/4, deletion by backward shift so there are no
- * tombstones): flows (tuple -> coflow id; an empty slot has family 0) and
- * classes (coflow id -> class, rate; an empty slot has used 0).
+ * dataplane/table: two maps, each a dense array of records indexed by a
+ * common/hmap (growing, at most half full): flows (tuple -> coflow id; the
+ * index is keyed by wire_tuple_hash(), several tuples may share a hash) and
+ * classes (coflow id -> class, rate; keyed by the id). Removing a record
+ * moves the last one into its place, so the arrays have no holes.
  *
  * Atomic updates without copying the table: a delta is validated first; then
  * both maps are resized, if need be, to hold every entry the delta could add
@@ -15,32 +16,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hmap.h"
 #include "dataplane/table.h"
 
-#define MAP_MIN_CAP 16u
+#define REC_MIN_CAP 16u
 
-struct flow_slot {
-	struct wire_tuple tuple; /* tuple.family 0: the slot is empty */
+struct flow_rec {
+	struct wire_tuple tuple;
 	uint64_t coflow_id;
 };
 
-struct class_slot {
+struct class_rec {
 	uint64_t coflow_id;
 	uint64_t rate_bps;
 	uint32_t cls;
-	uint32_t used; /* 0: the slot is empty */
 };
 
 struct flow_map {
-	struct flow_slot *slot;
-	size_t cap; /* 0 (no array) or a power of two >= MAP_MIN_CAP */
-	size_t n;
+	struct loom_hmap index; /* wire_tuple_hash(tuple) -> its record (add_dup) */
+	struct flow_rec *rec;
+	size_t n, cap; /* records held, and room */
 };
 
 struct class_map {
-	struct class_slot *slot;
-	size_t cap;
-	size_t n;
+	struct loom_hmap index; /* coflow id -> its record */
+	struct class_rec *rec;
+	size_t n, cap;
 };
 
 struct dp_table {
@@ -53,225 +54,184 @@ struct dp_table {
 
 #define NOT_FOUND SIZE_MAX
 
-/* ---- sizing ---------------------------------------------------------------------------------- */
+/* ---- record arrays --------------------------------------------------------------------------- */
 
-static bool fits(size_t n, size_t cap)
+/* Makes room for need records in *rec (cap of them). 0, or -ENOMEM with *rec unchanged. */
+static int rec_reserve(void **rec, size_t *cap, size_t need, size_t size)
 {
-	return cap && n <= cap - cap / 4;
+	size_t ncap = *cap ? *cap : REC_MIN_CAP;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2 / size)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	p = realloc(*rec, ncap * size);
+	if (!p)
+		return -ENOMEM;
+	*rec = p;
+	*cap = ncap;
+	return 0;
 }
 
-/*
- * Returns the capacity for n entries with room to grow (load at most 1/2),
- * or 0 when it would not fit in memory at slot_bytes a slot.
- */
-static size_t cap_for(size_t n, size_t slot_bytes)
+/* Gives memory back when at most 1/8 of *rec is used; failing to is harmless. */
+static void rec_maybe_shrink(void **rec, size_t *cap, size_t n, size_t size)
 {
-	size_t cap = MAP_MIN_CAP;
+	size_t ncap = *cap;
+	void *p;
 
-	while (cap / 2 < n) {
-		if (cap > SIZE_MAX / 2 / slot_bytes)
-			return 0;
-		cap *= 2;
+	while (ncap > REC_MIN_CAP && n < ncap / 8)
+		ncap /= 2;
+	if (ncap == *cap)
+		return;
+	p = realloc(*rec, ncap * size);
+	if (p) {
+		*rec = p;
+		*cap = ncap;
 	}
-	return cap;
 }
 
 /* ---- flow map -------------------------------------------------------------------------------- */
 
-static size_t flow_home(const struct flow_map *m, const struct wire_tuple *t)
+/* Returns the index position of t's record, or LOOM_HMAP_NPOS. */
+static size_t flow_pos(const struct flow_map *m, const struct wire_tuple *t)
 {
-	return (size_t)wire_tuple_hash(t) & (m->cap - 1);
+	uint64_t h = wire_tuple_hash(t);
+
+	for (size_t p = loom_hmap_find(&m->index, h); p != LOOM_HMAP_NPOS;
+	     p = loom_hmap_find_next(&m->index, h, p))
+		if (wire_tuple_eq(&m->rec[m->index.slot[p].val].tuple, t))
+			return p;
+	return LOOM_HMAP_NPOS;
 }
 
+/* Returns t's record, or NOT_FOUND. */
 static size_t flow_find(const struct flow_map *m, const struct wire_tuple *t)
 {
-	if (!m->cap)
-		return NOT_FOUND;
-	for (size_t i = flow_home(m, t);; i = (i + 1) & (m->cap - 1)) {
-		if (!m->slot[i].tuple.family)
-			return NOT_FOUND;
-		if (wire_tuple_eq(&m->slot[i].tuple, t))
-			return i;
-	}
+	size_t p = flow_pos(m, t);
+
+	return p == LOOM_HMAP_NPOS ? NOT_FOUND : (size_t)m->index.slot[p].val;
 }
 
 /* Adds or replaces t's entry; the caller has made room (flow_reserve). */
 static void flow_put(struct flow_map *m, const struct wire_tuple *t, uint64_t coflow_id)
 {
-	size_t i = flow_home(m, t);
+	size_t i = flow_find(m, t);
 
-	while (m->slot[i].tuple.family && !wire_tuple_eq(&m->slot[i].tuple, t))
-		i = (i + 1) & (m->cap - 1);
-	if (!m->slot[i].tuple.family) {
-		m->slot[i].tuple = *t;
-		m->n++;
+	if (i == NOT_FOUND) {
+		i = m->n++;
+		m->rec[i].tuple = *t;
+		(void)loom_hmap_add_dup(&m->index, wire_tuple_hash(t), i); /* reserved */
 	}
-	m->slot[i].coflow_id = coflow_id;
+	m->rec[i].coflow_id = coflow_id;
 }
 
-/* Moves m's entries into a new array of ncap slots; on -ENOMEM m is unchanged. */
-static int flow_resize(struct flow_map *m, size_t ncap)
-{
-	struct flow_map nm = {.cap = ncap, .n = 0};
-
-	nm.slot = calloc(ncap, sizeof(*nm.slot));
-	if (!nm.slot)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->slot[i].tuple.family)
-			flow_put(&nm, &m->slot[i].tuple, m->slot[i].coflow_id);
-	free(m->slot);
-	*m = nm;
-	return 0;
-}
-
-/* Makes room for extra more entries. Returns 0 or -ENOMEM (m unchanged). */
+/* Makes room for extra more entries. Returns 0 or -ENOMEM (entries unchanged). */
 static int flow_reserve(struct flow_map *m, size_t extra)
 {
-	size_t need, ncap;
-
-	if (extra > SIZE_MAX - m->n)
+	if (extra > SIZE_MAX - m->n ||
+	    rec_reserve((void **)&m->rec, &m->cap, m->n + extra, sizeof(*m->rec)) < 0 ||
+	    loom_hmap_reserve(&m->index, extra) < 0)
 		return -ENOMEM;
-	need = m->n + extra;
-	if (!need || fits(need, m->cap))
-		return 0;
-	ncap = cap_for(need, sizeof(struct flow_slot));
-	return ncap ? flow_resize(m, ncap) : -ENOMEM;
-}
-
-/* Removes the entry at i, shifting later entries of its run back (no tombstones). */
-static void flow_erase_at(struct flow_map *m, size_t i)
-{
-	size_t mask = m->cap - 1;
-
-	for (size_t j = (i + 1) & mask; m->slot[j].tuple.family; j = (j + 1) & mask) {
-		size_t home = flow_home(m, &m->slot[j].tuple);
-
-		/* the entry at j may fill i when i lies on its probe path home .. j */
-		if (((j - home) & mask) >= ((j - i) & mask)) {
-			m->slot[i] = m->slot[j];
-			i = j;
-		}
-	}
-	memset(&m->slot[i], 0, sizeof(m->slot[i]));
-	m->n--;
+	return 0;
 }
 
 static void flow_remove(struct flow_map *m, const struct wire_tuple *t)
 {
-	size_t i = flow_find(m, t);
+	size_t p = flow_pos(m, t), i, last = m->n - 1;
+	uint64_t h;
 
-	if (i != NOT_FOUND)
-		flow_erase_at(m, i);
+	if (p == LOOM_HMAP_NPOS)
+		return;
+	i = (size_t)m->index.slot[p].val;
+	loom_hmap_remove_at(&m->index, p);
+	m->n--;
+	if (i == last)
+		return;
+	/* the last record fills the hole; its index entry follows it */
+	m->rec[i] = m->rec[last];
+	h = wire_tuple_hash(&m->rec[i].tuple);
+	for (p = loom_hmap_find(&m->index, h); m->index.slot[p].val != last;
+	     p = loom_hmap_find_next(&m->index, h, p))
+		;
+	m->index.slot[p].val = i;
+}
+
+static void flow_map_done(struct flow_map *m)
+{
+	loom_hmap_done(&m->index);
+	free(m->rec);
+	memset(m, 0, sizeof(*m));
 }
 
 /* Gives memory back after many removals; failing to is harmless. */
 static void flow_maybe_shrink(struct flow_map *m)
 {
-	if (m->cap > MAP_MIN_CAP && m->n < m->cap / 8)
-		(void)flow_resize(m, cap_for(m->n, sizeof(struct flow_slot)));
+	loom_hmap_shrink(&m->index);
+	rec_maybe_shrink((void **)&m->rec, &m->cap, m->n, sizeof(*m->rec));
 }
 
 /* ---- class map ------------------------------------------------------------------------------- */
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ULL;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebULL;
-	x ^= x >> 31;
-	return x;
-}
-
-static size_t class_home(const struct class_map *m, uint64_t id)
-{
-	return (size_t)mix64(id) & (m->cap - 1);
-}
-
+/* Returns coflow id's record, or NOT_FOUND. */
 static size_t class_find(const struct class_map *m, uint64_t id)
 {
-	if (!m->cap)
-		return NOT_FOUND;
-	for (size_t i = class_home(m, id);; i = (i + 1) & (m->cap - 1)) {
-		if (!m->slot[i].used)
-			return NOT_FOUND;
-		if (m->slot[i].coflow_id == id)
-			return i;
-	}
+	uint64_t i;
+
+	return loom_hmap_get(&m->index, id, &i) ? (size_t)i : NOT_FOUND;
 }
 
+/* Adds or replaces id's entry; the caller has made room (class_reserve). */
 static void class_put(struct class_map *m, uint64_t id, uint32_t cls, uint64_t rate_bps)
 {
-	size_t i = class_home(m, id);
+	size_t i = class_find(m, id);
 
-	while (m->slot[i].used && m->slot[i].coflow_id != id)
-		i = (i + 1) & (m->cap - 1);
-	if (!m->slot[i].used) {
-		m->slot[i].used = 1;
-		m->slot[i].coflow_id = id;
-		m->n++;
+	if (i == NOT_FOUND) {
+		i = m->n++;
+		m->rec[i].coflow_id = id;
+		(void)loom_hmap_add(&m->index, id, i); /* reserved */
 	}
-	m->slot[i].cls = cls;
-	m->slot[i].rate_bps = rate_bps;
-}
-
-static int class_resize(struct class_map *m, size_t ncap)
-{
-	struct class_map nm = {.cap = ncap, .n = 0};
-
-	nm.slot = calloc(ncap, sizeof(*nm.slot));
-	if (!nm.slot)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->cap; i++)
-		if (m->slot[i].used)
-			class_put(&nm, m->slot[i].coflow_id, m->slot[i].cls, m->slot[i].rate_bps);
-	free(m->slot);
-	*m = nm;
-	return 0;
+	m->rec[i].cls = cls;
+	m->rec[i].rate_bps = rate_bps;
 }
 
 static int class_reserve(struct class_map *m, size_t extra)
 {
-	size_t need, ncap;
-
-	if (extra > SIZE_MAX - m->n)
+	if (extra > SIZE_MAX - m->n ||
+	    rec_reserve((void **)&m->rec, &m->cap, m->n + extra, sizeof(*m->rec)) < 0 ||
+	    loom_hmap_reserve(&m->index, extra) < 0)
 		return -ENOMEM;
-	need = m->n + extra;
-	if (!need || fits(need, m->cap))
-		return 0;
-	ncap = cap_for(need, sizeof(struct class_slot));
-	return ncap ? class_resize(m, ncap) : -ENOMEM;
-}
-
-static void class_erase_at(struct class_map *m, size_t i)
-{
-	size_t mask = m->cap - 1;
-
-	for (size_t j = (i + 1) & mask; m->slot[j].used; j = (j + 1) & mask) {
-		size_t home = class_home(m, m->slot[j].coflow_id);
-
-		if (((j - home) & mask) >= ((j - i) & mask)) {
-			m->slot[i] = m->slot[j];
-			i = j;
-		}
-	}
-	memset(&m->slot[i], 0, sizeof(m->slot[i]));
-	m->n--;
+	return 0;
 }
 
 static void class_remove(struct class_map *m, uint64_t id)
 {
-	size_t i = class_find(m, id);
+	uint64_t i;
+	size_t last = m->n - 1;
 
-	if (i != NOT_FOUND)
-		class_erase_at(m, i);
+	if (!loom_hmap_remove(&m->index, id, &i))
+		return;
+	m->n--;
+	if (i == last)
+		return;
+	m->rec[i] = m->rec[last];
+	m->index.slot[loom_hmap_find(&m->index, m->rec[i].coflow_id)].val = i;
+}
+
+static void class_map_done(struct class_map *m)
+{
+	loom_hmap_done(&m->index);
+	free(m->rec);
+	memset(m, 0, sizeof(*m));
 }
 
 static void class_maybe_shrink(struct class_map *m)
 {
-	if (m->cap > MAP_MIN_CAP && m->n < m->cap / 8)
-		(void)class_resize(m, cap_for(m->n, sizeof(struct class_slot)));
+	loom_hmap_shrink(&m->index);
+	rec_maybe_shrink((void **)&m->rec, &m->cap, m->n, sizeof(*m->rec));
 }
 
 /* ---- validation ------------------------------------------------------------------------------ */
@@ -326,16 +286,16 @@ static int apply_full(struct dp_table *t, const struct dp_update *u)
 	struct class_map cm = {0};
 
 	if (flow_reserve(&fm, u->nflows) < 0 || class_reserve(&cm, u->nclasses) < 0) {
-		free(fm.slot);
-		free(cm.slot);
+		flow_map_done(&fm);
+		class_map_done(&cm);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < u->nflows; i++)
 		flow_put(&fm, &u->flows[i].tuple, u->flows[i].coflow_id);
 	for (size_t i = 0; i < u->nclasses; i++)
 		class_put(&cm, u->classes[i].coflow_id, u->classes[i].cls, u->classes[i].rate_bps);
-	free(t->flows.slot);
-	free(t->classes.slot);
+	flow_map_done(&t->flows);
+	class_map_done(&t->classes);
 	t->flows = fm;
 	t->classes = cm;
 	return 0;
@@ -393,8 +353,8 @@ struct dp_table *dp_table_new(uint32_t nclasses)
 struct dp_table *dp_table_free(struct dp_table *t)
 {
 	if (t) {
-		free(t->flows.slot);
-		free(t->classes.slot);
+		flow_map_done(&t->flows);
+		class_map_done(&t->classes);
 		free(t);
 	}
 	return NULL;
@@ -439,10 +399,10 @@ uint32_t dp_table_lookup(const struct dp_table *t, const struct wire_tuple *tupl
 	if (i != NOT_FOUND) {
 		size_t c;
 
-		coflow_id = t->flows.slot[i].coflow_id;
+		coflow_id = t->flows.rec[i].coflow_id;
 		c = class_find(&t->classes, coflow_id);
 		if (c != NOT_FOUND)
-			cls = t->classes.slot[c].cls;
+			cls = t->classes.rec[c].cls;
 	}
 	if (ret_coflow)
 		*ret_coflow = coflow_id;
@@ -459,9 +419,9 @@ int dp_table_coflow(const struct dp_table *t, uint64_t coflow_id, uint32_t *ret_
 	if (c == NOT_FOUND)
 		return -ENOENT;
 	if (ret_cls)
-		*ret_cls = t->classes.slot[c].cls;
+		*ret_cls = t->classes.rec[c].cls;
 	if (ret_rate_bps)
-		*ret_rate_bps = t->classes.slot[c].rate_bps;
+		*ret_rate_bps = t->classes.rec[c].rate_bps;
 	return 0;
 }
 
@@ -603,7 +563,7 @@ static void sort_recs(struct sort_rec *r, size_t n)
 }
 
 /* Writes f's snapshot entry: its tuple, coflow, and its coflow's class (or the default). */
-static void snapshot_fill(const struct dp_table *t, const struct flow_slot *f,
+static void snapshot_fill(const struct dp_table *t, const struct flow_rec *f,
 			  struct dp_snapshot_flow *o)
 {
 	size_t c = class_find(&t->classes, f->coflow_id);
@@ -612,14 +572,14 @@ static void snapshot_fill(const struct dp_table *t, const struct flow_slot *f,
 	o->coflow_id = f->coflow_id;
 	o->cls = t->default_class;
 	if (c != NOT_FOUND) {
-		o->cls = t->classes.slot[c].cls;
-		o->rate_bps = t->classes.slot[c].rate_bps;
+		o->cls = t->classes.rec[c].cls;
+		o->rate_bps = t->classes.rec[c].rate_bps;
 	}
 }
 
 struct dp_snapshot *dp_table_snapshot(const struct dp_table *t)
 {
-	size_t n = t->flows.n, k = 0;
+	size_t n = t->flows.n;
 	struct sort_rec *recs = NULL;
 	struct dp_snapshot *s;
 
@@ -644,21 +604,18 @@ struct dp_snapshot *dp_table_snapshot(const struct dp_table *t)
 			return NULL;
 		}
 	}
-	for (size_t i = 0; i < t->flows.cap; i++) {
-		const struct flow_slot *f = &t->flows.slot[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct flow_rec *f = &t->flows.rec[i];
 
-		if (!f->tuple.family)
-			continue;
 		if (recs)
-			sort_rec_make(&recs[k], &f->tuple, (uint32_t)i);
+			sort_rec_make(&recs[i], &f->tuple, (uint32_t)i);
 		else
-			snapshot_fill(t, f, &s->flows[k]);
-		k++;
+			snapshot_fill(t, f, &s->flows[i]);
 	}
 	if (recs) {
 		sort_recs(recs, n);
 		for (size_t j = 0; j < n; j++)
-			snapshot_fill(t, &t->flows.slot[recs[j].at], &s->flows[j]);
+			snapshot_fill(t, &t->flows.rec[recs[j].at], &s->flows[j]);
 		free(recs);
 	}
 	return s;

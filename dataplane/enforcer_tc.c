@@ -47,6 +47,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/hmap.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "dataplane/agent.h"
@@ -54,23 +55,15 @@
 #include "ebpf/loader.h"
 
 #define TCF_MAX_ARGS     16
-#define TCF_UNKNOWN_CAP  (2 * LOOM_TC_MAX_UNKNOWN) /* open addressing; a power of two */
-#define TCF_UNKNOWN_FILL (TCF_UNKNOWN_CAP / 4 * 3)
+#define TCF_UNKNOWN_MAX  (LOOM_TC_MAX_UNKNOWN / 2 * 3) /* unknown flows tracked at most */
 #define TCF_UNKNOWN_IDLE 50 /* collects without new bytes before an unknown flow is forgotten */
 #define TCF_NO_SLOT      UINT32_MAX
-
-enum {
-	UNK_EMPTY,
-	UNK_USED,
-	UNK_DELETED
-};
 
 /* An unknown flow the program announced. */
 struct tcf_unknown {
 	struct loom_tc_key key;
 	uint64_t last; /* its bytes in loom_unknown at the last report */
 	uint32_t idle; /* collects since its bytes last grew */
-	uint8_t state;
 };
 
 /* A flow removed from the table whose slot has not been read for the last time. */
@@ -106,8 +99,10 @@ struct tcf {
 	struct tcf_final *final;
 	size_t nfinal, capfinal;
 
-	struct tcf_unknown *unk; /* TCF_UNKNOWN_CAP */
-	size_t nunk, ndeleted;
+	/* unknown flows: unk[0, nunk) of TCF_UNKNOWN_MAX, found through unk_index */
+	struct tcf_unknown *unk;
+	size_t nunk;
+	struct loom_hmap unk_index; /* unk_hash(key) -> index in unk; fixed, keys may repeat */
 
 	uint64_t applied, apply_failures, unknown_untracked, slots_lost;
 };
@@ -136,80 +131,68 @@ static void tuple_of(const struct loom_tc_key *k, struct wire_tuple *t)
 	memcpy(t->dst, k->dst, 16);
 }
 
-/* ---- unknown flows: open addressing with tombstones ----------------------------------------- */
+/* ---- unknown flows: a dense array indexed by a fixed common/hmap ----------------------------- */
 
-static size_t unk_hash(const struct loom_tc_key *k)
+/* FNV-1a over the key's bytes (loom_hmap mixes the result). */
+static uint64_t unk_hash(const struct loom_tc_key *k)
 {
 	const uint8_t *p = (const uint8_t *)k;
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	uint64_t h = 1469598103934665603ull;
 
 	for (size_t i = 0; i < sizeof(*k); i++) {
 		h ^= p[i];
 		h *= 1099511628211ull;
 	}
-	return (size_t)(h ^ (h >> 29));
+	return h;
 }
 
-/* Finds key; with insert, adds it when absent (NULL when the table is full). */
+/* Returns the unk_index position of the record of key, or LOOM_HMAP_NPOS. */
+static size_t unk_pos(const struct tcf *t, const struct loom_tc_key *key, uint64_t h)
+{
+	for (size_t p = loom_hmap_find(&t->unk_index, h); p != LOOM_HMAP_NPOS;
+	     p = loom_hmap_find_next(&t->unk_index, h, p))
+		if (!memcmp(&t->unk[t->unk_index.slot[p].val].key, key, sizeof(*key)))
+			return p;
+	return LOOM_HMAP_NPOS;
+}
+
+/*
+ * Finds key; with insert, adds it (zeroed) when absent. NULL when absent and
+ * not inserting, or when TCF_UNKNOWN_MAX flows are tracked. Never allocates.
+ */
 static struct tcf_unknown *unk_find(struct tcf *t, const struct loom_tc_key *key, bool insert)
 {
-	size_t i = unk_hash(key) & (TCF_UNKNOWN_CAP - 1);
-	struct tcf_unknown *tomb = NULL;
+	uint64_t h = unk_hash(key);
+	size_t p = unk_pos(t, key, h);
+	struct tcf_unknown *u;
 
-	for (size_t n = 0; n < TCF_UNKNOWN_CAP; n++, i = (i + 1) & (TCF_UNKNOWN_CAP - 1)) {
-		struct tcf_unknown *u = &t->unk[i];
-
-		if (u->state == UNK_USED && !memcmp(&u->key, key, sizeof(*key)))
-			return u;
-		if (u->state == UNK_DELETED && !tomb)
-			tomb = u;
-		if (u->state == UNK_EMPTY)
-			break;
-	}
-	if (!insert || t->nunk >= TCF_UNKNOWN_FILL)
+	if (p != LOOM_HMAP_NPOS)
+		return &t->unk[t->unk_index.slot[p].val];
+	if (!insert || t->nunk >= TCF_UNKNOWN_MAX ||
+	    loom_hmap_add_dup(&t->unk_index, h, t->nunk) < 0) /* room for TCF_UNKNOWN_MAX */
 		return NULL;
-	if (tomb) {
-		t->ndeleted--;
-	} else {
-		for (;; i = (i + 1) & (TCF_UNKNOWN_CAP - 1))
-			if (t->unk[i].state == UNK_EMPTY)
-				break;
-		tomb = &t->unk[i];
-	}
-	memset(tomb, 0, sizeof(*tomb));
-	tomb->key = *key;
-	tomb->state = UNK_USED;
-	t->nunk++;
-	return tomb;
+	u = &t->unk[t->nunk++];
+	memset(u, 0, sizeof(*u));
+	u->key = *key;
+	return u;
 }
 
-static void unk_delete(struct tcf *t, struct tcf_unknown *u)
+/* Forgets unk[i]: the last record moves into its place (a loop over unk looks at i again). */
+static void unk_delete(struct tcf *t, size_t i)
 {
-	u->state = UNK_DELETED;
+	size_t last = t->nunk - 1, p;
+	uint64_t h;
+
+	loom_hmap_remove_at(&t->unk_index, unk_pos(t, &t->unk[i].key, unk_hash(&t->unk[i].key)));
 	t->nunk--;
-	t->ndeleted++;
-}
-
-/* Rebuilds the table without tombstones once they fill a quarter of it. */
-static void unk_compact(struct tcf *t)
-{
-	struct tcf_unknown *old = t->unk, *nw;
-
-	if (t->ndeleted < TCF_UNKNOWN_CAP / 4)
+	if (i == last)
 		return;
-	nw = calloc(TCF_UNKNOWN_CAP, sizeof(*nw));
-	if (!nw)
-		return; /* try again at the next collect */
-	t->unk = nw;
-	t->nunk = t->ndeleted = 0;
-	for (size_t i = 0; i < TCF_UNKNOWN_CAP; i++)
-		if (old[i].state == UNK_USED) {
-			struct tcf_unknown *u = unk_find(t, &old[i].key, true);
-
-			u->last = old[i].last;
-			u->idle = old[i].idle;
-		}
-	free(old);
+	t->unk[i] = t->unk[last];
+	h = unk_hash(&t->unk[i].key);
+	for (p = loom_hmap_find(&t->unk_index, h); t->unk_index.slot[p].val != last;
+	     p = loom_hmap_find_next(&t->unk_index, h, p))
+		;
+	t->unk_index.slot[p].val = i;
 }
 
 static void on_event(void *ctx, const struct loom_tc_event *ev)
@@ -432,8 +415,9 @@ static int tcf_init(struct dp_enforcer *e, const char *args, uint32_t classes, s
 	t->last = calloc(LOOM_TC_FLOW_SLOTS, sizeof(*t->last));
 	t->free_slots = malloc(LOOM_TC_FLOW_SLOTS * sizeof(*t->free_slots));
 	t->counters = calloc(LOOM_TC_FLOW_SLOTS, sizeof(*t->counters));
-	t->unk = calloc(TCF_UNKNOWN_CAP, sizeof(*t->unk));
-	if (!t->last || !t->free_slots || !t->counters || !t->unk) {
+	t->unk = calloc(TCF_UNKNOWN_MAX, sizeof(*t->unk));
+	if (!t->last || !t->free_slots || !t->counters || !t->unk ||
+	    loom_hmap_init(&t->unk_index, TCF_UNKNOWN_MAX, LOOM_HMAP_FIXED) < 0) {
 		r = loom_err_set(err, ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -476,6 +460,7 @@ static void tcf_done(struct dp_enforcer *e)
 	free(t->gone);
 	free(t->final);
 	free(t->unk);
+	loom_hmap_done(&t->unk_index);
 	free(t);
 	e->priv = NULL;
 }
@@ -626,20 +611,20 @@ static void tcf_collect(struct dp_enforcer *e, dp_counter_fn fn, void *ctx)
 			t->last[s] = b;
 		}
 	}
-	for (size_t k = 0; k < TCF_UNKNOWN_CAP; k++) {
+	for (size_t k = 0; k < t->nunk;) {
 		struct tcf_unknown *u = &t->unk[k];
 		struct loom_tc_counter c;
 		int r;
 
-		if (u->state != UNK_USED)
-			continue;
 		r = ebpf_tc_unknown_read(t->tc, &u->key, &c);
 		if (r == -ENOENT) { /* evicted by newer unknown flows */
-			unk_delete(t, u);
+			unk_delete(t, k);
 			continue;
 		}
-		if (r < 0)
+		if (r < 0) {
+			k++;
 			continue;
+		}
 		if (c.bytes < u->last) /* evicted and back, and we missed its announcement */
 			u->last = 0;
 		if (c.bytes > u->last) {
@@ -649,10 +634,11 @@ static void tcf_collect(struct dp_enforcer *e, dp_counter_fn fn, void *ctx)
 			u->idle = 0;
 		} else if (++u->idle >= TCF_UNKNOWN_IDLE) {
 			ebpf_tc_unknown_forget(t->tc, &u->key);
-			unk_delete(t, u);
+			unk_delete(t, k);
+			continue;
 		}
+		k++;
 	}
-	unk_compact(t);
 }
 
 static void tcf_stats(struct dp_enforcer *e, void (*fn)(void *ctx, const char *name, uint64_t v),

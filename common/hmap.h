@@ -30,9 +30,10 @@
  *
  * Keys that are hashes of larger records (tuples, addresses) may collide:
  * add them with loom_hmap_add_dup(), which keeps several entries under one
- * key, walk a key's entries with loom_hmap_find() and loom_hmap_find_next()
- * comparing the records the values point at, and remove the one meant with
- * loom_hmap_remove_at(). A position (size_t) is valid until the next add,
+ * key, find the one meant with loom_hmap_find_match() (or walk a key's
+ * entries with loom_hmap_find() and loom_hmap_find_next()) comparing the
+ * records the values stand for, and remove it with loom_hmap_remove_at()
+ * (loom_hmap_find_val() finds an entry by key and value). A position (size_t) is valid until the next add,
  * removal or clear; the caller may rewrite m->slot[pos].val in place, never
  * the key.
  *
@@ -118,6 +119,33 @@ static inline size_t loom_hmap_find_next(const struct loom_hmap *m, uint64_t key
 		if (m->slot[i].key == key)
 			return i;
 	}
+}
+
+/* Returns the position of the entry key -> val, or LOOM_HMAP_NPOS. */
+static inline size_t loom_hmap_find_val(const struct loom_hmap *m, uint64_t key, uint64_t val)
+{
+	size_t i = loom_hmap_find(m, key);
+
+	while (i != LOOM_HMAP_NPOS && m->slot[i].val != val)
+		i = loom_hmap_find_next(m, key, i);
+	return i;
+}
+
+/* Says whether the record a value stands for is the one arg describes. */
+typedef bool (*loom_hmap_match_fn)(uint64_t val, const void *arg);
+
+/*
+ * Returns the position of the first entry under key whose value match()
+ * accepts, or LOOM_HMAP_NPOS: the lookup of maps keyed by hashes of records.
+ */
+static inline size_t loom_hmap_find_match(const struct loom_hmap *m, uint64_t key,
+					  loom_hmap_match_fn match, const void *arg)
+{
+	size_t i = loom_hmap_find(m, key);
+
+	while (i != LOOM_HMAP_NPOS && !match(m->slot[i].val, arg))
+		i = loom_hmap_find_next(m, key, i);
+	return i;
 }
 
 /* Returns whether key is in m; when it is and ret_val is not NULL, writes its value there. */

@@ -337,10 +337,15 @@ static void test_fixed(void **state)
 	assert_null(m.slot);
 }
 
+static bool val_is(uint64_t val, const void *arg)
+{
+	return val == *(const uint64_t *)arg;
+}
+
 static void test_dup(void **state)
 {
 	struct loom_hmap m = {0};
-	uint64_t keys[4], seen = 0;
+	uint64_t keys[4], seen = 0, two;
 	size_t pos, n = 0;
 
 	(void)state;
@@ -359,10 +364,19 @@ static void test_dup(void **state)
 	}
 	assert_int_equal(n, 3);
 	assert_int_equal(seen, 7);
+	/* by key and value; by a match on the value */
+	pos = loom_hmap_find_val(&m, keys[0], 4);
+	assert_int_not_equal(pos, LOOM_HMAP_NPOS);
+	assert_int_equal(m.slot[pos].key, keys[0]);
+	assert_int_equal(m.slot[pos].val, 4);
+	assert_int_equal(loom_hmap_find_val(&m, keys[0], 100), LOOM_HMAP_NPOS);
+	assert_int_equal(loom_hmap_find_val(&m, keys[1], 100), loom_hmap_find(&m, keys[1]));
+	two = 2;
+	pos = loom_hmap_find_match(&m, keys[0], val_is, &two);
+	assert_int_not_equal(pos, LOOM_HMAP_NPOS);
+	assert_int_equal(m.slot[pos].val, 2);
+	assert_int_equal(loom_hmap_find_match(&m, keys[2], val_is, &two), LOOM_HMAP_NPOS);
 	/* remove the one of value 2 by its position; rewrite another in place */
-	for (pos = loom_hmap_find(&m, keys[0]); m.slot[pos].val != 2;
-	     pos = loom_hmap_find_next(&m, keys[0], pos))
-		;
 	loom_hmap_remove_at(&m, pos);
 	check_map(&m);
 	pos = loom_hmap_find(&m, keys[0]);

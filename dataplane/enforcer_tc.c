@@ -180,18 +180,15 @@ static struct tcf_unknown *unk_find(struct tcf *t, const struct loom_tc_key *key
 /* Forgets unk[i]: the last record moves into its place (a loop over unk looks at i again). */
 static void unk_delete(struct tcf *t, size_t i)
 {
-	size_t last = t->nunk - 1, p;
-	uint64_t h;
+	size_t last = t->nunk - 1,
+	       p = loom_hmap_find_val(&t->unk_index, unk_hash(&t->unk[i].key), i);
 
-	loom_hmap_remove_at(&t->unk_index, unk_pos(t, &t->unk[i].key, unk_hash(&t->unk[i].key)));
+	loom_hmap_remove_at(&t->unk_index, p);
 	t->nunk--;
 	if (i == last)
 		return;
 	t->unk[i] = t->unk[last];
-	h = unk_hash(&t->unk[i].key);
-	for (p = loom_hmap_find(&t->unk_index, h); t->unk_index.slot[p].val != last;
-	     p = loom_hmap_find_next(&t->unk_index, h, p))
-		;
+	p = loom_hmap_find_val(&t->unk_index, unk_hash(&t->unk[i].key), last);
 	t->unk_index.slot[p].val = i;
 }
 

@@ -142,7 +142,6 @@ static int flow_reserve(struct flow_map *m, size_t extra)
 static void flow_remove(struct flow_map *m, const struct wire_tuple *t)
 {
 	size_t p = flow_pos(m, t), i, last = m->n - 1;
-	uint64_t h;
 
 	if (p == LOOM_HMAP_NPOS)
 		return;
@@ -153,10 +152,7 @@ static void flow_remove(struct flow_map *m, const struct wire_tuple *t)
 		return;
 	/* the last record fills the hole; its index entry follows it */
 	m->rec[i] = m->rec[last];
-	h = wire_tuple_hash(&m->rec[i].tuple);
-	for (p = loom_hmap_find(&m->index, h); m->index.slot[p].val != last;
-	     p = loom_hmap_find_next(&m->index, h, p))
-		;
+	p = loom_hmap_find_val(&m->index, wire_tuple_hash(&m->rec[i].tuple), last);
 	m->index.slot[p].val = i;
 }
 

@@ -175,6 +175,16 @@ bool loom_hmap_remove(struct loom_hmap *m, uint64_t key, uint64_t *ret_val)
 	return true;
 }
 
+bool loom_hmap_remove_val(struct loom_hmap *m, uint64_t key, uint64_t val)
+{
+	size_t i = loom_hmap_find_val(m, key, val);
+
+	if (i == LOOM_HMAP_NPOS)
+		return false;
+	loom_hmap_remove_at(m, i);
+	return true;
+}
+
 void loom_hmap_clear(struct loom_hmap *m)
 {
 	m->n = 0;

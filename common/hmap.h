@@ -212,6 +212,9 @@ int loom_hmap_reserve(struct loom_hmap *m, size_t extra);
 /* Removes key's first entry. Returns whether there was one; its value into *ret_val (may be NULL). */
 bool loom_hmap_remove(struct loom_hmap *m, uint64_t key, uint64_t *ret_val);
 
+/* Removes the entry key -> val. Returns whether there was one. */
+bool loom_hmap_remove_val(struct loom_hmap *m, uint64_t key, uint64_t val);
+
 /* Removes the entry at pos (from loom_hmap_find*()). */
 void loom_hmap_remove_at(struct loom_hmap *m, size_t pos);
 

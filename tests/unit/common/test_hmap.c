@@ -391,6 +391,15 @@ static void test_dup(void **state)
 	assert_int_equal(n, 2);
 	assert_true(seen == (8 | 4) || seen == (8 | 1));
 	assert_true(loom_hmap_get(&m, keys[1], NULL));
+	/* by key and value */
+	assert_false(loom_hmap_remove_val(&m, keys[0], 2));
+	assert_false(loom_hmap_remove_val(&m, keys[1], 8));
+	assert_true(loom_hmap_remove_val(&m, keys[0], 8));
+	assert_true(loom_hmap_remove_val(&m, keys[1], 100));
+	assert_int_equal(loom_hmap_count(&m), 1);
+	assert_true(loom_hmap_get(&m, keys[0], &seen));
+	assert_true(seen == 4 || seen == 1);
+	check_map(&m);
 	loom_hmap_done(&m);
 }
 

@@ -202,7 +202,7 @@ static int cmd_agents(void *ctx, int argc, const char *const *argv, json_t **ret
 				     enforcer_name(c->enforcer), "classes", (int)c->classes,
 				     "table_version", (json_int_t)c->table_version, "acked_version",
 				     (json_int_t)c->acked_version, "flows",
-				     (json_int_t)c->flows.live, "connected_s",
+				     (json_int_t)loom_hmap_count(&c->flows), "connected_s",
 				     (double)(loom_clock_mono_ns() - c->connected_ns) * 1e-9,
 				     "unknown_bytes", (json_int_t)c->unknown_bytes, "unknown_flows",
 				     (json_int_t)c->unknown_flows));

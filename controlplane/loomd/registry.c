@@ -17,26 +17,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hmap.h"
 #include "common/log.h"
-
-#include "controlplane/loomd/hmap.h"
 
 /* Flow slots an open coflow gets in a rebuilt view at least (see view_add_flow). */
 #define CP_MIN_FLOW_SLOTS 16
 
-static bool job_eq(const void *val, const void *key)
+/*
+ * The maps (common/hmap) hold pointers: by_job and by_coflow keyed by id,
+ * by_tuple by wire_tuple_hash() and by_addr by addr_hash(), where distinct
+ * records may share a key (loom_hmap_add_dup(), found by a match on the
+ * record).
+ */
+static void *map_get(const struct loom_hmap *m, uint64_t key)
 {
-	return ((const struct cp_rjob *)val)->id == *(const uint64_t *)key;
+	uint64_t v;
+
+	return loom_hmap_get(m, key, &v) ? (void *)(uintptr_t)v : NULL;
 }
 
-static bool coflow_eq(const void *val, const void *key)
+static bool flow_match(uint64_t val, const void *key)
 {
-	return ((const struct cp_rcoflow *)val)->id == *(const uint64_t *)key;
-}
-
-static bool flow_eq(const void *val, const void *key)
-{
-	return wire_tuple_eq(&((const struct cp_rflow *)val)->tuple, key);
+	return wire_tuple_eq(&((const struct cp_rflow *)(uintptr_t)val)->tuple, key);
 }
 
 struct host_addr {
@@ -45,20 +47,21 @@ struct host_addr {
 	uint32_t host;
 };
 
-static bool addr_eq(const void *val, const void *key)
+static bool addr_match(uint64_t val, const void *key)
 {
-	const struct host_addr *a = val, *b = key;
+	const struct host_addr *a = (const struct host_addr *)(uintptr_t)val, *b = key;
 
 	return a->family == b->family && !memcmp(a->addr, b->addr, 16);
 }
 
+/* FNV-1a over the address (loom_hmap mixes the result). */
 static uint64_t addr_hash(const struct host_addr *a)
 {
 	uint64_t h = a->family;
 
 	for (int i = 0; i < 16; i++)
 		h = (h ^ a->addr[i]) * 1099511628211ULL;
-	return mix64(h);
+	return h;
 }
 
 /* ---- the registry ------------------------------------------------------------------------ */
@@ -70,7 +73,7 @@ struct cp_registry {
 	uint32_t njobs, cap_jobs;
 	uint32_t ncoflows;
 	uint64_t nflows;
-	struct hmap by_job, by_coflow, by_tuple, by_addr;
+	struct loom_hmap by_job, by_coflow, by_tuple, by_addr; /* see map_get */
 	uint64_t now_ns;
 	struct cp_tenant_use *use; /* by tenant id */
 	uint32_t nuse;
@@ -132,18 +135,21 @@ static void view_drop(struct cp_registry *r)
 
 struct cp_registry *cp_registry_free(struct cp_registry *r)
 {
+	struct loom_hmap_iter it;
+	uint64_t v;
+
 	if (!r)
 		return NULL;
 	for (uint32_t j = 0; j < r->njobs; j++)
 		job_free(r->jobs[j]);
 	free(r->jobs);
-	for (uint32_t i = 0; i < r->by_addr.cap; i++)
-		if (r->by_addr.hash[i] >= 2)
-			free(r->by_addr.val[i]);
-	hm_done(&r->by_job);
-	hm_done(&r->by_coflow);
-	hm_done(&r->by_tuple);
-	hm_done(&r->by_addr);
+	loom_hmap_iter_init(&r->by_addr, &it);
+	while (loom_hmap_iter_next(&r->by_addr, &it, NULL, &v))
+		free((void *)(uintptr_t)v);
+	loom_hmap_done(&r->by_job);
+	loom_hmap_done(&r->by_coflow);
+	loom_hmap_done(&r->by_tuple);
+	loom_hmap_done(&r->by_addr);
 	view_drop(r);
 	free(r->events);
 	free(r->use);
@@ -164,35 +170,32 @@ uint64_t cp_registry_now(const struct cp_registry *r)
 
 struct cp_rjob *cp_registry_job(const struct cp_registry *r, uint64_t id)
 {
-	return hm_find(&r->by_job, mix64(id), job_eq, &id);
-}
-
-static uint64_t coflow_hash(uint64_t id)
-{
-	return mix64(id ^ 0x9e3779b97f4a7c15ULL);
+	return map_get(&r->by_job, id);
 }
 
 struct cp_rcoflow *cp_registry_coflow(const struct cp_registry *r, uint64_t id)
 {
-	return hm_find(&r->by_coflow, coflow_hash(id), coflow_eq, &id);
-}
-
-static uint64_t tuple_hash(const struct wire_tuple *t)
-{
-	uint64_t h = wire_tuple_hash(t);
-
-	return h < 2 ? h + 2 : h;
+	return map_get(&r->by_coflow, id);
 }
 
 struct cp_rflow *cp_registry_flow(const struct cp_registry *r, const struct wire_tuple *t)
 {
-	return hm_find(&r->by_tuple, tuple_hash(t), flow_eq, t);
+	size_t p = loom_hmap_find_match(&r->by_tuple, wire_tuple_hash(t), flow_match, t);
+
+	return p == LOOM_HMAP_NPOS ? NULL : (struct cp_rflow *)(uintptr_t)r->by_tuple.slot[p].val;
 }
 
 struct cp_rjob *const *cp_registry_jobs(const struct cp_registry *r, uint32_t *ret_n)
 {
 	*ret_n = r->njobs;
 	return r->jobs;
+}
+
+static struct host_addr *addr_find(const struct cp_registry *r, const struct host_addr *key)
+{
+	size_t p = loom_hmap_find_match(&r->by_addr, addr_hash(key), addr_match, key);
+
+	return p == LOOM_HMAP_NPOS ? NULL : (struct host_addr *)(uintptr_t)r->by_addr.slot[p].val;
 }
 
 int cp_registry_set_host_addr(struct cp_registry *r, uint32_t host, const uint8_t *addr,
@@ -203,7 +206,7 @@ int cp_registry_set_host_addr(struct cp_registry *r, uint32_t host, const uint8_
 	if ((family != 4 && family != 6) || host >= r->topo->nhosts)
 		return -EINVAL;
 	memcpy(key.addr, addr, family == 4 ? 4 : 16);
-	a = hm_find(&r->by_addr, addr_hash(&key), addr_eq, &key);
+	a = addr_find(r, &key);
 	if (a) {
 		a->host = host;
 		return 0;
@@ -212,7 +215,7 @@ int cp_registry_set_host_addr(struct cp_registry *r, uint32_t host, const uint8_
 	if (!a)
 		return -ENOMEM;
 	*a = key;
-	if (hm_insert(&r->by_addr, addr_hash(a), a) < 0) {
+	if (loom_hmap_add_dup(&r->by_addr, addr_hash(a), (uintptr_t)a) < 0) {
 		free(a);
 		return -ENOMEM;
 	}
@@ -221,14 +224,16 @@ int cp_registry_set_host_addr(struct cp_registry *r, uint32_t host, const uint8_
 
 void cp_registry_clear_host_addrs(struct cp_registry *r, uint32_t host)
 {
-	for (uint32_t i = 0; i < r->by_addr.cap; i++) {
-		struct host_addr *a = r->by_addr.val[i];
+	struct loom_hmap_iter it;
+	uint64_t v;
 
-		if (r->by_addr.hash[i] < 2 || a->host != host)
+	loom_hmap_iter_init(&r->by_addr, &it);
+	while (loom_hmap_iter_next(&r->by_addr, &it, NULL, &v)) {
+		struct host_addr *a = (struct host_addr *)(uintptr_t)v;
+
+		if (a->host != host)
 			continue;
-		r->by_addr.hash[i] = HM_TOMB;
-		r->by_addr.val[i] = NULL;
-		r->by_addr.live--;
+		loom_hmap_iter_remove(&r->by_addr, &it);
 		free(a);
 	}
 }
@@ -239,7 +244,7 @@ static int host_of(const struct cp_registry *r, uint8_t family, const uint8_t *a
 	struct host_addr key = {.family = family}, *a;
 
 	memcpy(key.addr, addr, family == 4 ? 4 : 16);
-	a = hm_find(&r->by_addr, addr_hash(&key), addr_eq, &key);
+	a = addr_find(r, &key);
 	if (!a)
 		return -ENOENT;
 	*ret_host = a->host;
@@ -583,15 +588,16 @@ static int coflow_push_flow(struct cp_rcoflow *c, struct cp_rflow *fl)
 /* Unhooks j from the maps (not from jobs[]). */
 static void job_unmap(struct cp_registry *r, struct cp_rjob *j)
 {
-	hm_remove(&r->by_job, mix64(j->id), j);
+	loom_hmap_remove_val(&r->by_job, j->id, (uintptr_t)j);
 	for (uint32_t c = 0; c < j->ncoflows; c++) {
 		struct cp_rcoflow *rc = &j->coflows[c];
 
-		hm_remove(&r->by_coflow, coflow_hash(rc->id), rc);
+		loom_hmap_remove_val(&r->by_coflow, rc->id, (uintptr_t)rc);
 		for (uint32_t f = 0; f < rc->nflows; f++)
 			if (rc->flows[f]->has_tuple)
-				hm_remove(&r->by_tuple, tuple_hash(&rc->flows[f]->tuple),
-					  rc->flows[f]);
+				loom_hmap_remove_val(&r->by_tuple,
+						     wire_tuple_hash(&rc->flows[f]->tuple),
+						     (uintptr_t)rc->flows[f]);
 		r->nflows -= rc->nflows;
 		r->use[j->tenant].flows -= rc->nflows;
 	}
@@ -704,17 +710,17 @@ int cp_registry_add_job(struct cp_registry *r, const struct cp_job_spec *spec, u
 		}
 	}
 	/* Maps last: nothing can fail after the first insert but memory. */
-	if (hm_insert(&r->by_job, mix64(j->id), j) < 0)
+	if (loom_hmap_add_dup(&r->by_job, j->id, (uintptr_t)j) < 0)
 		goto fail;
 	for (uint32_t i = 0; i < j->ncoflows; i++) {
 		struct cp_rcoflow *c = &j->coflows[i];
 
-		if (hm_insert(&r->by_coflow, coflow_hash(c->id), c) < 0)
+		if (loom_hmap_add_dup(&r->by_coflow, c->id, (uintptr_t)c) < 0)
 			goto fail_mapped;
 		for (uint32_t f = 0; f < c->nflows; f++)
 			if (c->flows[f]->has_tuple &&
-			    hm_insert(&r->by_tuple, tuple_hash(&c->flows[f]->tuple), c->flows[f]) <
-				    0)
+			    loom_hmap_add_dup(&r->by_tuple, wire_tuple_hash(&c->flows[f]->tuple),
+					      (uintptr_t)c->flows[f]) < 0)
 				goto fail_mapped;
 	}
 	job_count(r, j, nflows);
@@ -723,7 +729,7 @@ int cp_registry_add_job(struct cp_registry *r, const struct cp_job_spec *spec, u
 	rc = 0;
 	goto out;
 fail_mapped:
-	/* hm_remove of absent entries is harmless; job_unmap takes back these counts */
+	/* removing absent entries is harmless; job_unmap takes back these counts */
 	job_count(r, j, nflows);
 	job_unmap(r, j);
 fail:
@@ -799,12 +805,12 @@ int cp_registry_add_flow(struct cp_registry *r, uint64_t coflow_id, const struct
 	fl = flow_new(&res, c);
 	if (!fl)
 		return loom_err_set(err, ENOMEM, "out of memory");
-	if (hm_insert(&r->by_tuple, tuple_hash(&fl->tuple), fl) < 0) {
+	if (loom_hmap_add_dup(&r->by_tuple, wire_tuple_hash(&fl->tuple), (uintptr_t)fl) < 0) {
 		free(fl);
 		return loom_err_set(err, ENOMEM, "out of memory");
 	}
 	if (coflow_push_flow(c, fl) < 0) {
-		hm_remove(&r->by_tuple, tuple_hash(&fl->tuple), fl);
+		loom_hmap_remove_val(&r->by_tuple, wire_tuple_hash(&fl->tuple), (uintptr_t)fl);
 		free(fl);
 		return loom_err_set(err, ENOMEM, "out of memory");
 	}

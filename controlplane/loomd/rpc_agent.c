@@ -18,7 +18,6 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "controlplane/loomd/hmap.h"
 #include "controlplane/loomd/journal.h"
 #include "controlplane/loomd/metrics.h"
 #include "controlplane/loomd/registry.h"
@@ -31,31 +30,46 @@
 /* Entries (flows + coflows + removals) per table frame at most (max_frame may cap it lower). */
 #define CP_TABLE_CHUNK 16384
 
-static bool aflow_eq(const void *val, const void *key)
+/*
+ * An agent's table (server.h): c->coflows maps a coflow id to its struct
+ * cp_agent_coflow, c->flows wire_tuple_hash() of a tuple to its struct
+ * cp_agent_flow (tuples may share a hash: aflow_match tells them apart).
+ */
+static bool aflow_match(uint64_t val, const void *key)
 {
-	return wire_tuple_eq(&((const struct cp_agent_flow *)val)->tuple, key);
+	return wire_tuple_eq(&((const struct cp_agent_flow *)(uintptr_t)val)->tuple, key);
 }
 
-static bool acoflow_eq(const void *val, const void *key)
+static struct cp_agent_flow *aflow_find(const struct cp_conn *c, const struct wire_tuple *t)
 {
-	return ((const struct cp_agent_coflow *)val)->coflow_id == *(const uint64_t *)key;
+	size_t p = loom_hmap_find_match(&c->flows, wire_tuple_hash(t), aflow_match, t);
+
+	return p == LOOM_HMAP_NPOS ? NULL : (struct cp_agent_flow *)(uintptr_t)c->flows.slot[p].val;
 }
 
-static uint64_t tuple_key(const struct wire_tuple *t)
+static struct cp_agent_coflow *acoflow_find(const struct cp_conn *c, uint64_t id)
 {
-	return mix64(wire_tuple_hash(t));
+	uint64_t v;
+
+	return loom_hmap_get(&c->coflows, id, &v) ? (struct cp_agent_coflow *)(uintptr_t)v : NULL;
+}
+
+/* Frees every value of m, then m's array. */
+static void map_free_all(struct loom_hmap *m)
+{
+	struct loom_hmap_iter it;
+	uint64_t v;
+
+	loom_hmap_iter_init(m, &it);
+	while (loom_hmap_iter_next(m, &it, NULL, &v))
+		free((void *)(uintptr_t)v);
+	loom_hmap_done(m);
 }
 
 static void table_clear(struct cp_conn *c)
 {
-	for (uint32_t i = 0; i < c->flows.cap; i++)
-		if (c->flows.hash[i] >= 2)
-			free(c->flows.val[i]);
-	for (uint32_t i = 0; i < c->coflows.cap; i++)
-		if (c->coflows.hash[i] >= 2)
-			free(c->coflows.val[i]);
-	hm_done(&c->flows);
-	hm_done(&c->coflows);
+	map_free_all(&c->flows);
+	map_free_all(&c->coflows);
 }
 
 int cp_agent_hello(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err)
@@ -308,7 +322,7 @@ static void delta_free(struct delta *d)
 
 static bool coflow_seen(struct cp_conn *c, uint64_t id, uint32_t gen)
 {
-	struct cp_agent_coflow *e = hm_find(&c->coflows, mix64(id), acoflow_eq, &id);
+	struct cp_agent_coflow *e = acoflow_find(c, id);
 
 	return e && e->stamp == gen;
 }
@@ -317,8 +331,7 @@ static bool coflow_seen(struct cp_conn *c, uint64_t id, uint32_t gen)
 static int want_coflow(struct cp_conn *c, struct delta *d, uint64_t id, uint32_t cls, uint64_t rate,
 		       uint32_t gen)
 {
-	uint64_t h = mix64(id);
-	struct cp_agent_coflow *e = hm_find(&c->coflows, h, acoflow_eq, &id);
+	struct cp_agent_coflow *e = acoflow_find(c, id);
 
 	if (c->classes && cls >= c->classes)
 		cls = c->classes - 1;
@@ -327,7 +340,7 @@ static int want_coflow(struct cp_conn *c, struct delta *d, uint64_t id, uint32_t
 	c->stamped_coflows++;
 	if (!e) {
 		e = calloc(1, sizeof(*e));
-		if (!e || hm_insert(&c->coflows, h, e) < 0) {
+		if (!e || loom_hmap_add(&c->coflows, id, (uintptr_t)e) < 0) {
 			free(e);
 			return -ENOMEM;
 		}
@@ -349,12 +362,11 @@ static int want_coflow(struct cp_conn *c, struct delta *d, uint64_t id, uint32_t
 static int want_flow(struct cp_conn *c, struct delta *d, const struct wire_tuple *t, uint64_t id,
 		     uint32_t gen)
 {
-	uint64_t h = tuple_key(t);
-	struct cp_agent_flow *e = hm_find(&c->flows, h, aflow_eq, t);
+	struct cp_agent_flow *e = aflow_find(c, t);
 
 	if (!e) {
 		e = calloc(1, sizeof(*e));
-		if (!e || hm_insert(&c->flows, h, e) < 0) {
+		if (!e || loom_hmap_add_dup(&c->flows, wire_tuple_hash(t), (uintptr_t)e) < 0) {
 			free(e);
 			return -ENOMEM;
 		}
@@ -376,32 +388,33 @@ static int want_flow(struct cp_conn *c, struct delta *d, const struct wire_tuple
 /* Drops c's entries not stamped this pass, noting them in d. */
 static int sweep(struct cp_conn *c, struct delta *d, uint32_t gen)
 {
-	for (uint32_t i = 0; i < c->flows.cap; i++) {
-		struct cp_agent_flow *e = c->flows.val[i];
+	struct loom_hmap_iter it;
+	uint64_t v;
 
-		if (c->flows.hash[i] < 2 || e->stamp == gen)
+	loom_hmap_iter_init(&c->flows, &it);
+	while (loom_hmap_iter_next(&c->flows, &it, NULL, &v)) {
+		struct cp_agent_flow *e = (struct cp_agent_flow *)(uintptr_t)v;
+
+		if (e->stamp == gen)
 			continue;
 		if (grow((void **)&d->rm_flows, &d->cap_rm_flows, d->nrm_flows,
 			 sizeof(*d->rm_flows)) < 0)
 			return -ENOMEM;
 		d->rm_flows[d->nrm_flows++] = e->tuple;
-		c->flows.hash[i] = HM_TOMB;
-		c->flows.val[i] = NULL;
-		c->flows.live--;
+		loom_hmap_iter_remove(&c->flows, &it);
 		free(e);
 	}
-	for (uint32_t i = 0; i < c->coflows.cap; i++) {
-		struct cp_agent_coflow *e = c->coflows.val[i];
+	loom_hmap_iter_init(&c->coflows, &it);
+	while (loom_hmap_iter_next(&c->coflows, &it, NULL, &v)) {
+		struct cp_agent_coflow *e = (struct cp_agent_coflow *)(uintptr_t)v;
 
-		if (c->coflows.hash[i] < 2 || e->stamp == gen)
+		if (e->stamp == gen)
 			continue;
 		if (grow((void **)&d->rm_coflows, &d->cap_rm_coflows, d->nrm_coflows,
 			 sizeof(*d->rm_coflows)) < 0)
 			return -ENOMEM;
 		d->rm_coflows[d->nrm_coflows++] = e->coflow_id;
-		c->coflows.hash[i] = HM_TOMB;
-		c->coflows.val[i] = NULL;
-		c->coflows.live--;
+		loom_hmap_iter_remove(&c->coflows, &it);
 		free(e);
 	}
 	return 0;
@@ -599,23 +612,29 @@ void cp_agents_push(struct cp_server *s)
 			continue;
 		d = &deltas[a->host];
 		/* entries not confirmed by this pass go: only look when there are some */
-		if ((a->flows.live > a->stamped_flows || a->coflows.live > a->stamped_coflows) &&
+		if ((loom_hmap_count(&a->flows) > a->stamped_flows ||
+		     loom_hmap_count(&a->coflows) > a->stamped_coflows) &&
 		    sweep(a, d, gen) < 0)
 			a->need_full = true;
 		if (a->need_full || d->nflows || d->ncoflows || d->nrm_flows || d->nrm_coflows) {
 			if (a->need_full) {
 				/* a full table lists everything the agent should have */
 				d->nflows = d->ncoflows = 0;
-				for (uint32_t k = 0; k < a->flows.cap; k++)
-					if (a->flows.hash[k] >= 2 &&
-					    grow((void **)&d->flows, &d->cap_flows, d->nflows,
+				struct loom_hmap_iter it;
+				uint64_t v;
+
+				loom_hmap_iter_init(&a->flows, &it);
+				while (loom_hmap_iter_next(&a->flows, &it, NULL, &v))
+					if (grow((void **)&d->flows, &d->cap_flows, d->nflows,
 						 sizeof(*d->flows)) == 0)
-						d->flows[d->nflows++] = a->flows.val[k];
-				for (uint32_t k = 0; k < a->coflows.cap; k++)
-					if (a->coflows.hash[k] >= 2 &&
-					    grow((void **)&d->coflows, &d->cap_coflows, d->ncoflows,
+						d->flows[d->nflows++] =
+							(struct cp_agent_flow *)(uintptr_t)v;
+				loom_hmap_iter_init(&a->coflows, &it);
+				while (loom_hmap_iter_next(&a->coflows, &it, NULL, &v))
+					if (grow((void **)&d->coflows, &d->cap_coflows, d->ncoflows,
 						 sizeof(*d->coflows)) == 0)
-						d->coflows[d->ncoflows++] = a->coflows.val[k];
+						d->coflows[d->ncoflows++] =
+							(struct cp_agent_coflow *)(uintptr_t)v;
 			}
 			send_table(a, d);
 		}

@@ -18,8 +18,8 @@
 
 #include "common/clock.h"
 #include "common/errors.h"
+#include "common/hmap.h"
 #include "controlplane/loomd/config.h"
-#include "controlplane/loomd/hmap.h"
 #include "controlplane/loomd/journal.h"
 #include "controlplane/loomd/metrics.h"
 #include "controlplane/loomd/registry.h"
@@ -89,7 +89,8 @@ struct cp_conn {
 	int enforcer;
 	uint64_t table_version, acked_version;
 	bool need_full;
-	struct hmap flows, coflows; /* struct cp_agent_flow / cp_agent_coflow, owned */
+	/* tuple hash -> struct cp_agent_flow, coflow id -> cp_agent_coflow (rpc_agent.c); owned */
+	struct loom_hmap flows, coflows;
 	uint64_t push_version[CP_PUSH_RING];
 	uint64_t push_mono_ns[CP_PUSH_RING];
 	uint64_t unknown_bytes;

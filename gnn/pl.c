@@ -14,6 +14,11 @@
 
 #include "gnn/gnn_impl.h"
 
+/*
+ * A private copy of common/rng.c's splitmix64 (loom_hash_u64() of common/hash.h
+ * over a counter): gnn/ includes nothing of ours, so that it can be lifted out
+ * whole. Keep the two the same.
+ */
 static uint64_t splitmix64(uint64_t *x)
 {
 	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);

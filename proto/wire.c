@@ -291,7 +291,10 @@ const char *wire_tuple_str(const struct wire_tuple *t, char *buf, size_t size)
 
 uint64_t wire_tuple_hash(const struct wire_tuple *t)
 {
-	/* FNV-1a over the fields, then a final avalanche (splitmix64). */
+	/*
+	 * FNV-1a over the fields, then a final avalanche: a private copy of
+	 * loom_hash_u64() (common/hash.h), since proto/ includes nothing of ours.
+	 */
 	uint64_t h = 1469598103934665603ULL;
 	const uint8_t *parts[2] = {t->src, t->dst};
 

@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "common/hash.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_SEEDS      256
@@ -129,11 +131,7 @@ static uint64_t rng_state;
 
 static uint64_t rnd(void)
 {
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return loom_hash_u64(rng_state += 0x9e3779b97f4a7c15ULL); /* splitmix64 */
 }
 
 static const char *const interesting[] = {

@@ -2,7 +2,8 @@
 /*
  * The registry and its view (registry.h). Objects are owned by their job: a job
  * owns its coflows (one array) and edges, a coflow its flows (one allocation
- * each, so pointers stay put). Three hash maps find them by id and tuple.
+ * each, so pointers stay put). Maps (common/hmap) find them by id and tuple,
+ * and hosts by address.
  *
  * Facts (arrivals, flows done, coflows and jobs declared done, bytes sent)
  * live in the objects. A change that adds or removes objects marks the view

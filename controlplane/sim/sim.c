@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/heap.h"
 #include "controlplane/sim/fabric.h"
 
 void sim_opts_default(struct sim_opts *o)
@@ -88,110 +89,37 @@ struct engine {
 	bool *is_dirty;
 	uint32_t *done; /* flows finishing in the current step */
 
-	struct release *rheap;
-	size_t nrheap;
+	struct release *rheap; /* pending releases by time */
+	uint32_t nrheap;
 	struct cp_event *evs; /* events of the current step, for the policy */
 	size_t nevs, cap_evs;
 	bool significant; /* the step had an event the policy must see */
 	int emit_err;
 };
 
-/* ---- release heap --------------------------------------------------------- */
+/* ---- heaps (common/heap.h) ------------------------------------------------ */
 
-static void rel_push(struct engine *e, uint64_t t, uint32_t c)
-{
-	size_t i = e->nrheap++;
+/* Pending releases by time. */
+#define REL_LESS(ctx, a, b) ((a).t_ns < (b).t_ns)
+LOOM_HEAP_DEFINE(rel_heap, struct release, const void *, REL_LESS, LOOM_HEAP_NO_MOVED)
 
-	while (i > 0) {
-		size_t parent = (i - 1) / 2;
+/* Completion heap: units by eta_ns, each unit's index kept in hpos. */
+#define ETA_LESS(e, a, b)  ((e)->eta_ns[a] < (e)->eta_ns[b])
+#define ETA_MOVED(e, u, i) ((e)->hpos[u] = (i))
+LOOM_HEAP_DEFINE(eta_heap, uint32_t, struct engine *, ETA_LESS, ETA_MOVED)
 
-		if (e->rheap[parent].t_ns <= t)
-			break;
-		e->rheap[i] = e->rheap[parent];
-		i = parent;
-	}
-	e->rheap[i] = (struct release){t, c};
-}
-
-static struct release rel_pop(struct engine *e)
-{
-	struct release top = e->rheap[0], last = e->rheap[--e->nrheap];
-	size_t i = 0, n = e->nrheap;
-
-	for (;;) {
-		size_t c = 2 * i + 1;
-
-		if (c >= n)
-			break;
-		if (c + 1 < n && e->rheap[c + 1].t_ns < e->rheap[c].t_ns)
-			c++;
-		if (last.t_ns <= e->rheap[c].t_ns)
-			break;
-		e->rheap[i] = e->rheap[c];
-		i = c;
-	}
-	if (n)
-		e->rheap[i] = last;
-	return top;
-}
-
-/* ---- indexed flow heap on eta --------------------------------------------- */
-
-static inline void fh_place(struct engine *e, uint32_t i, uint32_t f)
-{
-	e->fheap[i] = f;
-	e->hpos[f] = i;
-}
-
-static void fh_up(struct engine *e, uint32_t i)
-{
-	uint32_t f = e->fheap[i];
-	uint64_t key = e->eta_ns[f];
-
-	while (i > 0) {
-		uint32_t parent = (i - 1) / 2;
-
-		if (e->eta_ns[e->fheap[parent]] <= key)
-			break;
-		fh_place(e, i, e->fheap[parent]);
-		i = parent;
-	}
-	fh_place(e, i, f);
-}
-
-static void fh_down(struct engine *e, uint32_t i)
-{
-	uint32_t f = e->fheap[i];
-	uint64_t key = e->eta_ns[f];
-
-	for (;;) {
-		uint32_t c = 2 * i + 1;
-
-		if (c >= e->nfheap)
-			break;
-		if (c + 1 < e->nfheap && e->eta_ns[e->fheap[c + 1]] < e->eta_ns[e->fheap[c]])
-			c++;
-		if (key <= e->eta_ns[e->fheap[c]])
-			break;
-		fh_place(e, i, e->fheap[c]);
-		i = c;
-	}
-	fh_place(e, i, f);
-}
+/* Members of a pair form a min-heap on tag in members[mstart .. mstart + n). */
+#define TAG_LESS(e, a, b) ((e)->tag[a] < (e)->tag[b])
+LOOM_HEAP_DEFINE(tag_heap, uint32_t, struct engine *, TAG_LESS, LOOM_HEAP_NO_MOVED)
 
 static void fh_remove(struct engine *e, uint32_t f)
 {
-	uint32_t i = e->hpos[f], last;
+	uint32_t i = e->hpos[f];
 
 	if (i == CP_NONE)
 		return;
 	e->hpos[f] = CP_NONE;
-	last = e->fheap[--e->nfheap];
-	if (i == e->nfheap)
-		return;
-	fh_place(e, i, last);
-	fh_up(e, i);
-	fh_down(e, e->hpos[last]);
+	eta_heap_remove_at(e, e->fheap, &e->nfheap, i);
 }
 
 /* Puts f at its eta (or removes it when it never completes). */
@@ -202,12 +130,10 @@ static void fh_update(struct engine *e, uint32_t f)
 		return;
 	}
 	if (e->hpos[f] == CP_NONE) {
-		fh_place(e, e->nfheap++, f);
-		fh_up(e, e->hpos[f]);
+		eta_heap_push(e, e->fheap, &e->nfheap, f);
 		return;
 	}
-	fh_up(e, e->hpos[f]);
-	fh_down(e, e->hpos[f]);
+	eta_heap_fix(e, e->fheap, e->nfheap, e->hpos[f]);
 }
 
 /* ---- lazy accounting ------------------------------------------------------ */
@@ -314,7 +240,9 @@ static void on_model_event(void *ctx, const struct cp_event *ev)
 	struct engine *e = ctx;
 
 	if (ev->type == CP_EV_COFLOW_READY)
-		rel_push(e, ev->time_ns > e->now ? ev->time_ns : e->now, ev->id);
+		rel_heap_push(NULL, e->rheap, &e->nrheap,
+			      (struct release){ev->time_ns > e->now ? ev->time_ns : e->now,
+					       ev->id});
 	if (ev->type != CP_EV_FLOW_DONE || e->p->decide_on_flow_done)
 		e->significant = true;
 	if (e->nevs == e->cap_evs) {
@@ -398,38 +326,6 @@ static inline void pair_sync(struct engine *e, struct fabric_pair *pr, double ra
 	if (rate_bps > 0)
 		pr->vbytes += rate_bps * (double)(e->now - pr->tv_ns) * 1.25e-10;
 	pr->tv_ns = e->now;
-}
-
-/* Members of a pair form a min-heap on tag in members[mstart .. mstart + n). */
-static void mheap_down(struct engine *e, uint32_t *h, uint32_t n, uint32_t i)
-{
-	uint32_t f = h[i];
-	double key = e->tag[f];
-
-	for (;;) {
-		uint32_t c = 2 * i + 1;
-
-		if (c >= n)
-			break;
-		if (c + 1 < n && e->tag[h[c + 1]] < e->tag[h[c]])
-			c++;
-		if (key <= e->tag[h[c]])
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	h[i] = f;
-}
-
-static uint32_t mheap_pop(struct engine *e, struct fabric_pair *pr)
-{
-	uint32_t *h = &e->fabric.members[pr->mstart];
-	uint32_t top = h[0];
-
-	h[0] = h[--pr->n];
-	if (pr->n)
-		mheap_down(e, h, pr->n, 0);
-	return top;
 }
 
 /* The pair's next completion (pair synced to now). */
@@ -556,8 +452,7 @@ static void replan_all(struct engine *e)
 
 		pr->vbytes = 0;
 		pr->tv_ns = e->now;
-		for (uint32_t i = pr->n / 2; i-- > 0;)
-			mheap_down(e, h, pr->n, i);
+		tag_heap_heapify(e, h, pr->n);
 		pair_plan(e, g);
 		if (e->eta_ns[g] != CP_TIME_NEVER)
 			e->fheap[n++] = g;
@@ -565,8 +460,7 @@ static void replan_all(struct engine *e)
 	e->nfheap = n;
 	for (uint32_t i = 0; i < n; i++)
 		e->hpos[e->fheap[i]] = i;
-	for (uint32_t i = n / 2; i-- > 0;)
-		fh_down(e, i);
+	eta_heap_heapify(e, e->fheap, n);
 }
 
 /* Earliest time a watched threshold is reached at current rates. */
@@ -652,7 +546,7 @@ static uint32_t retire_due(struct engine *e)
 			if (!first && left > 0)
 				break;
 			first = false;
-			mheap_pop(e, pr);
+			tag_heap_pop(e, &fb->members[pr->mstart], &pr->n);
 			fb->entries[fb->flow_entry[f]].count--;
 			flow_finished(e, f, pr->rate_bps, fabs(left), &n);
 		}
@@ -742,7 +636,8 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 		while (next_job < m->njobs && admit_time(&e, next_job) <= e.now)
 			cp_model_job_arrive(m, next_job++, e.now);
 		while (e.nrheap && e.rheap[0].t_ns <= e.now)
-			cp_model_coflow_release(m, rel_pop(&e).coflow, e.now);
+			cp_model_coflow_release(m, rel_heap_pop(NULL, e.rheap, &e.nrheap).coflow,
+						e.now);
 		if (e.emit_err) {
 			r = loom_err_set(err, -e.emit_err, "out of memory");
 			goto out;

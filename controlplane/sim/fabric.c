@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/heap.h"
+
 /* Capacity below this fraction of a port's rate counts as none (float residue). */
 #define FREE_EPS 1e-9
 /* At most this many doubles of per-class free-capacity snapshots. */
@@ -127,42 +129,9 @@ void sim_fabric_done(struct sim_fabric *fb)
 
 /* ---- a binary min-heap on share with lazy deletion ------------------------ */
 
-static void heap_push(struct fabric_heap_ent *h, size_t *n, struct fabric_heap_ent e)
-{
-	size_t i = (*n)++;
-
-	while (i > 0) {
-		size_t parent = (i - 1) / 2;
-
-		if (h[parent].share <= e.share)
-			break;
-		h[i] = h[parent];
-		i = parent;
-	}
-	h[i] = e;
-}
-
-static struct fabric_heap_ent heap_pop(struct fabric_heap_ent *h, size_t *n)
-{
-	struct fabric_heap_ent top = h[0], last = h[--(*n)];
-	size_t i = 0;
-
-	for (;;) {
-		size_t c = 2 * i + 1;
-
-		if (c >= *n)
-			break;
-		if (c + 1 < *n && h[c + 1].share < h[c].share)
-			c++;
-		if (last.share <= h[c].share)
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	if (*n)
-		h[i] = last;
-	return top;
-}
+/* Entries go stale when their port's ver moves on; the reader skips those. */
+#define SHARE_LESS(ctx, a, b) ((a).share < (b).share)
+LOOM_HEAP_DEFINE(share_heap, struct fabric_heap_ent, const void *, SHARE_LESS, LOOM_HEAP_NO_MOVED)
 
 /* ---- path headroom helpers ------------------------------------------------ */
 
@@ -563,8 +532,8 @@ static inline double entry_share(const struct sim_fabric *fb, uint32_t p)
 #define LINEAR_SCAN_MAX_PORTS 1024
 
 /* Freezes the unfrozen pairs of tports entry e at share; returns nothing. */
-static void freeze_entry(struct sim_fabric *fb, uint32_t e, double share, uint32_t gen, size_t *hn,
-			 bool use_heap)
+static void freeze_entry(struct sim_fabric *fb, uint32_t e, double share, uint32_t gen,
+			 uint32_t *hn, bool use_heap)
 {
 	uint32_t p = fb->tports[e];
 
@@ -593,9 +562,10 @@ static void freeze_entry(struct sim_fabric *fb, uint32_t e, double share, uint32
 			fb->cntw[p2] -= pr->n;
 			if (use_heap && p2 != p && fb->cntw[p2] > 0) {
 				fb->ver[p2]++;
-				heap_push(fb->heap, hn,
-					  (struct fabric_heap_ent){entry_share(fb, p2),
-								   fb->entry_of[p2], fb->ver[p2]});
+				share_heap_push(NULL, fb->heap, hn,
+						(struct fabric_heap_ent){entry_share(fb, p2),
+									 fb->entry_of[p2],
+									 fb->ver[p2]});
 			}
 		}
 	}
@@ -615,7 +585,7 @@ static void waterfill_class(struct sim_fabric *fb, const struct fabric_class *c)
 {
 	uint32_t gen = ++fb->gen;
 	bool use_heap = c->tend - c->tstart > LINEAR_SCAN_MAX_PORTS;
-	size_t hn = 0;
+	uint32_t hn = 0;
 
 	if (gen == 0) {
 		memset(fb->pstamp, 0, fb->nflows * sizeof(*fb->pstamp));
@@ -658,11 +628,12 @@ static void waterfill_class(struct sim_fabric *fb, const struct fabric_class *c)
 
 		fb->ver[p]++;
 		if (fb->cntw[p] > 0)
-			heap_push(fb->heap, &hn,
-				  (struct fabric_heap_ent){entry_share(fb, p), e, fb->ver[p]});
+			share_heap_push(NULL, fb->heap, &hn,
+					(struct fabric_heap_ent){entry_share(fb, p), e,
+								 fb->ver[p]});
 	}
 	while (hn > 0) {
-		struct fabric_heap_ent he = heap_pop(fb->heap, &hn);
+		struct fabric_heap_ent he = share_heap_pop(NULL, fb->heap, &hn);
 		uint32_t p = fb->tports[he.entry];
 
 		if (he.ver != fb->ver[p] || fb->cntw[p] <= 0)

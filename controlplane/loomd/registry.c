@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/heap.h"
 #include "common/hmap.h"
 #include "common/log.h"
 
@@ -1021,41 +1022,12 @@ static bool rel_less(const struct cp_registry *r, uint32_t a, uint32_t b)
 	return ka != kb ? ka < kb : a < b;
 }
 
+LOOM_HEAP_DEFINE(ready_heap, uint32_t, const struct cp_registry *, rel_less, LOOM_HEAP_NO_MOVED)
+
 static void rel_push(struct cp_registry *r, uint32_t c)
 {
-	uint32_t i = r->nready++;
-
 	r->ready_key[c] = release_key(r, c);
-	while (i > 0) {
-		uint32_t parent = (i - 1) / 2;
-
-		if (!rel_less(r, c, r->ready[parent]))
-			break;
-		r->ready[i] = r->ready[parent];
-		i = parent;
-	}
-	r->ready[i] = c;
-}
-
-static uint32_t rel_pop(struct cp_registry *r)
-{
-	uint32_t top = r->ready[0], last = r->ready[--r->nready], i = 0, n = r->nready;
-
-	for (;;) {
-		uint32_t ch = 2 * i + 1;
-
-		if (ch >= n)
-			break;
-		if (ch + 1 < n && rel_less(r, r->ready[ch + 1], r->ready[ch]))
-			ch++;
-		if (!rel_less(r, r->ready[ch], last))
-			break;
-		r->ready[i] = r->ready[ch];
-		i = ch;
-	}
-	if (n)
-		r->ready[i] = last;
-	return top;
+	ready_heap_push(r, r->ready, &r->nready, c);
 }
 
 static int cmp_done_ns(const void *a, const void *b)
@@ -1114,7 +1086,7 @@ static uint32_t drain_ready(struct cp_registry *r, uint64_t now_ns, uint64_t upt
 	uint32_t released = 0;
 
 	while (r->nready && r->ready_key[r->ready[0]] <= now_ns) {
-		uint32_t c = rel_pop(r);
+		uint32_t c = ready_heap_pop(r, r->ready, &r->nready);
 		uint64_t t = r->ready_key[c];
 
 		if (m->coflows[c].state != CP_COFLOW_READY)

@@ -65,6 +65,13 @@ static int after(const float *key, uint32_t a, uint32_t b)
 	return key[a] < key[b] || (key[a] == key[b] && a > b);
 }
 
+/*
+ * A private copy of a binary heap's sift-down (the heap of Loom is
+ * common/heap.h): gnn/ includes nothing of ours, not even common/, so that it
+ * can be lifted out whole (docs/style.md, scripts/check-layering.py). The order
+ * it sorts by is total (ties by index), so the permutation does not depend on
+ * the sift rules.
+ */
 static void sift(uint32_t *h, uint32_t n, uint32_t i, const float *key)
 {
 	for (;;) {

@@ -59,6 +59,7 @@ enum {
 	OPT_MARGIN,
 	OPT_MIX,
 	OPT_BUDGET,
+	OPT_RATES,
 };
 
 /* Bases: every registered policy whose decisions depend only on the model's state. */
@@ -97,6 +98,8 @@ static const enum pol_fluid_rule mix_rules[] = {
 	POL_FLUID_SRJF, POL_FLUID_WSRJF, POL_FLUID_BSSI,
 };
 
+static const char *const rates_choices[] = {"madd", "base", NULL};
+
 static const struct policy_opt_def la_opts[] = {
 	[OPT_BASE] = {"base", "policy whose order is improved (and completes the rollouts)",
 		      POLICY_OPT_ENUM, 0, 0, 0, base_choices},
@@ -124,6 +127,10 @@ static const struct policy_opt_def la_opts[] = {
 			"live port demand per event): candidates past it are not rolled out, the "
 			"best so far stands (0: no limit)",
 			POLICY_OPT_NUM, 20, 0, 1e6, NULL},
+	[OPT_RATES] = {"rates",
+		       "rates of a changed order: madd (what the rollouts model) or base (as the "
+		       "base gives its own: none, strict priority, when it gives none)",
+		       POLICY_OPT_ENUM, 0, 0, 0, rates_choices},
 };
 
 struct la {
@@ -138,6 +145,7 @@ struct la {
 	uint32_t *cand;            /* ncoflows: a candidate order */
 	uint32_t *best;            /* ncoflows: the best whole order so far */
 	bool mix;
+	bool base_rates;  /* rates=base */
 	uint64_t budget;  /* demand-steps per decision; POL_FLUID_WORK_ANY: none */
 	double *job_rank; /* njobs */
 	/* for the summary at the end (log level debug) */
@@ -174,6 +182,7 @@ static int la_init(struct policy *p, const struct cp_model *m)
 	x->horizon_s = p->opt[OPT_HORIZON];
 	x->margin = p->opt[OPT_MARGIN];
 	x->mix = p->opt[OPT_MIX] != 0;
+	x->base_rates = p->opt[OPT_RATES] == 1;
 	x->budget = p->opt[OPT_BUDGET] > 0 ? (uint64_t)(p->opt[OPT_BUDGET] * 1e6) :
 					     POL_FLUID_WORK_ANY;
 	if (p->opt[OPT_COMPLETE] == 0)
@@ -407,6 +416,8 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 			d->wakeup_ns = at;
 	}
 	/* The rollouts modelled MADD with backfill: that is what the fabric gets. */
+	if (x->base_rates && !x->bd.has_rates)
+		return 0;
 	d->has_rates = true;
 	policy_madd(m, d->order, n, x->s.free_bps, x->s.port_load, d->rate_bps);
 	return 0;

@@ -157,7 +157,7 @@ struct gnn_model;
  * preset (a spec tail applied before the user's) lets one implementation be
  * registered under several names (e.g. "wcpf" = "cpf:weighted=1").
  */
-#define POLICY_MAX_OPTS 8
+#define POLICY_MAX_OPTS 12
 #define POLICY_SPEC_MAX 96
 
 enum policy_opt_type {

@@ -11,6 +11,8 @@
  *     weighted JCT than X, for every base whose order the model reproduces;
  *   - with one candidate and no heuristic mix it is its base, decision for
  *     decision;
+ *   - a changed order gets MADD rates, or with rates=base the base's way of
+ *     serving its orders;
  *   - options are checked, and decisions are valid in both fabric modes.
  */
 #include <math.h>
@@ -423,6 +425,84 @@ static void test_budget(void **state)
 	topo_free(t);
 }
 
+struct rate_count {
+	uint32_t decisions, with_rates;
+};
+
+static void count_rates(void *ctx, const struct cp_model *m, uint64_t now_ns,
+			const struct policy_decision *d)
+{
+	struct rate_count *rc = ctx;
+
+	(void)m;
+	(void)now_ns;
+	rc->decisions++;
+	rc->with_rates += d->has_rates;
+}
+
+/* Runs spec on m in ideal mode, counting decisions and those that carry rates. */
+static struct rate_count run_counting(struct cp_model *m, const char *spec)
+{
+	struct rate_count rc = {0};
+	struct loom_err err;
+	struct sim_opts o;
+	struct policy *p = policy_new(spec, NULL, m, &err);
+
+	if (!p)
+		fail_msg("%s: %s", spec, loom_err_str(&err));
+	sim_opts_default(&o);
+	o.check = true;
+	o.on_decision = count_rates;
+	o.decision_ctx = &rc;
+	if (sim_run(m, p, &o, NULL, &err) < 0)
+		fail_msg("%s: %s", spec, loom_err_str(&err));
+	policy_free(p);
+	return rc;
+}
+
+/*
+ * rates=: a changed order gets MADD rates by default; with rates=base it is
+ * served as the base serves its own orders (a base without rates: none,
+ * strict priority), while the orders still change.
+ */
+static void test_rates_option(void **state)
+{
+	struct rand_opts o = {
+		.hosts = 8, .jobs = 6, .max_coflows = 3, .max_flows = 6, .delays = true};
+	struct topo *t = topo_new_bigswitch(o.hosts, PORT_BPS);
+	struct loom_rng rng;
+	uint32_t madd_changed = 0, base_changed = 0;
+
+	(void)state;
+	assert_non_null(t);
+	loom_rng_seed(&rng, 77);
+	for (int inst = 0; inst < 6; inst++) {
+		struct cp_model *m = rand_model(&rng, &o, t);
+		uint64_t *base = calloc(m->njobs, sizeof(*base));
+		uint64_t *fin = calloc(m->njobs, sizeof(*fin));
+		struct rate_count rc;
+
+		assert_non_null(base);
+		assert_non_null(fin);
+		rc = run_counting(m, "sincronia");
+		assert_int_equal(rc.with_rates, 0); /* the base gives none */
+		finishes(m, base);
+		rc = run_counting(m, "lookahead:base=sincronia");
+		madd_changed += rc.with_rates;
+		rc = run_counting(m, "lookahead:base=sincronia:rates=base");
+		assert_int_equal(rc.with_rates, 0);
+		finishes(m, fin);
+		base_changed += memcmp(fin, base, m->njobs * sizeof(*fin)) != 0;
+		free(base);
+		free(fin);
+		cp_model_free(m);
+	}
+	/* the rollouts did change orders: with MADD rates, and with the base's */
+	assert_true(madd_changed > 0);
+	assert_true(base_changed > 0);
+	topo_free(t);
+}
+
 /* Multi-flow DAGs with delays, both fabric modes, every base: runs to the end, valid. */
 static void test_every_base_runs(void **state)
 {
@@ -497,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_k1_is_base),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_every_base_runs),
+		cmocka_unit_test(test_rates_option),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,7 +30,11 @@
 # copied from its seeds, in out/bench-fuzz/<target>/corpus (the repository's
 # seed corpus is never written); its log is out/bench-fuzz/<target>/log and
 # what it found (crash-, leak-, timeout-, oom- files) is in
-# out/bench-fuzz/<target>/findings/. A target stops at its first finding.
+# out/bench-fuzz/<target>/findings/ (slow-unit- files there are libFuzzer's
+# notes of its slowest inputs, not findings). A target stops at its first
+# finding. libFuzzer's timeouts are wall-clock: a fuzzer stopped (SIGSTOP)
+# for longer than its -timeout reports the input it was on as a timeout
+# when it continues; stop a campaign by killing it and carry on with --resume.
 # Progress goes to stderr. Exits 1 if any target found something or failed
 # to run, 0 otherwise.
 set -euo pipefail
@@ -199,7 +203,7 @@ reap() {
 }
 while IFS=$'\t' read -r -a row; do
 	if [ "$resume" = 1 ] && [ -f "$out/${row[0]}/status" ] && [ "$(cut -d' ' -f1 "$out/${row[0]}/status")" = 0 ] &&
-		[ -z "$(ls -A "$out/${row[0]}/findings" 2>/dev/null)" ]; then
+		[ -z "$(ls "$out/${row[0]}/findings" 2>/dev/null | grep -E '^(crash|leak|timeout|oom)-')" ]; then
 		log "${row[0]}: finished in the earlier run, kept"
 		continue
 	fi

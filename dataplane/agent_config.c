@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/addr.h"
 #include "common/clock.h"
 #include "common/kvfile.h"
 #include "common/log.h"
@@ -55,8 +56,14 @@ int dp_agent_config_set(struct dp_agent_config *c, const char *key, const char *
 
 	loom_kv_key_snake(key, name, sizeof(name));
 	if (!strcmp(name, "controller")) {
+		struct loom_addr a;
+
 		if (strlen(value) >= sizeof(c->controller))
 			return loom_err_set(err, EINVAL, "controller: address too long");
+		/* checked now, so that a malformed address stops the agent at start */
+		r = loom_addr_parse("controller", value, 0, &a, err);
+		if (r < 0)
+			return r;
 		snprintf(c->controller, sizeof(c->controller), "%s", value);
 	} else if (!strcmp(name, "host_id")) {
 		r = parse_u64(key, value, 0, UINT32_MAX - 1, &x, err);

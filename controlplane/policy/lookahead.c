@@ -403,6 +403,12 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 		return 0;
 	memcpy(d->order, x->order, n * sizeof(*d->order));
 	/*
+	 * Served as the base serves its own: the rollouts' timing does not
+	 * hold, so no wakeup from them (the base's own wakeup stands).
+	 */
+	if (x->base_rates && !x->bd.has_rates)
+		return 0;
+	/*
 	 * The rollout kept this order only until its first event; if the fabric
 	 * brings no event by then, decide again then (the rollout's assumption).
 	 */
@@ -416,8 +422,6 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 			d->wakeup_ns = at;
 	}
 	/* The rollouts modelled MADD with backfill: that is what the fabric gets. */
-	if (x->base_rates && !x->bd.has_rates)
-		return 0;
 	d->has_rates = true;
 	policy_madd(m, d->order, n, x->s.free_bps, x->s.port_load, d->rate_bps);
 	return 0;

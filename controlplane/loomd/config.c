@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/addr.h"
 #include "common/clock.h"
 #include "common/kvfile.h"
 #include "common/log.h"
@@ -212,12 +213,27 @@ int cp_config_check(const struct cp_config *c, struct loom_err *err)
 	enum policy_class_assign assign;
 	const struct policy_class *cls;
 	double opt[POLICY_MAX_OPTS];
+	struct loom_addr a;
 	struct loom_err e2;
+	int r;
 
 	if (!c->listen_unix[0] && !c->listen_tcp[0])
 		return loom_err_set(
 			err, EINVAL,
 			"nothing to listen on: set listen_unix or listen_tcp (or both)");
+	/* the addresses now, before the journal is replayed and anything starts */
+	if (c->listen_tcp[0]) {
+		r = loom_addr_parse("listen_tcp", c->listen_tcp,
+				    LOOM_ADDR_LISTEN | LOOM_ADDR_TCP_ONLY, &a, err);
+		if (r < 0)
+			return r;
+	}
+	if (c->metrics[0]) {
+		r = loom_addr_parse("metrics", c->metrics, LOOM_ADDR_LISTEN | LOOM_ADDR_TCP_ONLY,
+				    &a, err);
+		if (r < 0)
+			return r;
+	}
 	if (policy_spec_parse(c->policy, &cls, opt, &e2) < 0)
 		return loom_err_set(err, EINVAL, "policy: %s", loom_err_str(&e2));
 	if (policy_class_assign_parse(c->class_assign, &assign) < 0)

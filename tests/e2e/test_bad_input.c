@@ -506,7 +506,11 @@ static void test_bad_startup(void **state)
 				   err, sizeof(err)),
 			 1);
 	assert_non_null(strstr(err, "/proc/loom.db"));
-	/* malformed listen_tcp and metrics: common/addr's message names the key, the value, why */
+	/*
+	 * malformed listen_tcp and metrics: a configuration error (exit 2, found
+	 * before anything starts); common/addr's message names the key, the
+	 * value, why
+	 */
 	{
 		static const struct {
 			const char *tcp, *metrics, *needle;
@@ -530,7 +534,7 @@ static void test_bad_startup(void **state)
 									 bad[i].metrics, "-o",
 									 "journal=", NULL},
 						   err, sizeof(err)),
-					 1);
+					 2);
 			if (!strstr(err, bad[i].needle))
 				fail_msg("%s %s: stderr does not say \"%s\":\n%s", bad[i].tcp,
 					 bad[i].metrics, bad[i].needle, err);

@@ -509,6 +509,15 @@ static int validate_job(const struct cp_registry *r, const struct cp_job_spec *s
 					  (unsigned long long)s->id, (unsigned long long)c->id);
 			goto out;
 		}
+		if (c->expected_flows > r->lim.max_flows) {
+			rc = loom_err_set(
+				err, ENOSPC,
+				"job %llu coflow %llu: expected_flows %u exceeds max_flows "
+				"(%u)",
+				(unsigned long long)s->id, (unsigned long long)c->id,
+				c->expected_flows, r->lim.max_flows);
+			goto out;
+		}
 		if (c->expected_flows && c->nflows > c->expected_flows) {
 			rc = loom_err_set(err, EINVAL,
 					  "job %llu coflow %llu: %u flows listed, more than its "
@@ -1183,8 +1192,15 @@ static int view_rebuild(struct cp_registry *r, struct loom_err *err)
 
 			rc = cp_builder_add_coflow(b, rc_->id, jb->id, rc_->release_offset_ns, err);
 			if (rc == 0 && (rc_->open || rc_->nflows < rc_->expected_flows)) {
-				/* room to announce flows without a rebuild: double what it has */
-				uint32_t cap = rc_->open ? 2 * rc_->nflows : rc_->expected_flows;
+				/*
+				 * room to announce flows without a rebuild: double what
+				 * it has, never more than it expects (a coflow expecting
+				 * millions of flows reserves as it fills, not at once)
+				 */
+				uint32_t cap = 2 * rc_->nflows;
+
+				if (!rc_->open && rc_->expected_flows < cap)
+					cap = rc_->expected_flows;
 
 				rc = cp_builder_set_coflow_open(b, rc_->id, true, err);
 				if (rc == 0)

@@ -1177,6 +1177,44 @@ static void test_rebuild_keeps_state(void **state)
 }
 
 /*
+ * A coflow that expects many flows gets view slots as it fills (the room
+ * doubles at each rebuild), not all at once: a peer declaring millions of
+ * expected flows cannot make loomd allocate them (fuzz_loomd found a 5 GB
+ * allocation). More expected flows than max_flows is refused.
+ */
+static void test_expected_flows_reserve(void **state)
+{
+	struct fx *fx = *state;
+	struct cp_registry *r = new_registry(fx->t, 10, 10, 1u << 20);
+	struct loom_err err = {{0}};
+	uint32_t rebuilds = 0;
+	struct cp_model *m;
+	bool rebuilt;
+	struct jb j;
+
+	jb_init(&j, 1);
+	jb_coflow(&j, 10, 1u << 20, 0);
+	jb_add_ok(r, &j, 0);
+	m = view(r, &rebuilt);
+	assert_true(m->nflows <= 64);
+	for (uint32_t i = 0; i < 100; i++) {
+		struct cp_flow_spec f = flow_spec(i % NHOSTS, (i + 1) % NHOSTS, 10, i);
+
+		assert_int_equal(cp_registry_add_flow(r, 10, &f, 1, &err), 0);
+		m = view(r, &rebuilt);
+		rebuilds += rebuilt;
+		assert_int_not_equal(cp_registry_flow(r, &f.tuple)->view, CP_NONE);
+		assert_true(m->nflows <= 2 * (i + 1) + 64);
+	}
+	/* 16, 32, 64, 128 slots: a few rebuilds, not one per flow */
+	assert_true(rebuilds >= 1 && rebuilds <= 4);
+	jb_init(&j, 2);
+	jb_coflow(&j, 20, (1u << 20) + 1, 0);
+	expect_refused(r, &j, -ENOSPC, "expected_flows 1048577 exceeds max_flows (1048576)");
+	cp_registry_free(r);
+}
+
+/*
  * A job's end is its last coflow's end, whatever order the rebuild replays
  * its coflows in: two root coflows, the first one listed ends last.
  */
@@ -1267,6 +1305,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unregister, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_expire, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rebuild_keeps_state, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_expected_flows_reserve, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rebuild_job_finish_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rebuild_late_bytes, setup, teardown),
 	};

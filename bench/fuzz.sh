@@ -35,6 +35,10 @@
 # finding. libFuzzer's timeouts are wall-clock: a fuzzer stopped (SIGSTOP)
 # for longer than its -timeout reports the input it was on as a timeout
 # when it continues; stop a campaign by killing it and carry on with --resume.
+# Once a finding is fixed (its input added to the target's seeds as a
+# regression case), move it to out/bench-fuzz/<target>/fixed/ with a
+# one-line NOTE naming the commit and --resume: the target carries on from
+# where it stopped, and the table lists the finding as fixed.
 # Progress goes to stderr. Exits 1 if any target found something or failed
 # to run, 0 otherwise.
 set -euo pipefail

@@ -13,7 +13,9 @@ its executions over its last exec/s as its time). Prints the table
 (appending a section with the markers when it has none). Exits 1 when a
 target found something or did not run to its end on its own (an error), 0
 otherwise; a target stopped by --time-cap is not an error, and its row says
-how many executions it did.
+how many executions it did. A finding that has been fixed is moved to
+OUT_DIR/<target>/fixed/ with a one-line NOTE naming the commit (and the
+target carried on with --resume): it is listed, not counted as open.
 """
 import os
 import re
@@ -94,13 +96,22 @@ def row_of(out, name, runs_asked):
         for fn in sorted(os.listdir(fdir)):
             if fn.split("-")[0] in KINDS:
                 findings.append(fn)
+    # Findings fixed since: moved to fixed/ with a NOTE naming the commit.
+    fixed = []
+    xdir = os.path.join(d, "fixed")
+    if os.path.isdir(xdir):
+        fixed = sorted(fn for fn in os.listdir(xdir) if fn.split("-")[0] in KINDS)
+    fixed_note = ""
+    if os.path.isfile(os.path.join(xdir, "NOTE")):
+        with open(os.path.join(xdir, "NOTE")) as f:
+            fixed_note = " ".join(f.read().split())
     summary = re.findall(r"^SUMMARY: (.*)$", log, re.M)
     if not summary:
         summary = re.findall(r"^==\d+== ERROR: (libFuzzer: .*)$", log, re.M)
     if findings:
         status = "**%s**" % ", ".join(sorted({f.split("-")[0] for f in findings}))
     elif rc == 0 and execs is not None and execs >= runs_asked:
-        status = "ok"
+        status = "ok" + (" (%d fixed)" % len(fixed) if fixed else "")
     elif rc == 0 and execs is not None:
         status = "time cap: %d of %d runs" % (execs, runs_asked)
     else:
@@ -119,6 +130,8 @@ def row_of(out, name, runs_asked):
         "eps": int(execs / wall) if execs is not None and wall else None,
         "rss": stat(log, "peak_rss_mb"),
         "findings": findings,
+        "fixed": fixed,
+        "fixed_note": fixed_note,
         "summary": summary[-1] if summary else "",
         "status": status,
         "bad": bool(findings) or not (rc == 0 and execs is not None),
@@ -156,6 +169,10 @@ def table(out, runs_asked):
             notes.append("- %s: `out/bench-fuzz/%s/findings/%s`%s"
                          % (r["name"], r["name"], fn,
                             (" (" + r["summary"] + ")") if r["summary"] else ""))
+        for fn in r["fixed"]:
+            notes.append("- %s: `out/bench-fuzz/%s/fixed/%s`, fixed%s"
+                         % (r["name"], r["name"], fn,
+                            (": " + r["fixed_note"]) if r["fixed_note"] else ""))
         if not r["findings"] and r["bad"]:
             notes.append("- %s: did not finish (see `out/bench-fuzz/%s/log`)%s"
                          % (r["name"], r["name"],

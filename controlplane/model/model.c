@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/dag.h"
 #include "common/hmap.h"
 
 /* ---- external id -> index (common/hmap) ------------------------------- */
@@ -258,45 +259,14 @@ static int model_alloc(struct cp_model *m)
 	return 0;
 }
 
-/* Kahn's algorithm over the coflow DAG; returns CP_NONE or a coflow on a cycle. */
-static uint32_t find_cycle(const struct cp_model *m)
+/* The i-th child of coflow c (common/dag.h); ctx is the model. */
+static uint32_t coflow_child(const void *ctx, uint32_t c, uint32_t i)
 {
-	uint32_t *indeg = calloc(m->ncoflows ? m->ncoflows : 1, sizeof(*indeg));
-	uint32_t *queue = calloc(m->ncoflows ? m->ncoflows : 1, sizeof(*queue));
-	uint32_t head = 0, tail = 0, seen = 0, bad = CP_NONE;
+	const struct cp_model *m = ctx;
+	const struct cp_coflow *cf = &m->coflows[c];
 
-	if (!indeg || !queue) {
-		free(indeg);
-		free(queue);
-		return CP_NONE - 1;
-	}
-	for (uint32_t c = 0; c < m->ncoflows; c++) {
-		indeg[c] = m->coflows[c].nparents;
-		if (!indeg[c])
-			queue[tail++] = c;
-	}
-	while (head < tail) {
-		const struct cp_coflow *cf = &m->coflows[queue[head++]];
-
-		seen++;
-		for (uint32_t i = 0; i < cf->nchildren; i++) {
-			uint32_t ch = m->edges[m->child_edge[cf->first_child + i]].child;
-
-			if (--indeg[ch] == 0)
-				queue[tail++] = ch;
-		}
-	}
-	if (seen != m->ncoflows) {
-		for (uint32_t c = 0; c < m->ncoflows; c++) {
-			if (indeg[c]) {
-				bad = c;
-				break;
-			}
-		}
-	}
-	free(indeg);
-	free(queue);
-	return bad;
+	return i < cf->nchildren ? m->edges[m->child_edge[cf->first_child + i]].child :
+				   LOOM_DAG_NONE;
 }
 
 struct cp_model *cp_builder_finish(struct cp_builder *b, struct loom_err *err)
@@ -439,10 +409,10 @@ struct cp_model *cp_builder_finish(struct cp_builder *b, struct loom_err *err)
 	for (uint32_t e = 0; e < m->nedges; e++)
 		m->child_edge[cursor[m->edges[e].parent]++] = e;
 
-	cyc = find_cycle(m);
-	if (cyc == CP_NONE - 1)
+	r = loom_dag_order(&(struct loom_dag){m->ncoflows, coflow_child, m}, NULL, NULL, &cyc);
+	if (r < 0)
 		goto oom;
-	if (cyc != CP_NONE) {
+	if (r > 0) {
 		r = loom_err_set(err, EINVAL,
 				 "cyclic DAG: coflow %llu of job %llu depends on itself",
 				 (unsigned long long)m->coflows[cyc].ext_id,
@@ -765,25 +735,23 @@ int cp_job_critical_paths_ns(const struct cp_model *m, uint64_t *job_ns)
 {
 	_cleanup_free_ double *ports = NULL;
 	_cleanup_free_ uint64_t *finish = NULL;
-	_cleanup_free_ uint32_t *indeg = NULL, *queue = NULL;
-	uint32_t n = m->ncoflows ? m->ncoflows : 1, head = 0, tail = 0;
+	_cleanup_free_ uint32_t *order = NULL;
+	uint32_t n = m->ncoflows ? m->ncoflows : 1;
+	int r;
 
 	ports = calloc((size_t)m->topo->nports + 1, sizeof(*ports));
 	finish = calloc(n, sizeof(*finish));
-	indeg = calloc(n, sizeof(*indeg));
-	queue = calloc(n, sizeof(*queue));
-	if (!ports || !finish || !indeg || !queue)
+	order = calloc(n, sizeof(*order));
+	if (!ports || !finish || !order)
 		return -ENOMEM;
+	/* Kahn: every coflow comes after all its parents (the builder rejected cycles) */
+	r = loom_dag_order(&(struct loom_dag){m->ncoflows, coflow_child, m}, order, NULL, NULL);
+	if (r < 0)
+		return r;
 	for (uint32_t j = 0; j < m->njobs; j++)
 		job_ns[j] = 0;
-	for (uint32_t c = 0; c < m->ncoflows; c++) {
-		indeg[c] = m->coflows[c].nparents;
-		if (!indeg[c])
-			queue[tail++] = c;
-	}
-	/* Kahn: every coflow is taken after all its parents (the DAG is acyclic). */
-	while (head < tail) {
-		uint32_t c = queue[head++];
+	for (uint32_t k = 0; k < m->ncoflows && order[k] != LOOM_DAG_NONE; k++) {
+		uint32_t c = order[k];
 		const struct cp_coflow *cf = &m->coflows[c];
 		uint64_t start = cf->release_offset_ns;
 
@@ -796,12 +764,6 @@ int cp_job_critical_paths_ns(const struct cp_model *m, uint64_t *job_ns)
 		finish[c] = start + cp_coflow_isolation_ns(m, c, ports);
 		if (finish[c] > job_ns[cf->job])
 			job_ns[cf->job] = finish[c];
-		for (uint32_t i = 0; i < cf->nchildren; i++) {
-			uint32_t ch = m->edges[m->child_edge[cf->first_child + i]].child;
-
-			if (--indeg[ch] == 0)
-				queue[tail++] = ch;
-		}
 	}
 	return 0;
 }

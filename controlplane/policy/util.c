@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dag.h"
+
 int pol_scratch_init(struct pol_scratch *s, const struct cp_model *m)
 {
 	size_t nports, nc;
@@ -120,31 +122,35 @@ double pol_job_bottleneck_s(const struct cp_model *m, uint32_t j, double *port_l
 	return t;
 }
 
+/* A job's coflows as nodes 0 .. ncoflows-1 (common/dag.h): coflow base + v. */
+struct job_dag {
+	const struct cp_model *m;
+	uint32_t base;
+};
+
+static uint32_t job_child(const void *ctx, uint32_t v, uint32_t i)
+{
+	const struct job_dag *d = ctx;
+	const struct cp_coflow *cf = &d->m->coflows[d->base + v];
+
+	if (i >= cf->nchildren)
+		return LOOM_DAG_NONE;
+	return d->m->edges[d->m->child_edge[cf->first_child + i]].child - d->base;
+}
+
 int pol_topo_order(const struct cp_model *m, uint32_t *out_all, uint32_t *indeg)
 {
 	for (uint32_t j = 0; j < m->njobs; j++) {
 		const struct cp_job *jb = &m->jobs[j];
-		uint32_t *out = &out_all[jb->first_coflow], head = 0, tail = 0;
+		struct job_dag d = {m, jb->first_coflow};
+		uint32_t *out = &out_all[jb->first_coflow];
 
-		for (uint32_t i = 0; i < jb->ncoflows; i++) {
-			uint32_t c = jb->first_coflow + i;
-
-			indeg[c] = m->coflows[c].nparents;
-			if (indeg[c] == 0)
-				out[tail++] = c;
-		}
-		while (head < tail) {
-			const struct cp_coflow *cf = &m->coflows[out[head++]];
-
-			for (uint32_t k = 0; k < cf->nchildren; k++) {
-				uint32_t ch = m->edges[m->child_edge[cf->first_child + k]].child;
-
-				if (--indeg[ch] == 0)
-					out[tail++] = ch;
-			}
-		}
-		if (tail != jb->ncoflows)
+		/* both arrays are the caller's: nothing is allocated, 1 is a cycle */
+		if (loom_dag_order(&(struct loom_dag){jb->ncoflows, job_child, &d}, out,
+				   &indeg[jb->first_coflow], NULL) != 0)
 			return -EINVAL;
+		for (uint32_t i = 0; i < jb->ncoflows; i++)
+			out[i] += jb->first_coflow;
 	}
 	return 0;
 }

@@ -39,10 +39,11 @@ uint32_t pol_sort_active(const struct cp_model *m, uint32_t *order, const double
 double pol_coflow_bottleneck_s(const struct cp_model *m, uint32_t c, double *port_load);
 
 /*
- * Kahn's algorithm inside each job: writes job j's coflows in topological
- * order (parents first) to out[jobs[j].first_coflow ..]. indeg is ncoflows
- * uint32_t of scratch. 0, or -EINVAL when a job has a cycle (the builder
- * rejects those, so only a corrupted model gets it).
+ * Kahn's algorithm (common/dag.h) inside each job: writes job j's coflows
+ * in topological order (parents first) to out[jobs[j].first_coflow ..].
+ * indeg is ncoflows uint32_t of scratch; nothing is allocated. 0, or -EINVAL
+ * when a job has a cycle (the builder rejects those, so only a corrupted
+ * model gets it).
  */
 int pol_topo_order(const struct cp_model *m, uint32_t *out, uint32_t *indeg);
 

@@ -6,9 +6,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dag.h"
 #include "controlplane/sim/trace_impl.h"
 
 /* ---- Loom's format ---------------------------------------------------------- */
@@ -227,67 +229,51 @@ static int loom_edge(struct loom *l, struct loom_err *err)
 	return r < 0 ? trace_builder_err(err, lx->name, lx->lineno, r) : 0;
 }
 
+/* loom_dag_csr_init() reads an edge's parent and child as the two uint32_t it starts with. */
+_Static_assert(offsetof(struct ledge, parent) == 0 &&
+		       offsetof(struct ledge, child) == sizeof(uint32_t),
+	       "struct ledge starts with uint32_t parent, child");
+
 /*
- * Looks for a cycle among the edges (Kahn's algorithm, then a walk back
- * through parents that are still blocked). Returns 1 with *ret_edge the
- * edge of the cycle defined last, 0 when acyclic, or -ENOMEM.
+ * Looks for a cycle among the edges (Kahn's algorithm, common/dag.h, then a
+ * walk back through parents that are still blocked). Returns 1 with
+ * *ret_edge the edge of the cycle defined last, 0 when acyclic, or -ENOMEM.
  */
 static int loom_find_cycle(const struct loom *l, size_t *ret_edge)
 {
-	size_t nc = l->ncoflows, ne = l->nedges, head = 0, tail = 0;
-	uint32_t *indeg = calloc(nc + 1, sizeof(*indeg));
-	uint32_t *out_start = calloc(nc + 1, sizeof(*out_start));
+	size_t nc = l->ncoflows, ne = l->nedges;
+	struct loom_dag_csr out = {NULL, NULL};
+	uint32_t *indeg = malloc((nc + 1) * sizeof(*indeg));
 	uint32_t *in_start = calloc(nc + 1, sizeof(*in_start));
-	uint32_t *out = malloc((ne + 1) * sizeof(*out));
 	uint32_t *in = malloc((ne + 1) * sizeof(*in));
-	uint32_t *queue = malloc((nc + 1) * sizeof(*queue));
 	uint32_t *step = malloc((nc + 1) * sizeof(*step));
 	uint32_t *via = malloc((nc + 1) * sizeof(*via));
-	int ret = 0;
+	uint32_t v = 0;
+	int ret = -ENOMEM;
 
-	if (!indeg || !out_start || !in_start || !out || !in || !queue || !step || !via) {
-		ret = -ENOMEM;
+	if (!indeg || !in_start || !in || !step || !via ||
+	    loom_dag_csr_init(&out, (uint32_t)nc, l->edges, (uint32_t)ne, sizeof(*l->edges)) < 0)
 		goto out;
-	}
-	/* CSR of out-edges (by parent) and in-edges (by child) */
-	for (size_t e = 0; e < ne; e++) {
-		out_start[l->edges[e].parent + 1]++;
+	ret = loom_dag_order(&(struct loom_dag){(uint32_t)nc, loom_dag_csr_child, &out}, NULL,
+			     indeg, &v);
+	if (ret <= 0)
+		goto out;
+	/* CSR of in-edges (by child) */
+	for (size_t e = 0; e < ne; e++)
 		in_start[l->edges[e].child + 1]++;
-		indeg[l->edges[e].child]++;
-	}
-	for (size_t v = 0; v < nc; v++) {
-		out_start[v + 1] += out_start[v];
-		in_start[v + 1] += in_start[v];
-	}
-	for (size_t e = 0; e < ne; e++) {
-		out[out_start[l->edges[e].parent]++] = (uint32_t)e;
+	for (size_t u = 0; u < nc; u++)
+		in_start[u + 1] += in_start[u];
+	for (size_t e = 0; e < ne; e++)
 		in[in_start[l->edges[e].child]++] = (uint32_t)e;
-	}
-	for (size_t v = nc; v > 0; v--) {
-		out_start[v] = out_start[v - 1];
-		in_start[v] = in_start[v - 1];
-	}
-	out_start[0] = in_start[0] = 0;
-	for (size_t v = 0; v < nc; v++)
-		if (indeg[v] == 0)
-			queue[tail++] = (uint32_t)v;
-	while (head < tail) {
-		uint32_t v = queue[head++];
-
-		for (uint32_t i = out_start[v]; i < out_start[v + 1]; i++)
-			if (--indeg[l->edges[out[i]].child] == 0)
-				queue[tail++] = l->edges[out[i]].child;
-	}
-	if (tail == nc)
-		goto out;
-	/* every coflow left has a parent left: walk back until a coflow repeats */
+	for (size_t u = nc; u > 0; u--)
+		in_start[u] = in_start[u - 1];
+	in_start[0] = 0;
+	/* every coflow left has a parent left: walk back from the first until one repeats */
 	memset(step, 0xff, (nc + 1) * sizeof(*step));
 	{
-		uint32_t v = 0, n = 0, u;
+		uint32_t n = 0, u;
 		size_t best = ne;
 
-		while (indeg[v] == 0)
-			v++;
 		while (step[v] == CP_NONE) {
 			step[v] = n++;
 			for (uint32_t i = in_start[v]; i < in_start[v + 1]; i++) {
@@ -307,15 +293,12 @@ static int loom_find_cycle(const struct loom *l, size_t *ret_edge)
 			u = l->edges[e].parent;
 		} while (u != v);
 		*ret_edge = best;
-		ret = 1;
 	}
 out:
+	loom_dag_csr_done(&out);
 	free(indeg);
-	free(out_start);
 	free(in_start);
-	free(out);
 	free(in);
-	free(queue);
 	free(step);
 	free(via);
 	return ret;

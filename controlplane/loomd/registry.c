@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dag.h"
 #include "common/heap.h"
 #include "common/hmap.h"
 #include "common/log.h"
@@ -367,51 +368,31 @@ static int cmp_tuple(const void *a, const void *b)
 }
 
 /*
- * Kahn's algorithm over the job's coflows with the edges as sorted (parent,
- * child) index pairs (a CSR by parent); -ELOOP naming a coflow on a cycle.
+ * Kahn's algorithm (common/dag.h) over the job's coflows with the edges as
+ * (parent, child) index pairs; -ELOOP naming the lowest coflow on or after a
+ * cycle.
  */
 static int check_acyclic(const struct cp_job_spec *s, const uint32_t (*pairs)[2],
 			 struct loom_err *err)
 {
-	uint32_t n = s->ncoflows, head = 0, tail = 0;
-	uint32_t *indeg = calloc(n, sizeof(*indeg)), *queue = calloc(n, sizeof(*queue));
-	uint32_t *first = calloc(n + 1, sizeof(*first));
-	int r = 0;
+	struct loom_dag_csr csr;
+	uint32_t c;
+	int r = loom_dag_csr_init(&csr, s->ncoflows, pairs, s->nedges, sizeof(*pairs));
 
-	if (!indeg || !queue || !first) {
-		r = loom_err_set(err, ENOMEM, "out of memory");
-		goto out;
+	if (r == 0) {
+		r = loom_dag_order(&(struct loom_dag){s->ncoflows, loom_dag_csr_child, &csr}, NULL,
+				   NULL, &c);
+		loom_dag_csr_done(&csr);
 	}
-	for (uint32_t e = 0; e < s->nedges; e++) {
-		indeg[pairs[e][1]]++;
-		first[pairs[e][0] + 1]++;
-	}
-	for (uint32_t c = 0; c < n; c++)
-		first[c + 1] += first[c];
-	for (uint32_t c = 0; c < n; c++)
-		if (!indeg[c])
-			queue[tail++] = c;
-	while (head < tail) {
-		uint32_t c = queue[head++];
-
-		for (uint32_t e = first[c]; e < first[c + 1]; e++)
-			if (--indeg[pairs[e][1]] == 0)
-				queue[tail++] = pairs[e][1];
-	}
-	for (uint32_t c = 0; tail < n && c < n; c++)
-		if (indeg[c]) {
-			r = loom_err_set(err, ELOOP,
-					 "job %llu: its coflows form a cycle (coflow %llu is on or "
-					 "after one)",
-					 (unsigned long long)s->id,
-					 (unsigned long long)s->coflows[c].id);
-			break;
-		}
-out:
-	free(indeg);
-	free(queue);
-	free(first);
-	return r;
+	if (r < 0)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	if (r > 0)
+		return loom_err_set(err, ELOOP,
+				    "job %llu: its coflows form a cycle (coflow %llu is on or "
+				    "after one)",
+				    (unsigned long long)s->id,
+				    (unsigned long long)s->coflows[c].id);
+	return 0;
 }
 
 /* Edges: both ends in this job, no self-loop, no duplicate, no cycle. */

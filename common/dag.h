@@ -20,7 +20,9 @@
  * whose count of parents not taken stays nonzero. That set does not depend
  * on the order; the lowest numbered node in it is the one reported.
  *
- * Nothing here allocates when the caller passes the arrays; nothing logs.
+ * loom_dag_order() allocates nothing when the caller passes both arrays
+ * (pol_topo_order() relies on it); loom_dag_csr_init() allocates the CSR
+ * it fills. Nothing logs.
  */
 #ifndef LOOM_COMMON_DAG_H
 #define LOOM_COMMON_DAG_H

@@ -259,8 +259,7 @@ static int model_alloc(struct cp_model *m)
 	return 0;
 }
 
-/* The i-th child of coflow c (common/dag.h); ctx is the model. */
-static uint32_t coflow_child(const void *ctx, uint32_t c, uint32_t i)
+uint32_t cp_coflow_child(const void *ctx, uint32_t c, uint32_t i)
 {
 	const struct cp_model *m = ctx;
 	const struct cp_coflow *cf = &m->coflows[c];
@@ -409,7 +408,7 @@ struct cp_model *cp_builder_finish(struct cp_builder *b, struct loom_err *err)
 	for (uint32_t e = 0; e < m->nedges; e++)
 		m->child_edge[cursor[m->edges[e].parent]++] = e;
 
-	r = loom_dag_order(&(struct loom_dag){m->ncoflows, coflow_child, m}, NULL, NULL, &cyc);
+	r = loom_dag_order(&(struct loom_dag){m->ncoflows, cp_coflow_child, m}, NULL, NULL, &cyc);
 	if (r < 0)
 		goto oom;
 	if (r > 0) {
@@ -745,7 +744,7 @@ int cp_job_critical_paths_ns(const struct cp_model *m, uint64_t *job_ns)
 	if (!ports || !finish || !order)
 		return -ENOMEM;
 	/* Kahn: every coflow comes after all its parents (the builder rejected cycles) */
-	r = loom_dag_order(&(struct loom_dag){m->ncoflows, coflow_child, m}, order, NULL, NULL);
+	r = loom_dag_order(&(struct loom_dag){m->ncoflows, cp_coflow_child, m}, order, NULL, NULL);
 	if (r < 0)
 		return r;
 	for (uint32_t j = 0; j < m->njobs; j++)

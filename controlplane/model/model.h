@@ -284,6 +284,13 @@ enum cp_bin cp_coflow_bin(const struct cp_coflow *c);
 const char *cp_bin_name(enum cp_bin bin);
 
 /*
+ * The i-th child of coflow c (in child_edge order), or LOOM_DAG_NONE
+ * (UINT32_MAX) past the last: the model's DAG as a loom_dag_child_fn
+ * (common/dag.h), ctx the const struct cp_model.
+ */
+uint32_t cp_coflow_child(const void *ctx, uint32_t c, uint32_t i);
+
+/*
  * Isolation time of coflow c: its bottleneck time alone on an empty fabric,
  * max over ports of (bytes through the port * 8 / capacity), rounded up to a
  * nanosecond. port_scratch must hold topo->nports doubles, all zero; it is

@@ -131,11 +131,9 @@ struct job_dag {
 static uint32_t job_child(const void *ctx, uint32_t v, uint32_t i)
 {
 	const struct job_dag *d = ctx;
-	const struct cp_coflow *cf = &d->m->coflows[d->base + v];
+	uint32_t ch = cp_coflow_child(d->m, d->base + v, i);
 
-	if (i >= cf->nchildren)
-		return LOOM_DAG_NONE;
-	return d->m->edges[d->m->child_edge[cf->first_child + i]].child - d->base;
+	return ch == LOOM_DAG_NONE ? ch : ch - d->base;
 }
 
 int pol_topo_order(const struct cp_model *m, uint32_t *out_all, uint32_t *indeg)

@@ -22,6 +22,7 @@
 
 #include "common/cleanup.h"
 #include "common/clock.h"
+#include "common/dag.h"
 #include "common/errors.h"
 #include "controlplane/sim/sim.h"
 
@@ -178,14 +179,17 @@ static int release_bounds(struct lp_state *s, double t0_s, double *iso_s)
 {
 	const struct cp_model *m = s->m;
 	_cleanup_free_ double *scratch = NULL;
-	_cleanup_free_ uint32_t *indeg = NULL, *queue = NULL;
-	uint32_t head = 0, tail = 0, n = m->ncoflows ? m->ncoflows : 1;
+	_cleanup_free_ uint32_t *order = NULL;
+	uint32_t n = m->ncoflows ? m->ncoflows : 1;
+	int r;
 
 	scratch = calloc(s->nports + 1, sizeof(*scratch));
-	indeg = calloc(n, sizeof(*indeg));
-	queue = calloc(n, sizeof(*queue));
-	if (!scratch || !indeg || !queue)
+	order = calloc(n, sizeof(*order));
+	if (!scratch || !order)
 		return -ENOMEM;
+	r = loom_dag_order(&(struct loom_dag){m->ncoflows, cp_coflow_child, m}, order, NULL, NULL);
+	if (r < 0)
+		return r;
 	for (uint32_t c = 0; c < m->ncoflows; c++) {
 		const struct cp_coflow *cf = &m->coflows[c];
 
@@ -193,22 +197,18 @@ static int release_bounds(struct lp_state *s, double t0_s, double *iso_s)
 		s->rel_s[c] =
 			(double)(m->jobs[cf->job].arrival_ns + cf->release_offset_ns) / NS_PER_S -
 			t0_s;
-		indeg[c] = cf->nparents;
-		if (!indeg[c])
-			queue[tail++] = c;
 	}
-	while (head < tail) {
-		uint32_t c = queue[head++];
+	/* the builder rejected cycles; a coflow left by one would be LOOM_DAG_NONE */
+	for (uint32_t k = 0; k < m->ncoflows && order[k] != LOOM_DAG_NONE; k++) {
+		uint32_t c = order[k];
 		const struct cp_coflow *cf = &m->coflows[c];
 
 		for (uint32_t i = 0; i < cf->nchildren; i++) {
 			const struct cp_edge *e = &m->edges[m->child_edge[cf->first_child + i]];
-			double r = s->rel_s[c] + iso_s[c] + (double)e->delay_ns / NS_PER_S;
+			double rel = s->rel_s[c] + iso_s[c] + (double)e->delay_ns / NS_PER_S;
 
-			if (r > s->rel_s[e->child])
-				s->rel_s[e->child] = r;
-			if (--indeg[e->child] == 0)
-				queue[tail++] = e->child;
+			if (rel > s->rel_s[e->child])
+				s->rel_s[e->child] = rel;
 		}
 	}
 	return 0;

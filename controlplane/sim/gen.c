@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dag.h"
 #include "common/rng.h"
 #include "controlplane/sim/lexer.h"
 
@@ -75,20 +76,19 @@ static int cmp_edge(const void *x, const void *y)
 }
 
 /*
- * Checks d's edges: no duplicates, no cycles (Kahn's algorithm). Returns 0,
- * -EEXIST with the duplicate in ret_a and ret_b, -ELOOP, or -ENOMEM.
+ * Checks d's edges: no duplicates, no cycles (Kahn's algorithm, common/dag.h).
+ * Returns 0, -EEXIST with the duplicate in ret_a and ret_b, -ELOOP, or -ENOMEM.
  */
 static int dag_check(const struct sim_dag *d, uint32_t *ret_a, uint32_t *ret_b)
 {
 	uint32_t(*sorted)[2] = malloc((d->nedges + 1) * sizeof(*sorted));
-	uint32_t *indeg = calloc(d->nnodes + 1, sizeof(*indeg));
-	uint32_t *queue = malloc((d->nnodes + 1) * sizeof(*queue));
-	uint32_t *start = calloc(d->nnodes + 2, sizeof(*start));
-	uint32_t *out = malloc((d->nedges + 1) * sizeof(*out));
-	size_t head = 0, tail = 0;
+	uint32_t *work = malloc(2 * ((size_t)d->nnodes + 1) * sizeof(*work)); /* order, indeg */
+	struct loom_dag_csr csr = {NULL, NULL};
 	int r = 0;
 
-	if (!sorted || !indeg || !queue || !start || !out) {
+	/* everything allocated before the checks, so that -ENOMEM comes first */
+	if (!sorted || !work ||
+	    loom_dag_csr_init(&csr, d->nnodes, d->edges, d->nedges, sizeof(*d->edges)) < 0) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -102,33 +102,14 @@ static int dag_check(const struct sim_dag *d, uint32_t *ret_a, uint32_t *ret_b)
 			goto out;
 		}
 	}
-	/* sorted by parent: start[v] .. start[v + 1] are v's out-edges */
-	for (uint32_t e = 0; e < d->nedges; e++) {
-		start[sorted[e][0] + 1]++;
-		indeg[sorted[e][1]]++;
-	}
-	for (uint32_t v = 0; v < d->nnodes; v++)
-		start[v + 1] += start[v];
-	for (uint32_t e = 0; e < d->nedges; e++)
-		out[e] = sorted[e][1];
-	for (uint32_t v = 0; v < d->nnodes; v++)
-		if (indeg[v] == 0)
-			queue[tail++] = v;
-	while (head < tail) {
-		uint32_t v = queue[head++];
-
-		for (uint32_t i = start[v]; i < start[v + 1]; i++)
-			if (--indeg[out[i]] == 0)
-				queue[tail++] = out[i];
-	}
-	if (tail != d->nnodes)
+	r = loom_dag_order(&(struct loom_dag){d->nnodes, loom_dag_csr_child, &csr}, work,
+			   work + d->nnodes + 1, NULL);
+	if (r > 0)
 		r = -ELOOP;
 out:
+	loom_dag_csr_done(&csr);
 	free(sorted);
-	free(indeg);
-	free(queue);
-	free(start);
-	free(out);
+	free(work);
 	return r;
 }
 

@@ -2,9 +2,10 @@
 /*
  * common/dag: Kahn's algorithm, the one topological order and cycle check
  * of Loom. The model's builder (cycles among a trace's coflows), the
- * critical-path bound, the DAG policies' per-job orders, the trace reader
- * (which edge closes a cycle) and loomd's registry (a submitted job's DAG)
- * all go through it.
+ * critical-path bound, the LP bound's release times, the DAG policies'
+ * per-job orders, the trace reader (which edge closes a cycle), the reader
+ * of DAG shapes (dags.txt) and loomd's registry (a submitted job's DAG) all
+ * go through it; gnn/ keeps its own, as it includes nothing of common/.
  *
  * A graph (struct loom_dag) is nodes 0 .. n-1 and a function that names
  * each node's children in an order of the caller's, so that the model hands

@@ -226,13 +226,13 @@ int cp_config_check(const struct cp_config *c, struct loom_err *err)
 		r = loom_addr_parse("listen_tcp", c->listen_tcp,
 				    LOOM_ADDR_LISTEN | LOOM_ADDR_TCP_ONLY, &a, err);
 		if (r < 0)
-			return r;
+			return -EINVAL; /* whatever the parser says: a bad value (config.h) */
 	}
 	if (c->metrics[0]) {
 		r = loom_addr_parse("metrics", c->metrics, LOOM_ADDR_LISTEN | LOOM_ADDR_TCP_ONLY,
 				    &a, err);
 		if (r < 0)
-			return r;
+			return -EINVAL;
 	}
 	if (policy_spec_parse(c->policy, &cls, opt, &e2) < 0)
 		return loom_err_set(err, EINVAL, "policy: %s", loom_err_str(&e2));

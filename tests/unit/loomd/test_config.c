@@ -656,6 +656,16 @@ static void test_check(void **state)
 	expect_ok(&c, "listen_unix", "/tmp/x.sock");
 	assert_int_equal(cp_config_check(&c, &err), 0);
 
+	/* malformed addresses: -EINVAL, in common/addr's words */
+	cp_config_default(&c);
+	expect_ok(&c, "listen_tcp", "::1:7420");
+	assert_int_equal(cp_config_check(&c, &err), -EINVAL);
+	assert_contains(err.msg, "listen_tcp \"::1:7420\": an IPv6 host goes in brackets");
+	cp_config_default(&c);
+	expect_ok(&c, "metrics", "127.0.0.1:70000");
+	assert_int_equal(cp_config_check(&c, &err), -EINVAL);
+	assert_contains(err.msg, "metrics \"127.0.0.1:70000\"");
+
 	cp_config_default(&c);
 	expect_ok(&c, "policy", "nosuchpolicy");
 	assert_int_equal(cp_config_check(&c, &err), -EINVAL);

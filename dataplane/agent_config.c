@@ -61,9 +61,8 @@ int dp_agent_config_set(struct dp_agent_config *c, const char *key, const char *
 		if (strlen(value) >= sizeof(c->controller))
 			return loom_err_set(err, EINVAL, "controller: address too long");
 		/* checked now, so that a malformed address stops the agent at start */
-		r = loom_addr_parse("controller", value, 0, &a, err);
-		if (r < 0)
-			return r;
+		if (loom_addr_parse("controller", value, 0, &a, err) < 0)
+			return -EINVAL; /* a path too long included: a bad value */
 		snprintf(c->controller, sizeof(c->controller), "%s", value);
 	} else if (!strcmp(name, "host_id")) {
 		r = parse_u64(key, value, 0, UINT32_MAX - 1, &x, err);

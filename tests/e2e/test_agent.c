@@ -479,6 +479,18 @@ static void test_bad_controller(void **state)
 		snprintf(text, sizeof(text), "host_id = 1\ncontroller = %s\n", bad[i].addr);
 		expect_conf_error("badctl.conf", text, 2, bad[i].why);
 	}
+	/* a socket path longer than sun_path holds (fits the 160-byte setting) */
+	{
+		char addr[150], err[1024];
+
+		memcpy(addr, "unix:/", 6);
+		memset(addr + 6, 'x', sizeof(addr) - 7);
+		addr[sizeof(addr) - 1] = '\0';
+		if (run_agent_err((const char *const[]){"--controller", addr, NULL}, err,
+				  sizeof(err)) != 2 ||
+		    !strstr(err, "socket path longer than 107 bytes"))
+			fail_msg("--controller (143-byte path): stderr \"%s\"", err);
+	}
 }
 
 static void test_loomd_exits_cleanly(void **state)

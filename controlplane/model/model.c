@@ -268,105 +268,124 @@ uint32_t cp_coflow_child(const void *ctx, uint32_t c, uint32_t i)
 				   LOOM_DAG_NONE;
 }
 
-struct cp_model *cp_builder_finish(struct cp_builder *b, struct loom_err *err)
-{
-	struct cp_model *m = NULL;
-	uint32_t *job_perm = NULL, *job_new = NULL, *cf_new = NULL, *cursor = NULL;
-	uint32_t cyc;
-	int r = -ENOMEM;
+/* Scratch of one cp_builder_finish(): index maps and the counting sorts' cursor. */
+struct finish_tmp {
+	uint32_t *job_perm; /* model job -> builder job */
+	uint32_t *job_new;  /* builder job -> model job */
+	uint32_t *cf_new;   /* builder coflow -> model coflow */
+	uint32_t *cursor;   /* next slot of each group */
+};
 
-	if (b->njobs == 0) {
-		r = loom_err_set(err, EINVAL, "no jobs");
-		goto out;
-	}
-	m = calloc(1, sizeof(*m));
-	job_perm = malloc((size_t)b->njobs * sizeof(*job_perm));
-	job_new = malloc((size_t)b->njobs * sizeof(*job_new));
-	cf_new = malloc((size_t)(b->ncoflows ? b->ncoflows : 1) * sizeof(*cf_new));
-	cursor = calloc((size_t)(b->ncoflows > b->njobs ? b->ncoflows : b->njobs) + 1,
-			sizeof(*cursor));
-	if (!m || !job_perm || !job_new || !cf_new || !cursor)
-		goto oom;
+/* Allocates all of t (each NULL on failure); -ENOMEM if any failed. */
+static int finish_tmp_alloc(struct finish_tmp *t, const struct cp_builder *b)
+{
+	t->job_perm = malloc((size_t)b->njobs * sizeof(*t->job_perm));
+	t->job_new = malloc((size_t)b->njobs * sizeof(*t->job_new));
+	t->cf_new = malloc((size_t)(b->ncoflows ? b->ncoflows : 1) * sizeof(*t->cf_new));
+	t->cursor = calloc((size_t)(b->ncoflows > b->njobs ? b->ncoflows : b->njobs) + 1,
+			   sizeof(*t->cursor));
+	if (!t->job_perm || !t->job_new || !t->cf_new || !t->cursor)
+		return -ENOMEM;
+	return 0;
+}
+
+static void finish_tmp_done(struct finish_tmp *t)
+{
+	free(t->job_perm);
+	free(t->job_new);
+	free(t->cf_new);
+	free(t->cursor);
+}
+
+/* Sets m's counts from b's; flows include the slots reserved for cp_model_add_flow(). */
+static int model_size(struct cp_model *m, const struct cp_builder *b)
+{
+	uint32_t *count;
+
 	m->nhosts = b->nhosts;
 	m->njobs = b->njobs;
 	m->ncoflows = b->ncoflows;
 	m->nflows = b->nflows;
 	m->nedges = b->nedges;
-	{
-		/* reserved slots beyond each coflow's flows (cp_model_add_flow) */
-		uint32_t *count = calloc((size_t)b->ncoflows + 1, sizeof(*count));
+	count = calloc((size_t)b->ncoflows + 1, sizeof(*count));
+	if (!count)
+		return -ENOMEM;
+	for (uint32_t f = 0; f < b->nflows; f++)
+		count[b->flows[f].coflow]++;
+	for (uint32_t c = 0; c < b->ncoflows; c++)
+		if (b->coflows[c].cap > count[c])
+			m->nflows += b->coflows[c].cap - count[c];
+	free(count);
+	return 0;
+}
 
-		if (!count)
-			goto oom;
-		for (uint32_t f = 0; f < b->nflows; f++)
-			count[b->flows[f].coflow]++;
-		for (uint32_t c = 0; c < b->ncoflows; c++)
-			if (b->coflows[c].cap > count[c])
-				m->nflows += b->coflows[c].cap - count[c];
-		free(count);
-	}
-	if (model_alloc(m) < 0)
-		goto oom;
-
-	/* Jobs by (arrival, id). */
+/* Jobs by (arrival, id). */
+static void lay_out_jobs(struct cp_model *m, const struct cp_builder *b, struct finish_tmp *t)
+{
 	for (uint32_t i = 0; i < b->njobs; i++)
-		job_perm[i] = i;
-	qsort_r(job_perm, b->njobs, sizeof(*job_perm), cmp_job_idx, b->jobs);
+		t->job_perm[i] = i;
+	qsort_r(t->job_perm, b->njobs, sizeof(*t->job_perm), cmp_job_idx, b->jobs);
 	for (uint32_t i = 0; i < b->njobs; i++) {
-		const struct b_job *bj = &b->jobs[job_perm[i]];
+		const struct b_job *bj = &b->jobs[t->job_perm[i]];
 
-		job_new[job_perm[i]] = i;
+		t->job_new[t->job_perm[i]] = i;
 		m->jobs[i].ext_id = bj->ext_id;
 		m->jobs[i].arrival_ns = bj->arrival_ns;
 		m->jobs[i].weight = bj->weight;
 	}
+}
 
-	/* Coflows grouped by job (stable counting sort). */
+/* Coflows grouped by job (stable counting sort); -EINVAL for a job without coflows. */
+static int lay_out_coflows(struct cp_model *m, const struct cp_builder *b, struct finish_tmp *t,
+			   struct loom_err *err)
+{
 	for (uint32_t c = 0; c < b->ncoflows; c++)
-		m->jobs[job_new[b->coflows[c].job]].ncoflows++;
+		m->jobs[t->job_new[b->coflows[c].job]].ncoflows++;
 	for (uint32_t j = 0, off = 0; j < m->njobs; j++) {
-		if (m->jobs[j].ncoflows == 0) {
-			r = loom_err_set(err, EINVAL, "job %llu has no coflows",
-					 (unsigned long long)m->jobs[j].ext_id);
-			goto out;
-		}
+		if (m->jobs[j].ncoflows == 0)
+			return loom_err_set(err, EINVAL, "job %llu has no coflows",
+					    (unsigned long long)m->jobs[j].ext_id);
 		m->jobs[j].first_coflow = off;
-		cursor[j] = off;
+		t->cursor[j] = off;
 		off += m->jobs[j].ncoflows;
 	}
 	for (uint32_t c = 0; c < b->ncoflows; c++) {
-		uint32_t j = job_new[b->coflows[c].job];
-		uint32_t nc = cursor[j]++;
+		uint32_t j = t->job_new[b->coflows[c].job];
+		uint32_t nc = t->cursor[j]++;
 		struct cp_coflow *cf = &m->coflows[nc];
 
-		cf_new[c] = nc;
+		t->cf_new[c] = nc;
 		cf->ext_id = b->coflows[c].ext_id;
 		cf->job = j;
 		cf->release_offset_ns = b->coflows[c].offset_ns;
 		cf->open = b->coflows[c].open;
 	}
+	return 0;
+}
 
-	/* Flows grouped by coflow. */
-	memset(cursor, 0, (size_t)(m->ncoflows + 1) * sizeof(*cursor));
+/* Flows grouped by coflow, each coflow's reserved slots after its flows; byte totals. */
+static void lay_out_flows(struct cp_model *m, const struct cp_builder *b, struct finish_tmp *t)
+{
+	memset(t->cursor, 0, (size_t)(m->ncoflows + 1) * sizeof(*t->cursor));
 	for (uint32_t f = 0; f < b->nflows; f++)
-		m->coflows[cf_new[b->flows[f].coflow]].nflows++;
+		m->coflows[t->cf_new[b->flows[f].coflow]].nflows++;
 	for (uint32_t c = 0; c < b->ncoflows; c++)
-		m->coflows[cf_new[c]].flow_cap = b->coflows[c].cap;
+		m->coflows[t->cf_new[c]].flow_cap = b->coflows[c].cap;
 	for (uint32_t c = 0, off = 0; c < m->ncoflows; c++) {
 		struct cp_coflow *cf = &m->coflows[c];
 
 		if (cf->flow_cap < cf->nflows)
 			cf->flow_cap = cf->nflows;
 		cf->first_flow = off;
-		cursor[c] = off;
+		t->cursor[c] = off;
 		/* reserved slots are flows of no coflow until cp_model_add_flow fills them */
 		for (uint32_t f = off + cf->nflows; f < off + cf->flow_cap; f++)
 			m->flows[f].coflow = CP_NONE;
 		off += cf->flow_cap;
 	}
 	for (uint32_t f = 0; f < b->nflows; f++) {
-		uint32_t c = cf_new[b->flows[f].coflow];
-		struct cp_flow *fl = &m->flows[cursor[c]++];
+		uint32_t c = t->cf_new[b->flows[f].coflow];
+		struct cp_flow *fl = &m->flows[t->cursor[c]++];
 		struct cp_coflow *cf = &m->coflows[c];
 
 		fl->coflow = c;
@@ -378,11 +397,15 @@ struct cp_model *cp_builder_finish(struct cp_builder *b, struct loom_err *err)
 			cf->max_flow_bytes = fl->bytes;
 		m->jobs[cf->job].total_bytes += fl->bytes;
 	}
+}
 
-	/* Edges sorted by child; child_edge grouped by parent. */
+/* Edges sorted by child, child_edge grouped by parent; -EEXIST for a duplicate edge. */
+static int lay_out_edges(struct cp_model *m, const struct cp_builder *b, struct finish_tmp *t,
+			 struct loom_err *err)
+{
 	for (uint32_t e = 0; e < b->nedges; e++) {
-		m->edges[e].parent = cf_new[b->edges[e].parent];
-		m->edges[e].child = cf_new[b->edges[e].child];
+		m->edges[e].parent = t->cf_new[b->edges[e].parent];
+		m->edges[e].child = t->cf_new[b->edges[e].child];
 		m->edges[e].delay_ns = b->edges[e].delay_ns;
 	}
 	qsort(m->edges, m->nedges, sizeof(*m->edges), cmp_edge);
@@ -390,44 +413,71 @@ struct cp_model *cp_builder_finish(struct cp_builder *b, struct loom_err *err)
 		struct cp_edge *ed = &m->edges[e];
 
 		if (e > 0 && ed->child == m->edges[e - 1].child &&
-		    ed->parent == m->edges[e - 1].parent) {
-			r = loom_err_set(err, EEXIST, "duplicate edge %llu->%llu",
-					 (unsigned long long)m->coflows[ed->parent].ext_id,
-					 (unsigned long long)m->coflows[ed->child].ext_id);
-			goto out;
-		}
+		    ed->parent == m->edges[e - 1].parent)
+			return loom_err_set(err, EEXIST, "duplicate edge %llu->%llu",
+					    (unsigned long long)m->coflows[ed->parent].ext_id,
+					    (unsigned long long)m->coflows[ed->child].ext_id);
 		if (m->coflows[ed->child].nparents++ == 0)
 			m->coflows[ed->child].first_parent = e;
 		m->coflows[ed->parent].nchildren++;
 	}
 	for (uint32_t c = 0, off = 0; c < m->ncoflows; c++) {
 		m->coflows[c].first_child = off;
-		cursor[c] = off;
+		t->cursor[c] = off;
 		off += m->coflows[c].nchildren;
 	}
 	for (uint32_t e = 0; e < m->nedges; e++)
-		m->child_edge[cursor[m->edges[e].parent]++] = e;
+		m->child_edge[t->cursor[m->edges[e].parent]++] = e;
+	return 0;
+}
+
+/* 0 if m's coflow DAG has no cycle; -EINVAL naming a coflow on one, or -ENOMEM. */
+static int check_acyclic(const struct cp_model *m, struct loom_err *err)
+{
+	uint32_t cyc;
+	int r;
 
 	r = loom_dag_order(&(struct loom_dag){m->ncoflows, cp_coflow_child, m}, NULL, NULL, &cyc);
 	if (r < 0)
-		goto oom;
-	if (r > 0) {
-		r = loom_err_set(err, EINVAL,
-				 "cyclic DAG: coflow %llu of job %llu depends on itself",
-				 (unsigned long long)m->coflows[cyc].ext_id,
-				 (unsigned long long)m->jobs[m->coflows[cyc].job].ext_id);
+		return loom_err_set(err, ENOMEM, "out of memory");
+	if (r > 0)
+		return loom_err_set(err, EINVAL,
+				    "cyclic DAG: coflow %llu of job %llu depends on itself",
+				    (unsigned long long)m->coflows[cyc].ext_id,
+				    (unsigned long long)m->jobs[m->coflows[cyc].job].ext_id);
+	return 0;
+}
+
+struct cp_model *cp_builder_finish(struct cp_builder *b, struct loom_err *err)
+{
+	struct finish_tmp t = {0};
+	struct cp_model *m = NULL;
+	int r;
+
+	if (b->njobs == 0) {
+		r = loom_err_set(err, EINVAL, "no jobs");
 		goto out;
 	}
+	m = calloc(1, sizeof(*m));
+	r = finish_tmp_alloc(&t, b);
+	if (!m || r < 0 || model_size(m, b) < 0 || model_alloc(m) < 0) {
+		r = loom_err_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	lay_out_jobs(m, b, &t);
+	r = lay_out_coflows(m, b, &t, err);
+	if (r < 0)
+		goto out;
+	lay_out_flows(m, b, &t);
+	r = lay_out_edges(m, b, &t, err);
+	if (r < 0)
+		goto out;
+	r = check_acyclic(m, err);
+	if (r < 0)
+		goto out;
 	cp_model_reset(m);
-	r = 0;
-	goto out;
-oom:
-	r = loom_err_set(err, ENOMEM, "out of memory");
 out:
-	free(job_perm);
-	free(job_new);
-	free(cf_new);
-	free(cursor);
+	finish_tmp_done(&t);
 	cp_builder_free(b);
 	if (r < 0) {
 		cp_model_free(m);

@@ -1156,7 +1156,58 @@ static int replay_facts(struct cp_registry *r)
 	return 0;
 }
 
-static int view_rebuild(struct cp_registry *r, struct loom_err *err)
+/*
+ * Flow slots open or still-filling coflow c gets in a rebuilt view: room to
+ * announce flows without a rebuild, double what it has, never more than it
+ * expects (a coflow expecting millions of flows reserves as it fills, not at
+ * once), and at least CP_MIN_FLOW_SLOTS.
+ */
+static uint32_t view_flow_slots(const struct cp_rcoflow *c)
+{
+	uint32_t cap = 2 * c->nflows;
+
+	if (!c->open && c->expected_flows < cap)
+		cap = c->expected_flows;
+	return cap < CP_MIN_FLOW_SLOTS ? CP_MIN_FLOW_SLOTS : cap;
+}
+
+/* Adds coflow c of job jb to b: the coflow, its reserved slots, its flows. */
+static int view_build_coflow(const struct cp_registry *r, struct cp_builder *b,
+			     const struct cp_rjob *jb, const struct cp_rcoflow *c,
+			     struct loom_err *err)
+{
+	int rc = cp_builder_add_coflow(b, c->id, jb->id, c->release_offset_ns, err);
+
+	if (rc == 0 && (c->open || c->nflows < c->expected_flows)) {
+		rc = cp_builder_set_coflow_open(b, c->id, true, err);
+		if (rc == 0)
+			rc = cp_builder_set_coflow_capacity(b, c->id, view_flow_slots(c), err);
+	}
+	for (uint32_t f = 0; f < c->nflows && rc == 0; f++) {
+		const struct cp_rflow *fl = c->flows[f];
+		uint64_t bytes = fl->bytes ? fl->bytes : fl->sent_bytes + r->lim.unknown_flow_bytes;
+
+		rc = cp_builder_add_flow(b, c->id, fl->src, fl->dst, bytes ? bytes : 1, err);
+	}
+	return rc;
+}
+
+/* Adds job jb to b: the job, its coflows, its edges. */
+static int view_build_job(const struct cp_registry *r, struct cp_builder *b,
+			  const struct cp_rjob *jb, struct loom_err *err)
+{
+	int rc = cp_builder_add_job(b, jb->id, jb->arrival_ns, jb->weight, err);
+
+	for (uint32_t c = 0; c < jb->ncoflows && rc == 0; c++)
+		rc = view_build_coflow(r, b, jb, &jb->coflows[c], err);
+	for (uint32_t e = 0; e < jb->nedges && rc == 0; e++)
+		rc = cp_builder_add_edge(b, jb->edges[e].parent, jb->edges[e].child,
+					 jb->edges[e].delay_ns, err);
+	return rc;
+}
+
+/* A fresh model of every registered job, bound to the fabric: *ret_m, the caller's to free. */
+static int view_build(const struct cp_registry *r, struct cp_model **ret_m, struct loom_err *err)
 {
 	struct cp_builder *b = cp_builder_new(r->topo->nhosts);
 	struct cp_model *m;
@@ -1164,46 +1215,8 @@ static int view_rebuild(struct cp_registry *r, struct loom_err *err)
 
 	if (!b)
 		return loom_err_set(err, ENOMEM, "out of memory");
-	for (uint32_t j = 0; j < r->njobs && rc == 0; j++) {
-		const struct cp_rjob *jb = r->jobs[j];
-
-		rc = cp_builder_add_job(b, jb->id, jb->arrival_ns, jb->weight, err);
-		for (uint32_t c = 0; c < jb->ncoflows && rc == 0; c++) {
-			const struct cp_rcoflow *rc_ = &jb->coflows[c];
-
-			rc = cp_builder_add_coflow(b, rc_->id, jb->id, rc_->release_offset_ns, err);
-			if (rc == 0 && (rc_->open || rc_->nflows < rc_->expected_flows)) {
-				/*
-				 * room to announce flows without a rebuild: double what
-				 * it has, never more than it expects (a coflow expecting
-				 * millions of flows reserves as it fills, not at once)
-				 */
-				uint32_t cap = 2 * rc_->nflows;
-
-				if (!rc_->open && rc_->expected_flows < cap)
-					cap = rc_->expected_flows;
-
-				rc = cp_builder_set_coflow_open(b, rc_->id, true, err);
-				if (rc == 0)
-					rc = cp_builder_set_coflow_capacity(
-						b, rc_->id,
-						cap < CP_MIN_FLOW_SLOTS ? CP_MIN_FLOW_SLOTS : cap,
-						err);
-			}
-			for (uint32_t f = 0; f < rc_->nflows && rc == 0; f++) {
-				const struct cp_rflow *fl = rc_->flows[f];
-				uint64_t bytes = fl->bytes ?
-							 fl->bytes :
-							 fl->sent_bytes + r->lim.unknown_flow_bytes;
-
-				rc = cp_builder_add_flow(b, rc_->id, fl->src, fl->dst,
-							 bytes ? bytes : 1, err);
-			}
-		}
-		for (uint32_t e = 0; e < jb->nedges && rc == 0; e++)
-			rc = cp_builder_add_edge(b, jb->edges[e].parent, jb->edges[e].child,
-						 jb->edges[e].delay_ns, err);
-	}
+	for (uint32_t j = 0; j < r->njobs && rc == 0; j++)
+		rc = view_build_job(r, b, r->jobs[j], err);
 	if (rc < 0) {
 		cp_builder_free(b);
 		return rc;
@@ -1216,6 +1229,21 @@ static int view_rebuild(struct cp_registry *r, struct loom_err *err)
 		cp_model_free(m);
 		return loom_err_set(err, -rc, "the view does not fit the fabric");
 	}
+	*ret_m = m;
+	return 0;
+}
+
+/* Drops the view and marks it for a rebuild; returns -ENOMEM with err filled. */
+static int view_oom(struct cp_registry *r, struct loom_err *err)
+{
+	view_drop(r);
+	r->dirty = true;
+	return loom_err_set(err, ENOMEM, "out of memory");
+}
+
+/* Replaces the view with m (taking it), its index maps and release heap sized to it. */
+static int view_install(struct cp_registry *r, struct cp_model *m, struct loom_err *err)
+{
 	view_drop(r);
 	r->view = m;
 	r->vjob = calloc(m->njobs + 1, sizeof(*r->vjob));
@@ -1223,12 +1251,19 @@ static int view_rebuild(struct cp_registry *r, struct loom_err *err)
 	r->vflow = calloc(m->nflows + 1, sizeof(*r->vflow));
 	r->ready = calloc(m->ncoflows + 1, sizeof(*r->ready));
 	r->ready_key = calloc(m->ncoflows + 1, sizeof(*r->ready_key));
-	if (!r->vjob || !r->vcoflow || !r->vflow || !r->ready || !r->ready_key) {
-		view_drop(r);
-		r->dirty = true;
-		return loom_err_set(err, ENOMEM, "out of memory");
-	}
-	/* Index maps: the model keeps coflows and flows in input order within their owner. */
+	if (!r->vjob || !r->vcoflow || !r->vflow || !r->ready || !r->ready_key)
+		return view_oom(r, err);
+	return 0;
+}
+
+/*
+ * Fills the index maps both ways (the model keeps coflows and flows in input
+ * order within their owner) and clears the completions the replay sets again.
+ */
+static void view_map_objects(struct cp_registry *r)
+{
+	struct cp_model *m = r->view;
+
 	for (uint32_t j = 0; j < m->njobs; j++) {
 		struct cp_rjob *jb = cp_registry_job(r, m->jobs[j].ext_id);
 
@@ -1238,18 +1273,25 @@ static int view_rebuild(struct cp_registry *r, struct loom_err *err)
 		r->vjob[j] = jb;
 		for (uint32_t k = 0; k < jb->ncoflows; k++) {
 			uint32_t c = m->jobs[j].first_coflow + k;
-			struct cp_rcoflow *rc_ = &jb->coflows[k];
+			struct cp_rcoflow *rc = &jb->coflows[k];
 
-			rc_->view = c;
-			rc_->done_ns = CP_TIME_NEVER;
-			r->vcoflow[c] = rc_;
-			for (uint32_t f = 0; f < rc_->nflows; f++) {
-				rc_->flows[f]->view = m->coflows[c].first_flow + f;
-				r->vflow[m->coflows[c].first_flow + f] = rc_->flows[f];
+			rc->view = c;
+			rc->done_ns = CP_TIME_NEVER;
+			r->vcoflow[c] = rc;
+			for (uint32_t f = 0; f < rc->nflows; f++) {
+				rc->flows[f]->view = m->coflows[c].first_flow + f;
+				r->vflow[m->coflows[c].first_flow + f] = rc->flows[f];
 			}
 		}
 	}
-	/* Replay the facts through the model's transitions. */
+}
+
+/* Replays arrivals and facts through the model's transitions, recording no events. */
+static int view_replay(struct cp_registry *r)
+{
+	struct cp_model *m = r->view;
+	int rc;
+
 	cp_model_reset(m);
 	cp_model_set_emit(m, on_view_event, r);
 	r->replaying = true;
@@ -1258,11 +1300,14 @@ static int view_rebuild(struct cp_registry *r, struct loom_err *err)
 		cp_model_job_arrive(m, j, m->jobs[j].arrival_ns);
 	rc = replay_facts(r);
 	r->replaying = false;
-	if (rc < 0) {
-		view_drop(r);
-		r->dirty = true;
-		return loom_err_set(err, ENOMEM, "out of memory");
-	}
+	return rc;
+}
+
+/* Carries the bytes sent into the view: coflow and job totals, flows' remaining bytes. */
+static void view_apply_sent(struct cp_registry *r)
+{
+	struct cp_model *m = r->view;
+
 	for (uint32_t f = 0; f < m->nflows; f++) {
 		const struct cp_rflow *fl = r->vflow[f];
 		struct cp_flow *vf = &m->flows[f];
@@ -1274,6 +1319,23 @@ static int view_rebuild(struct cp_registry *r, struct loom_err *err)
 		if (!vf->done)
 			vf->remaining_bytes = flow_remaining(r, fl);
 	}
+}
+
+static int view_rebuild(struct cp_registry *r, struct loom_err *err)
+{
+	struct cp_model *m = NULL;
+	int rc;
+
+	rc = view_build(r, &m, err);
+	if (rc < 0)
+		return rc;
+	rc = view_install(r, m, err);
+	if (rc < 0)
+		return rc;
+	view_map_objects(r);
+	if (view_replay(r) < 0)
+		return view_oom(r, err);
+	view_apply_sent(r);
 	r->dirty = false;
 	if (r->emit_err) {
 		rc = r->emit_err;

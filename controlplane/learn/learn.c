@@ -236,6 +236,12 @@ struct learn {
 	struct cp_model **eval_m; /* eval_workloads models, bound */
 	double *eval_best_s;      /* best heuristic's avg wJCT per workload */
 	double *eval_gnn_s;
+	/* the run, carried from one iteration to the next */
+	struct gnn_adam adam;
+	double ema, best, last_eval; /* avg wJCT running average; evaluation ratios */
+	double t0_s;                 /* the run's start, monotonic clock */
+	uint32_t start, skipped;     /* the first iteration (resumed); updates skipped */
+	FILE *csv;                   /* learning.csv: rank 0, with an output directory */
 };
 
 static uint64_t mix(uint64_t a, uint64_t b)
@@ -1263,36 +1269,49 @@ static FILE *open_csv(const struct learn_opts *o, bool append, struct loom_err *
 	return f;
 }
 
-int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct loom_err *err)
+/* Frees L: its workers (models, episodes, scratch), rollouts, validation workloads, buffers. */
+static void learn_free(struct learn *L)
 {
-	struct learn *L;
-	struct gnn_adam adam = gnn_adam_default();
-	struct gnn_err gerr = {{0}};
-	double ema = NAN, best = INFINITY, last_eval = NAN,
-	       t0 = (double)loom_clock_mono_ns() * 1e-9;
-	uint32_t start = 0, skipped = 0;
-	FILE *csv = NULL;
-	int rc;
+	for (uint32_t t = 0; t < LEARN_MAX_THREADS; t++) {
+		struct worker *w = &L->w[t];
 
-	rc = check_opts(o, err);
-	if (rc < 0)
-		return rc;
-	L = calloc(1, sizeof(*L));
-	if (!L)
-		return loom_err_set(err, ENOMEM, "out of memory");
-	L->o = o;
+		gnn_model_free(w->model);
+		cp_model_free(w->m);
+		free(w->scores);
+		free(w->dlogp);
+		free(w->dent);
+		free(w->dscores);
+		free(w->work);
+	}
+	for (uint32_t k = 0; k < LEARN_MAX_ROLLOUTS; k++)
+		rollout_done(&L->ro[k]);
+	for (uint32_t i = 0; L->eval_m && i < L->o->eval_workloads; i++)
+		cp_model_free(L->eval_m[i]);
+	free(L->eval_m);
+	free(L->eval_best_s);
+	free(L->eval_gnn_s);
+	free(L->xbuf);
+	free(L->gbuf);
+	free(L);
+}
+
+/* Lays out the workers over the MPI ranks and gives this rank's each its model. */
+static int workers_init(struct learn *L, struct loom_err *err)
+{
+	const struct learn_opts *o = L->o;
+	struct gnn_err gerr = {{0}};
+	int rc = 0;
+
 	L->nthreads = o->threads;
 	L->rank = o->mpi ? learn_mpi_rank() : 0;
 	L->nranks = o->mpi ? learn_mpi_size() : 1;
 	L->nworkers = L->nranks * L->nthreads;
-	if (L->nworkers > LEARN_MAX_WORKERS) {
-		rc = loom_err_set(err, EINVAL,
-				  "%u MPI ranks x %u threads: at most %d workers in all", L->nranks,
-				  L->nthreads, LEARN_MAX_WORKERS);
-		goto out;
-	}
+	if (L->nworkers > LEARN_MAX_WORKERS)
+		return loom_err_set(err, EINVAL,
+				    "%u MPI ranks x %u threads: at most %d workers in all",
+				    L->nranks, L->nthreads, LEARN_MAX_WORKERS);
 	L->nro = o->rollouts > L->nworkers ? o->rollouts : L->nworkers;
-	adam.clip_norm = o->clip_norm;
+	L->adam.clip_norm = o->clip_norm;
 	for (uint32_t t = 0; t < L->nthreads; t++) {
 		L->w[t].L = L;
 		L->w[t].id = L->rank * L->nthreads + t;
@@ -1312,253 +1331,363 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 			break;
 		}
 	}
+	return agree(L, rc, err);
+}
+
+/*
+ * Continues from the checkpoint in out_dir: rank 0 reads it and hands the
+ * others what they need, then every worker takes the parameters.
+ */
+static int resume_ranks(struct learn *L, struct loom_err *err)
+{
+	int rc = 0;
+
+	if (L->rank == 0)
+		rc = resume(L, &L->ema, &L->best, &L->start, err);
 	rc = agree(L, rc, err);
 	if (rc < 0)
-		goto out;
-	if (o->resume) {
-		/* rank 0 reads the checkpoint and hands the others what they need */
-		if (L->rank == 0)
-			rc = resume(L, &ema, &best, &start, err);
-		rc = agree(L, rc, err);
+		return rc;
+	if (L->nranks > 1) {
+		struct {
+			double ema, best;
+			uint32_t start;
+		} hdr = {L->ema, L->best, L->start};
+
+		learn_mpi_bcast(&hdr, sizeof(hdr), 0);
+		L->ema = hdr.ema;
+		L->best = hdr.best;
+		L->start = hdr.start;
+		rc = mpi_bcast_params(L, err);
 		if (rc < 0)
-			goto out;
-		if (L->nranks > 1) {
-			struct {
-				double ema, best;
-				uint32_t start;
-			} hdr = {ema, best, start};
+			return rc;
+	}
+	if (L->start > L->o->iters)
+		return loom_err_set(err, EINVAL,
+				    "--resume: the checkpoint is at iteration %u, past --iters %u",
+				    L->start, L->o->iters);
+	sync_workers(L, SYNC_PARAMS);
+	return 0;
+}
 
-			learn_mpi_bcast(&hdr, sizeof(hdr), 0);
-			ema = hdr.ema;
-			best = hdr.best;
-			start = hdr.start;
-			rc = mpi_bcast_params(L, err);
-			if (rc < 0)
-				goto out;
-		}
-		if (start > o->iters) {
-			rc = loom_err_set(
-				err, EINVAL,
-				"--resume: the checkpoint is at iteration %u, past --iters %u",
-				start, o->iters);
-			goto out;
-		}
-		sync_workers(L, SYNC_PARAMS);
+/* A fresh run: nothing of an earlier run in dir may pass for ours. */
+static int remove_stale(const char *dir, struct loom_err *err)
+{
+	static const char *const stale[] = {"best.lgw", "checkpoint.lgw", "checkpoint.state"};
+
+	for (size_t i = 0; i < sizeof(stale) / sizeof(stale[0]); i++) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/%s", dir, stale[i]);
+		if (remove(path) < 0 && errno != ENOENT)
+			return loom_err_set(err, errno, "%s: %s", path, strerror(errno));
+	}
+	return 0;
+}
+
+/* Before the first iteration: resume or start afresh, the validation workloads, learning.csv. */
+static int learn_prepare(struct learn *L, struct loom_err *err)
+{
+	const struct learn_opts *o = L->o;
+	int rc = 0;
+
+	if (o->resume) {
+		rc = resume_ranks(L, err);
+		if (rc < 0)
+			return rc;
 		if (L->rank == 0)
-			rc = csv_truncate(o->out_dir, start, err);
+			rc = csv_truncate(o->out_dir, L->start, err);
 	} else if (o->out_dir && L->rank == 0) {
-		/* a fresh run: nothing of an earlier run in out_dir may pass for ours */
-		static const char *const stale[] = {"best.lgw", "checkpoint.lgw",
-						    "checkpoint.state"};
-
-		for (size_t i = 0; i < sizeof(stale) / sizeof(stale[0]); i++) {
-			char path[4096];
-
-			snprintf(path, sizeof(path), "%s/%s", o->out_dir, stale[i]);
-			if (remove(path) < 0 && errno != ENOENT) {
-				rc = loom_err_set(err, errno, "%s: %s", path, strerror(errno));
-				break;
-			}
-		}
+		rc = remove_stale(o->out_dir, err);
 	}
 	if (rc == 0 && o->eval_every)
 		rc = eval_setup(L, err);
 	/* only rank 0 writes files */
 	if (rc == 0 && o->out_dir && L->rank == 0) {
-		csv = open_csv(o, o->resume, err);
-		if (!csv)
+		L->csv = open_csv(o, o->resume, err);
+		if (!L->csv)
 			rc = -EIO;
 	}
-	rc = agree(L, rc, err);
-	if (rc < 0)
-		goto out;
-	for (uint32_t it = start; it < o->iters; it++) {
-		bool imitation = it < o->imitate_iters;
-		struct learn_progress pr = {0};
-		double frac, grad_norm = 0, sum = 0, loss = 0, ent = 0;
-		uint32_t ntr = 0;
-		struct gnn_rng rng;
-		bool stop;
+	return agree(L, rc, err);
+}
 
-		L->iter = it;
-		frac = o->curriculum_iters ? fmin(1.0, (double)it / o->curriculum_iters) : 1.0;
-		L->ep_jobs = o->jobs_min + (uint32_t)lround(frac * (o->jobs_max - o->jobs_min));
-		gnn_rng_seed(&rng, mix(o->seed, it));
-		L->ep_load = o->load_min + (o->load_max - o->load_min) * gnn_rng_uniform(&rng);
-		/* bit 40 keeps training seeds away from the small ones benchmarks use */
-		L->ep_seed = (mix(mix(o->seed, it), 7) | (1ULL << 40)) & ~(1ULL << 63);
-		if (imitation) {
-			L->kind = JOB_IMITATE;
-			L->nro = L->nworkers;
-		} else {
-			double a = o->entropy_iters ? fmin(1.0, (double)(it - o->imitate_iters) /
-									o->entropy_iters) :
-						      1.0;
+/* Iteration it's episode (curriculum size, load, seed) and phase. */
+static void iter_plan(struct learn *L, uint32_t it, bool imitation)
+{
+	const struct learn_opts *o = L->o;
+	struct gnn_rng rng;
+	double frac;
 
-			L->beta = o->entropy_start + (o->entropy_end - o->entropy_start) * a;
-			L->kind = JOB_ROLLOUT;
-			L->nro = o->rollouts;
-		}
-		rc = run_workers(L, err);
-		if (rc == 0 && L->nranks > 1)
-			rc = exchange_rollouts(L, err);
-		if (rc < 0)
-			goto out;
+	L->iter = it;
+	frac = o->curriculum_iters ? fmin(1.0, (double)it / o->curriculum_iters) : 1.0;
+	L->ep_jobs = o->jobs_min + (uint32_t)lround(frac * (o->jobs_max - o->jobs_min));
+	gnn_rng_seed(&rng, mix(o->seed, it));
+	L->ep_load = o->load_min + (o->load_max - o->load_min) * gnn_rng_uniform(&rng);
+	/* bit 40 keeps training seeds away from the small ones benchmarks use */
+	L->ep_seed = (mix(mix(o->seed, it), 7) | (1ULL << 40)) & ~(1ULL << 63);
+	if (imitation) {
+		L->kind = JOB_IMITATE;
+		L->nro = L->nworkers;
+	} else {
+		double a = o->entropy_iters ?
+				   fmin(1.0, (double)(it - o->imitate_iters) / o->entropy_iters) :
+				   1.0;
+
+		L->beta = o->entropy_start + (o->entropy_end - o->entropy_start) * a;
+		L->kind = JOB_ROLLOUT;
+		L->nro = o->rollouts;
+	}
+}
+
+/* Plays the iteration's rollouts (or imitation episodes) on every worker of every rank. */
+static int collect_rollouts(struct learn *L, struct loom_err *err)
+{
+	int rc = run_workers(L, err);
+
+	if (rc == 0 && L->nranks > 1)
+		rc = exchange_rollouts(L, err);
+	return rc;
+}
+
+/* The mean over the rollouts of each one's average weighted JCT. */
+static double rollouts_avg_wjct_s(const struct learn *L)
+{
+	double sum = 0;
+
+	for (uint32_t k = 0; k < L->nro; k++)
+		sum += L->ro[k].njobs ? L->ro[k].wjct_sum_s / L->ro[k].njobs : 0;
+	return sum / L->nro;
+}
+
+/* Chooses and weighs the decisions the gradient uses (norm_n): subsampled, or by advantage. */
+static void weigh_decisions(struct learn *L, uint32_t it, bool imitation)
+{
+	if (imitation) {
+		double n = 0;
+
 		for (uint32_t k = 0; k < L->nro; k++)
-			sum += L->ro[k].njobs ? L->ro[k].wjct_sum_s / L->ro[k].njobs : 0;
-		if (imitation) {
-			double n = 0;
+			n += subsample(L, &L->ro[k], mix(mix(L->o->seed, it), 3000 + k));
+		L->norm_n = n;
+		L->beta = -1; /* marks imitation for train_rollout */
+	} else {
+		L->norm_n = advantages(L);
+	}
+}
 
-			for (uint32_t k = 0; k < L->nro; k++)
-				n += subsample(L, &L->ro[k], mix(mix(o->seed, it), 3000 + k));
-			L->norm_n = n;
-			L->beta = -1; /* marks imitation for train_rollout */
-		} else {
-			L->norm_n = advantages(L);
-		}
-		L->kind = JOB_TRAIN;
-		if (L->norm_n > 0) {
-			rc = run_workers(L, err);
-			if (rc < 0)
-				goto out;
-			if (L->nranks > 1)
-				rc = mpi_sum_grads(L, err);
-			else
-				sync_workers(L, SYNC_SUM_GRADS);
-			if (rc < 0)
-				goto out;
-			adam.lr = imitation ? o->lr : o->rl_lr;
-			/* rank 0 holds the summed gradient and the optimiser state */
-			if (L->rank == 0)
-				rc = gnn_adam_step(L->w[0].model, &adam, &grad_norm, &gerr);
-			if (rc == -EINVAL) {
-				/* a non-finite gradient: skip this update, keep training */
-				skipped++;
-				grad_norm = NAN;
-				rc = 0;
-			} else if (rc < 0) {
-				loom_err_set(err, -rc, "iteration %u: %s", it, gerr.msg);
-			}
-			rc = agree(L, rc, err);
-			if (rc == 0 && L->nranks > 1)
-				rc = mpi_bcast_params(L, err);
-			if (rc < 0)
-				goto out;
-			sync_workers(L, SYNC_PARAMS);
-		}
-		if (L->nranks > 1) {
-			rc = mpi_worker_stats(L, &loss, &ent, &ntr, err);
-			if (rc < 0)
-				goto out;
-		} else {
-			for (uint32_t t = 0; t < L->nthreads; t++) {
-				loss += L->w[t].loss;
-				ent += L->w[t].entropy;
-				ntr += L->w[t].ntrained;
-			}
-		}
-		sum /= L->nro;
-		ema = isnan(ema) ? sum : 0.98 * ema + 0.02 * sum;
-		pr.eval_ratio = NAN;
-		if (o->eval_every && ((it + 1) % o->eval_every == 0 || it + 1 == o->iters)) {
-			rc = evaluate(L, &last_eval, err);
-			if (rc < 0)
-				goto out;
-			pr.eval_ratio = last_eval;
-			if (last_eval < best) {
-				best = last_eval;
-				if (o->out_dir && L->rank == 0) {
-					char path[4096];
+/*
+ * One optimiser step on the gradient summed over every worker, which then
+ * all take the new parameters. A non-finite gradient skips the update
+ * (counted in skipped; *grad_norm NAN) and training goes on.
+ */
+static int train_step(struct learn *L, uint32_t it, bool imitation, double *grad_norm,
+		      struct loom_err *err)
+{
+	struct gnn_err gerr = {{0}};
+	int rc;
 
-					snprintf(path, sizeof(path), "%s/best.lgw", o->out_dir);
-					rc = gnn_save(L->w[0].model, path, &gerr);
-					if (rc < 0)
-						loom_err_set(err, -rc, "%s", gerr.msg);
-				}
-			}
-			if (rc == 0)
-				rc = checkpoint(L, it + 1, ema, best, err);
-			rc = agree(L, rc, err);
-			if (rc < 0)
-				goto out;
-		}
-		pr.iter = it + 1;
-		pr.iters = o->iters;
-		pr.imitation = imitation;
-		pr.jobs = L->ep_jobs;
-		pr.load = L->ep_load;
-		pr.avg_wjct_s = sum;
-		pr.avg_wjct_ema_s = ema;
-		pr.loss = loss;
-		pr.entropy = ntr ? ent / ntr : 0;
-		pr.grad_norm = grad_norm;
-		pr.decisions = ntr;
-		pr.skipped = skipped;
-		pr.best_eval_ratio = best;
-		pr.wall_s = (double)loom_clock_mono_ns() * 1e-9 - t0;
-		if (csv) {
-			fprintf(csv, "%u,%s,%u,%.3f,%.6g,%.6g,%.6g,%.6g,%.6g,%u,", pr.iter,
-				imitation ? "imitate" : "rl", pr.jobs, pr.load, pr.avg_wjct_s,
-				pr.avg_wjct_ema_s, pr.loss, pr.entropy, pr.grad_norm, pr.decisions);
-			if (isnan(pr.eval_ratio))
-				fprintf(csv, ",");
-			else
-				fprintf(csv, "%.6f,", pr.eval_ratio);
-			fprintf(csv, "%.6f,%.1f\n", isfinite(best) ? best : 0, pr.wall_s);
-			fflush(csv);
-		}
-		if (o->progress && L->rank == 0)
-			o->progress(o->progress_ctx, &pr);
-		stop = o->time_limit_s > 0 && pr.wall_s > o->time_limit_s && it + 1 < o->iters;
-		if (L->nranks > 1 && o->time_limit_s > 0) {
-			/* rank 0's clock decides for all */
-			uint8_t b = stop;
+	rc = run_workers(L, err);
+	if (rc < 0)
+		return rc;
+	if (L->nranks > 1)
+		rc = mpi_sum_grads(L, err);
+	else
+		sync_workers(L, SYNC_SUM_GRADS);
+	if (rc < 0)
+		return rc;
+	L->adam.lr = imitation ? L->o->lr : L->o->rl_lr;
+	/* rank 0 holds the summed gradient and the optimiser state */
+	if (L->rank == 0)
+		rc = gnn_adam_step(L->w[0].model, &L->adam, grad_norm, &gerr);
+	if (rc == -EINVAL) {
+		L->skipped++;
+		*grad_norm = NAN;
+		rc = 0;
+	} else if (rc < 0) {
+		loom_err_set(err, -rc, "iteration %u: %s", it, gerr.msg);
+	}
+	rc = agree(L, rc, err);
+	if (rc == 0 && L->nranks > 1)
+		rc = mpi_bcast_params(L, err);
+	if (rc < 0)
+		return rc;
+	sync_workers(L, SYNC_PARAMS);
+	return 0;
+}
 
-			learn_mpi_bcast(&b, 1, 0);
-			stop = b;
-		}
-		if (stop) {
-			rc = checkpoint(L, it + 1, ema, best, err);
-			rc = agree(L, rc, err);
+/* The iteration's loss, entropy and decisions trained, summed over every worker. */
+static int sum_worker_stats(struct learn *L, double *loss, double *ent, uint32_t *ntr,
+			    struct loom_err *err)
+{
+	if (L->nranks > 1)
+		return mpi_worker_stats(L, loss, ent, ntr, err);
+	for (uint32_t t = 0; t < L->nthreads; t++) {
+		*loss += L->w[t].loss;
+		*ent += L->w[t].entropy;
+		*ntr += L->w[t].ntrained;
+	}
+	return 0;
+}
+
+static bool eval_due(const struct learn_opts *o, uint32_t it)
+{
+	return o->eval_every && ((it + 1) % o->eval_every == 0 || it + 1 == o->iters);
+}
+
+/* Validates the model, keeps it as best.lgw (rank 0, out_dir) if best so far, checkpoints. */
+static int evaluate_and_keep(struct learn *L, uint32_t it, struct loom_err *err)
+{
+	struct gnn_err gerr = {{0}};
+	int rc;
+
+	rc = evaluate(L, &L->last_eval, err);
+	if (rc < 0)
+		return rc;
+	if (L->last_eval < L->best) {
+		L->best = L->last_eval;
+		if (L->o->out_dir && L->rank == 0) {
+			char path[4096];
+
+			snprintf(path, sizeof(path), "%s/best.lgw", L->o->out_dir);
+			rc = gnn_save(L->w[0].model, path, &gerr);
 			if (rc < 0)
-				goto out;
-			rc = -ETIME;
-			loom_err_set(err, ETIME,
-				     "time limit reached after iteration %u; checkpoint written "
-				     "(continue with --resume)",
-				     it + 1);
-			goto out;
+				loom_err_set(err, -rc, "%s", gerr.msg);
 		}
 	}
-	rc = checkpoint(L, o->iters, ema, best, err);
+	if (rc == 0)
+		rc = checkpoint(L, it + 1, L->ema, L->best, err);
+	return agree(L, rc, err);
+}
+
+/* One row of learning.csv. */
+static void csv_write_row(FILE *csv, const struct learn_progress *pr)
+{
+	fprintf(csv, "%u,%s,%u,%.3f,%.6g,%.6g,%.6g,%.6g,%.6g,%u,", pr->iter,
+		pr->imitation ? "imitate" : "rl", pr->jobs, pr->load, pr->avg_wjct_s,
+		pr->avg_wjct_ema_s, pr->loss, pr->entropy, pr->grad_norm, pr->decisions);
+	if (isnan(pr->eval_ratio))
+		fprintf(csv, ",");
+	else
+		fprintf(csv, "%.6f,", pr->eval_ratio);
+	fprintf(csv, "%.6f,%.1f\n", isfinite(pr->best_eval_ratio) ? pr->best_eval_ratio : 0,
+		pr->wall_s);
+	fflush(csv);
+}
+
+/*
+ * Past the time limit (rank 0's clock decides for all) with iterations left:
+ * checkpoints and returns -ETIME. Otherwise 0.
+ */
+static int stop_at_time_limit(struct learn *L, uint32_t it, double wall_s, struct loom_err *err)
+{
+	const struct learn_opts *o = L->o;
+	bool stop = o->time_limit_s > 0 && wall_s > o->time_limit_s && it + 1 < o->iters;
+	int rc;
+
+	if (L->nranks > 1 && o->time_limit_s > 0) {
+		uint8_t b = stop;
+
+		learn_mpi_bcast(&b, 1, 0);
+		stop = b;
+	}
+	if (!stop)
+		return 0;
+	rc = checkpoint(L, it + 1, L->ema, L->best, err);
 	rc = agree(L, rc, err);
-out:
-	if (csv)
-		fclose(csv);
+	if (rc < 0)
+		return rc;
+	loom_err_set(err, ETIME,
+		     "time limit reached after iteration %u; checkpoint written "
+		     "(continue with --resume)",
+		     it + 1);
+	return -ETIME;
+}
+
+/* Iteration it: rollouts, a training step, maybe a validation, the progress report. */
+static int learn_iter(struct learn *L, uint32_t it, struct loom_err *err)
+{
+	const struct learn_opts *o = L->o;
+	bool imitation = it < o->imitate_iters;
+	double avg_s, grad_norm = 0, loss = 0, ent = 0, eval_ratio = NAN;
+	struct learn_progress pr;
+	uint32_t ntr = 0;
+	int rc;
+
+	iter_plan(L, it, imitation);
+	rc = collect_rollouts(L, err);
+	if (rc < 0)
+		return rc;
+	avg_s = rollouts_avg_wjct_s(L);
+	weigh_decisions(L, it, imitation);
+	L->kind = JOB_TRAIN;
+	if (L->norm_n > 0) {
+		rc = train_step(L, it, imitation, &grad_norm, err);
+		if (rc < 0)
+			return rc;
+	}
+	rc = sum_worker_stats(L, &loss, &ent, &ntr, err);
+	if (rc < 0)
+		return rc;
+	L->ema = isnan(L->ema) ? avg_s : 0.98 * L->ema + 0.02 * avg_s;
+	if (eval_due(o, it)) {
+		rc = evaluate_and_keep(L, it, err);
+		if (rc < 0)
+			return rc;
+		eval_ratio = L->last_eval;
+	}
+	pr = (struct learn_progress){.iter = it + 1,
+				     .iters = o->iters,
+				     .imitation = imitation,
+				     .jobs = L->ep_jobs,
+				     .load = L->ep_load,
+				     .avg_wjct_s = avg_s,
+				     .avg_wjct_ema_s = L->ema,
+				     .loss = loss,
+				     .skipped = L->skipped,
+				     .entropy = ntr ? ent / ntr : 0,
+				     .grad_norm = grad_norm,
+				     .decisions = ntr,
+				     .eval_ratio = eval_ratio,
+				     .best_eval_ratio = L->best,
+				     .wall_s = (double)loom_clock_mono_ns() * 1e-9 - L->t0_s};
+	if (L->csv)
+		csv_write_row(L->csv, &pr);
+	if (o->progress && L->rank == 0)
+		o->progress(o->progress_ctx, &pr);
+	return stop_at_time_limit(L, it, pr.wall_s, err);
+}
+
+int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct loom_err *err)
+{
+	double t0_s = (double)loom_clock_mono_ns() * 1e-9;
+	struct learn *L;
+	int rc;
+
+	rc = check_opts(o, err);
+	if (rc < 0)
+		return rc;
+	L = calloc(1, sizeof(*L));
+	if (!L)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	L->o = o;
+	L->adam = gnn_adam_default();
+	L->ema = NAN;
+	L->best = INFINITY;
+	L->last_eval = NAN;
+	L->t0_s = t0_s;
+	rc = workers_init(L, err);
+	if (rc == 0)
+		rc = learn_prepare(L, err);
+	for (uint32_t it = L->start; rc == 0 && it < o->iters; it++)
+		rc = learn_iter(L, it, err);
+	if (rc == 0) {
+		rc = checkpoint(L, o->iters, L->ema, L->best, err);
+		rc = agree(L, rc, err);
+	}
+	if (L->csv)
+		fclose(L->csv);
 	if (ret_model && (rc == 0 || rc == -ETIME)) {
 		*ret_model = L->w[0].model;
 		L->w[0].model = NULL;
 	}
-	for (uint32_t t = 0; t < LEARN_MAX_THREADS; t++) {
-		struct worker *w = &L->w[t];
-
-		gnn_model_free(w->model);
-		cp_model_free(w->m);
-		free(w->scores);
-		free(w->dlogp);
-		free(w->dent);
-		free(w->dscores);
-		free(w->work);
-	}
-	for (uint32_t k = 0; k < LEARN_MAX_ROLLOUTS; k++)
-		rollout_done(&L->ro[k]);
-	for (uint32_t i = 0; L->eval_m && i < o->eval_workloads; i++)
-		cp_model_free(L->eval_m[i]);
-	free(L->eval_m);
-	free(L->eval_best_s);
-	free(L->eval_gnn_s);
-	free(L->xbuf);
-	free(L->gbuf);
-	free(L);
+	learn_free(L);
 	return rc;
 }

@@ -577,6 +577,144 @@ static void client_release(struct loom_client *c)
 }
 
 /*
+ * Drops a connection the peer has closed, then connects if not connected,
+ * once per call (*reconnected). Returns 0, or -errno with the message set.
+ */
+static int call_connect(struct loom_client *c, const char *op, int64_t deadline, bool *reconnected)
+{
+	char saved[sizeof(err_buf)];
+	int r;
+
+	if (c->fd >= 0 && !*reconnected && peer_gone(c->fd, c->ssl != NULL))
+		client_close_fd(c);
+	if (c->fd >= 0)
+		return 0;
+	/* At most one new connection per call (the loop runs twice at most). */
+	*reconnected = true;
+	r = client_open(c, deadline);
+	if (r < 0) {
+		snprintf(saved, sizeof(saved), "%s", err_buf);
+		fail(r, "%s: %s", op, saved);
+	}
+	return r;
+}
+
+/* Receives until the answer to seq or later, skipping late answers to earlier requests. */
+static int recv_reply(struct loom_client *c, uint64_t seq, int64_t deadline, Loom__Envelope **rep)
+{
+	int r;
+
+	for (;;) {
+		r = env_recv(c, deadline, rep);
+		if (r < 0 || (*rep)->seq >= seq)
+			return r;
+		/* A late answer to a request of an earlier connection state: skip. */
+		wire_free(*rep);
+		*rep = NULL;
+	}
+}
+
+/* Sets the message for sending op's request failing with r; returns r. */
+static int send_fail(const struct loom_client *c, int r, const char *op)
+{
+	if (r == -ETIMEDOUT)
+		return fail(r, "%s: timed out sending to %s", op, c->address);
+	return fail(r, "%s: sending to %s: %s", op, c->address, ERRSTR(r));
+}
+
+/* Sets the message for receiving op's reply failing with r; returns the errno to report. */
+static int recv_fail(const struct loom_client *c, int r, const char *op)
+{
+	if (r == -ETIMEDOUT)
+		return fail(r, "%s: no reply from %s within %d ms", op, c->address, c->timeout_ms);
+	if (r == -EPIPE)
+		return fail(-ECONNRESET, "%s: %s closed the connection before replying", op,
+			    c->address);
+	if (r == -EMSGSIZE || r == -EBADMSG)
+		return fail(-EPROTO, "%s: bad frame from %s (%s)", op, c->address, ERRSTR(r));
+	return fail(r, "%s: receiving from %s: %s", op, c->address, ERRSTR(r));
+}
+
+/*
+ * Sends req and receives its answer in *rep (the caller frees it), over a
+ * new connection when there is none or it broke (once per call; *resent
+ * when the request may have gone out twice). Returns 0, or -errno with the
+ * message set.
+ */
+static int call_exchange(struct loom_client *c, Loom__Envelope *req, const char *op,
+			 int64_t deadline, Loom__Envelope **rep, bool *resent)
+{
+	bool reconnected = false;
+	int r;
+
+	for (;;) {
+		r = call_connect(c, op, deadline, &reconnected);
+		if (r < 0)
+			return r;
+		req->seq = ++c->seq;
+		r = env_send(c, req, deadline);
+		if (r == -EMSGSIZE)
+			return fail(r, "%s: request of %zu bytes is over the %u-byte frame limit",
+				    op, loom__envelope__get_packed_size(req),
+				    WIRE_MAX_FRAME_DEFAULT);
+		if (r < 0) {
+			client_close_fd(c);
+			if (is_broken(r) && !reconnected)
+				continue;
+			return send_fail(c, r, op);
+		}
+		r = recv_reply(c, req->seq, deadline, rep);
+		if (r < 0) {
+			client_close_fd(c);
+			if (is_broken(r) && !reconnected) {
+				*resent = true;
+				continue;
+			}
+			return recv_fail(c, r, op);
+		}
+		return 0;
+	}
+}
+
+/* 0 if rep is the Reply to req; else closes the connection, -EPROTO with the message set. */
+static int expect_reply(struct loom_client *c, const Loom__Envelope *req, const Loom__Envelope *rep,
+			const char *op)
+{
+	if (rep->seq == req->seq && rep->body_case == LOOM__ENVELOPE__BODY_REPLY)
+		return 0;
+	client_close_fd(c);
+	return fail(-EPROTO, "%s: expected reply seq %llu from %s, got %s seq %llu", op,
+		    (unsigned long long)req->seq, c->address, wire_type_name(rep->body_case),
+		    (unsigned long long)rep->seq);
+}
+
+/*
+ * The controller's refusal in reply as -errno with the message set, or 0 if
+ * it accepted. A refusal for being unavailable closes the connection.
+ */
+static int reply_error(struct loom_client *c, const Loom__Reply *reply, const char *op, bool resent)
+{
+	const char *note =
+		resent ? " (after a reconnect; the first attempt may have been applied)" : "";
+	const char *msg;
+	int r;
+
+	if (!reply->error || reply->error->code == LOOM__ERROR_CODE__OK)
+		return 0;
+	msg = reply->error->message;
+	r = wire_error_to_errno(reply->error->code);
+	if (msg && msg[0])
+		fail(r, "%s%s", msg, note);
+	else
+		fail(r, "%s: refused by the controller: %s%s", op,
+		     wire_error_name(reply->error->code), note);
+	/* The controller is going away: do not keep its connection. */
+	if (reply->error->code == LOOM__ERROR_CODE__UNAVAILABLE)
+		client_close_fd(c);
+	return r;
+}
+
+/*
  * Sends req (its seq is set here) and waits for its Reply. Returns 0 with
  * *ret_accepted (may be NULL), or -errno with the message set. A broken
  * connection, found before sending or while waiting, is replaced by a new
@@ -586,110 +724,22 @@ static int client_call(struct loom_client *c, Loom__Envelope *req, const char *o
 		       uint32_t *ret_accepted)
 {
 	int64_t deadline = now_ms() + c->timeout_ms;
-	bool reconnected = false, resent = false;
 	Loom__Envelope *rep = NULL;
-	const Loom__Reply *reply;
-	char saved[sizeof(err_buf)];
+	bool resent = false;
 	int r;
 
 	client_check_fork(c);
 	r = client_acquire(c, deadline, op);
 	if (r < 0)
 		return r;
-	for (;;) {
-		if (c->fd >= 0 && !reconnected && peer_gone(c->fd, c->ssl != NULL))
-			client_close_fd(c);
-		if (c->fd < 0) {
-			/* At most one new connection per call (the loop runs twice at most). */
-			reconnected = true;
-			r = client_open(c, deadline);
-			if (r < 0) {
-				snprintf(saved, sizeof(saved), "%s", err_buf);
-				fail(r, "%s: %s", op, saved);
-				goto out;
-			}
-		}
-		req->seq = ++c->seq;
-		r = env_send(c, req, deadline);
-		if (r == -EMSGSIZE) {
-			r = fail(r, "%s: request of %zu bytes is over the %u-byte frame limit", op,
-				 loom__envelope__get_packed_size(req), WIRE_MAX_FRAME_DEFAULT);
-			goto out;
-		}
-		if (r < 0) {
-			client_close_fd(c);
-			if (is_broken(r) && !reconnected)
-				continue;
-			if (r == -ETIMEDOUT)
-				fail(r, "%s: timed out sending to %s", op, c->address);
-			else
-				fail(r, "%s: sending to %s: %s", op, c->address, ERRSTR(r));
-			goto out;
-		}
-		for (;;) {
-			r = env_recv(c, deadline, &rep);
-			if (r < 0 || rep->seq >= req->seq)
-				break;
-			/* A late answer to a request of an earlier connection state: skip. */
-			wire_free(rep);
-			rep = NULL;
-		}
-		if (r < 0) {
-			client_close_fd(c);
-			if (is_broken(r) && !reconnected) {
-				resent = true;
-				continue;
-			}
-			if (r == -ETIMEDOUT)
-				r = fail(r, "%s: no reply from %s within %d ms", op, c->address,
-					 c->timeout_ms);
-			else if (r == -EPIPE)
-				r = fail(-ECONNRESET,
-					 "%s: %s closed the connection before replying", op,
-					 c->address);
-			else if (r == -EMSGSIZE || r == -EBADMSG)
-				r = fail(-EPROTO, "%s: bad frame from %s (%s)", op, c->address,
-					 ERRSTR(r));
-			else
-				r = fail(r, "%s: receiving from %s: %s", op, c->address, ERRSTR(r));
-			goto out;
-		}
-		break;
-	}
-	if (rep->seq != req->seq || rep->body_case != LOOM__ENVELOPE__BODY_REPLY) {
-		client_close_fd(c);
-		r = fail(-EPROTO, "%s: expected reply seq %llu from %s, got %s seq %llu", op,
-			 (unsigned long long)req->seq, c->address, wire_type_name(rep->body_case),
-			 (unsigned long long)rep->seq);
-		goto out;
-	}
-	reply = rep->reply;
-	if (reply->error && reply->error->code != LOOM__ERROR_CODE__OK) {
-		const char *msg = reply->error->message;
-
-		r = wire_error_to_errno(reply->error->code);
-		if (msg && msg[0])
-			fail(r, "%s%s", msg,
-			     resent ?
-				     " (after a reconnect; the first attempt may have been applied)" :
-				     "");
-		else
-			fail(r, "%s: refused by the controller: %s%s", op,
-			     wire_error_name(reply->error->code),
-			     resent ?
-				     " (after a reconnect; the first attempt may have been applied)" :
-				     "");
-		/* The controller is going away: do not keep its connection. */
-		if (reply->error->code == LOOM__ERROR_CODE__UNAVAILABLE)
-			client_close_fd(c);
+	r = call_exchange(c, req, op, deadline, &rep, &resent);
+	if (r == 0)
+		r = expect_reply(c, req, rep, op);
+	if (r == 0) {
+		r = reply_error(c, rep->reply, op, resent);
 		if (ret_accepted)
-			*ret_accepted = reply->accepted;
-		goto out;
+			*ret_accepted = rep->reply->accepted;
 	}
-	if (ret_accepted)
-		*ret_accepted = reply->accepted;
-	r = 0;
-out:
 	wire_free(rep);
 	client_release(c);
 	return r;

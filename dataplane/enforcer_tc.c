@@ -58,6 +58,7 @@
 #define TCF_UNKNOWN_MAX  (LOOM_TC_MAX_UNKNOWN / 2 * 3) /* unknown flows tracked at most */
 #define TCF_UNKNOWN_IDLE 50 /* collects without new bytes before an unknown flow is forgotten */
 #define TCF_NO_SLOT      UINT32_MAX
+#define TCF_SLOT_NEW     0x80000000u /* marks a slot in slot_of taken for a table not synced yet */
 
 /* An unknown flow the program announced. */
 struct tcf_unknown {
@@ -463,46 +464,33 @@ static void tcf_done(struct dp_enforcer *e)
 }
 
 /*
- * Enforces snap from now on: its flows keep the slots they held in the
- * previous table, new flows get free ones, and the program's map gets only
- * the differences (ebpf_tc_sync). Takes snap, also on failure (then frees it
- * and keeps the previous table). 0, -EINVAL (a bad default class),
- * -ENOSPC (more than LOOM_TC_MAX_FLOWS flows), -ENOMEM, or what the kernel said.
+ * 0 if snap fits this enforcer, its classes beyond ours lowered to our
+ * lowest (as in the dpdk enforcer); -EINVAL (a bad default class) or -ENOSPC.
  */
-static int tcf_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
+static int snap_fit(const struct tcf *t, struct dp_snapshot *snap)
 {
-	struct tcf *t = e->priv;
-	const struct dp_snapshot *old = t->snap;
-	size_t n, oldn = old ? old->n : 0, i = 0, j = 0, need = 0, nrm = 0;
-	uint32_t *slot_of = NULL;
-	size_t *rm = NULL;
-	struct ebpf_tc_entry *ent = NULL;
-	char msg[256];
-	int r;
-
-	if (!snap)
+	if (snap->default_class >= t->classes)
 		return -EINVAL;
-	n = snap->n;
-	if (snap->default_class >= t->classes) {
-		r = -EINVAL;
-		goto out;
-	}
-	if (n > LOOM_TC_MAX_FLOWS) {
-		r = -ENOSPC;
-		goto out;
-	}
-	/* a class beyond this enforcer's shares its lowest (as in the dpdk enforcer) */
-	for (size_t k = 0; k < n; k++)
+	if (snap->n > LOOM_TC_MAX_FLOWS)
+		return -ENOSPC;
+	for (size_t k = 0; k < snap->n; k++)
 		if (snap->flows[k].cls >= t->classes)
 			snap->flows[k].cls = t->classes - 1;
-	slot_of = malloc((n ? n : 1) * sizeof(*slot_of));
-	rm = malloc((oldn ? oldn : 1) * sizeof(*rm));
-	ent = malloc((n ? n : 1) * sizeof(*ent));
-	if (!slot_of || !rm || !ent) {
-		r = -ENOMEM;
-		goto out;
-	}
-	/* both sorted by dp_tuple_cmp: one merge pairs the flows of both tables */
+	return 0;
+}
+
+/*
+ * Pairs snap's flows with the enforced table's (both sorted by dp_tuple_cmp,
+ * so one merge does): slot_of[i] is the slot flow i keeps, or TCF_NO_SLOT
+ * for a new one; rm[0 .. *ret_nrm) the old flows gone. Returns how many
+ * flows are new.
+ */
+static size_t flows_pair(const struct tcf *t, const struct dp_snapshot *snap, uint32_t *slot_of,
+			 size_t *rm, size_t *ret_nrm)
+{
+	const struct dp_snapshot *old = t->snap;
+	size_t n = snap->n, oldn = old ? old->n : 0, i = 0, j = 0, need = 0, nrm = 0;
+
 	while (i < n || j < oldn) {
 		int c = i == n    ? 1 :
 			j == oldn ? -1 :
@@ -517,57 +505,130 @@ static int tcf_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
 			rm[nrm++] = j++;
 		}
 	}
-	if (need > t->nfree && counters_refresh(t) == 0)
-		reclaim(t); /* flows removed by earlier tables: out of the map already */
-	if (need > t->nfree) {
-		r = -ENOSPC;
-		goto out;
-	}
-	for (size_t k = 0; k < n; k++) {
+	*ret_nrm = nrm;
+	return need;
+}
+
+/* Gives each new flow a free slot (marked new until synced) and lays out the map entries. */
+static void entries_fill(struct tcf *t, const struct dp_snapshot *snap, uint32_t *slot_of,
+			 struct ebpf_tc_entry *ent)
+{
+	for (size_t k = 0; k < snap->n; k++) {
 		if (slot_of[k] == TCF_NO_SLOT)
-			slot_of[k] = slot_take(t) | 0x80000000u; /* marked new until synced */
+			slot_of[k] = slot_take(t) | TCF_SLOT_NEW;
 		key_of(&snap->flows[k].tuple, &ent[k].key);
 		memset(&ent[k].val, 0, sizeof(ent[k].val));
-		ent[k].val.slot = slot_of[k] & ~0x80000000u;
+		ent[k].val.slot = slot_of[k] & ~TCF_SLOT_NEW;
 		ent[k].val.cls = (uint8_t)snap->flows[k].cls;
 	}
+}
+
+/* Gives the slots marked new back, zeroed: the map may have pointed at them. */
+static void slots_give_back(struct tcf *t, const uint32_t *slot_of, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		if (slot_of[k] & TCF_SLOT_NEW) {
+			uint32_t s = slot_of[k] & ~TCF_SLOT_NEW;
+
+			if (ebpf_tc_counter_clear(t->tc, s) == 0)
+				t->free_slots[t->nfree++] = s;
+			else
+				t->slots_lost++;
+		}
+}
+
+/*
+ * Writes snap's default class and entries to the program's maps (only the
+ * differences: ebpf_tc_sync). On failure gives the new slots back.
+ */
+static int table_sync(struct tcf *t, const struct dp_snapshot *snap,
+		      const struct ebpf_tc_entry *ent, const uint32_t *slot_of)
+{
+	char msg[256];
+	int r;
+
 	msg[0] = '\0';
 	r = ebpf_tc_set_default_class(t->tc, snap->default_class);
 	if (r == 0)
-		r = ebpf_tc_sync(t->tc, ent, n, NULL, msg, sizeof(msg));
+		r = ebpf_tc_sync(t->tc, ent, snap->n, NULL, msg, sizeof(msg));
 	if (r < 0) {
-		/* give the new slots back, zeroed: the map may have pointed at them */
-		for (size_t k = 0; k < n; k++)
-			if (slot_of[k] & 0x80000000u) {
-				uint32_t s = slot_of[k] & ~0x80000000u;
-
-				if (ebpf_tc_counter_clear(t->tc, s) == 0)
-					t->free_slots[t->nfree++] = s;
-				else
-					t->slots_lost++;
-			}
+		slots_give_back(t, slot_of, snap->n);
 		log_debug("tc enforcer: table %" PRIu64 " not applied: %s", snap->version,
 			  msg[0] ? msg : strerror(-r));
-		goto out;
 	}
-	for (size_t k = 0; k < n; k++)
-		slot_of[k] &= ~0x80000000u;
+	return r;
+}
+
+/* Keeps the removed flows' slots for their last read (reclaim); without room, loses them. */
+static void flows_forget(struct tcf *t, const size_t *rm, size_t nrm)
+{
 	if (!grow((void **)&t->gone, &t->capgone, t->ngone + nrm, sizeof(*t->gone))) {
 		/* cannot remember them: their last bytes are lost, their slots too */
 		t->slots_lost += nrm;
 		nrm = 0;
 	}
 	for (size_t k = 0; k < nrm; k++) {
-		t->gone[t->ngone].t = old->flows[rm[k]].tuple;
+		t->gone[t->ngone].t = t->snap->flows[rm[k]].tuple;
 		t->gone[t->ngone++].slot = t->slot_of[rm[k]];
 	}
+}
+
+/* Makes snap (with its slots) the enforced table, taking both; frees the previous one. */
+static void table_swap(struct tcf *t, struct dp_snapshot *snap, uint32_t *slot_of)
+{
 	dp_snapshot_free(t->snap);
 	free(t->slot_of);
 	t->snap = snap;
 	t->slot_of = slot_of;
+	t->applied++;
+}
+
+/*
+ * Enforces snap from now on: its flows keep the slots they held in the
+ * previous table, new flows get free ones, and the program's map gets only
+ * the differences (ebpf_tc_sync). Takes snap, also on failure (then frees it
+ * and keeps the previous table). 0, -EINVAL (a bad default class),
+ * -ENOSPC (more than LOOM_TC_MAX_FLOWS flows), -ENOMEM, or what the kernel said.
+ */
+static int tcf_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
+{
+	struct tcf *t = e->priv;
+	size_t n, oldn = t->snap ? t->snap->n : 0, need, nrm = 0;
+	uint32_t *slot_of = NULL;
+	size_t *rm = NULL;
+	struct ebpf_tc_entry *ent = NULL;
+	int r;
+
+	if (!snap)
+		return -EINVAL;
+	n = snap->n;
+	r = snap_fit(t, snap);
+	if (r < 0)
+		goto out;
+	slot_of = malloc((n ? n : 1) * sizeof(*slot_of));
+	rm = malloc((oldn ? oldn : 1) * sizeof(*rm));
+	ent = malloc((n ? n : 1) * sizeof(*ent));
+	if (!slot_of || !rm || !ent) {
+		r = -ENOMEM;
+		goto out;
+	}
+	need = flows_pair(t, snap, slot_of, rm, &nrm);
+	if (need > t->nfree && counters_refresh(t) == 0)
+		reclaim(t); /* flows removed by earlier tables: out of the map already */
+	if (need > t->nfree) {
+		r = -ENOSPC;
+		goto out;
+	}
+	entries_fill(t, snap, slot_of, ent);
+	r = table_sync(t, snap, ent, slot_of);
+	if (r < 0)
+		goto out;
+	for (size_t k = 0; k < n; k++)
+		slot_of[k] &= ~TCF_SLOT_NEW;
+	flows_forget(t, rm, nrm);
+	table_swap(t, snap, slot_of);
 	slot_of = NULL;
 	snap = NULL;
-	t->applied++;
 out:
 	if (r < 0)
 		t->apply_failures++;

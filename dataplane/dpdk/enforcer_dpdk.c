@@ -522,13 +522,140 @@ static int port_setup(struct dpe *d, uint16_t port, bool rx, bool tx, struct loo
 	return 0;
 }
 
+/* Takes o's ports (which must be the EAL's, now that it is up) and settings. */
+static int dpe_take_opts(struct dpe *d, const struct dpe_opts *o, struct loom_err *err)
+{
+	if (!rte_eth_dev_is_valid_port(o->rx_port) || !rte_eth_dev_is_valid_port(o->tx_port)) {
+		bool rx = !rte_eth_dev_is_valid_port(o->rx_port);
+
+		return loom_err_set(err, EINVAL, "dpdk enforcer: %s: no port '%u'",
+				    rx ? "rx" : "tx", (unsigned int)(rx ? o->rx_port : o->tx_port));
+	}
+	d->rx_port = o->rx_port;
+	d->tx_port = o->tx_port;
+	d->rate_bps = o->rate_bps;
+	d->bucket_bytes = o->bucket_bytes;
+	d->burst = o->burst;
+	d->qsize = o->qsize;
+	d->dscp = o->dscp;
+	d->offload_mode = o->offload_mode;
+	return 0;
+}
+
+/* Picks the worker lcore: the first one after the main, which must be idle. */
+static int lcore_pick(struct dpe *d, struct loom_err *err)
+{
+	d->lcore = rte_get_next_lcore(-1, 1, 0);
+	if (d->lcore >= RTE_MAX_LCORE || rte_eal_get_lcore_state(d->lcore) != WAIT) {
+		d->lcore = RTE_MAX_LCORE;
+		return loom_err_set(err, EINVAL,
+				    "dpdk enforcer: no idle worker lcore (give the EAL two lcores, "
+				    "e.g. -l 0-1)");
+	}
+	return 0;
+}
+
+/* The RCU quiescent-state variable of the one worker thread, or NULL. */
+static struct rte_rcu_qsbr *qsbr_new(void)
+{
+	size_t sz = rte_rcu_qsbr_get_memsize(1);
+	struct rte_rcu_qsbr *v = rte_zmalloc("loom_dpe_rcu", sz, RTE_CACHE_LINE_SIZE);
+
+	if (v && rte_rcu_qsbr_init(v, 1) != 0)
+		v = (rte_free(v), NULL);
+	return v;
+}
+
+/* The unknown-flow sink with its ring named for instance id (ring NULL if not made), or NULL. */
+static struct dpf_unknown_sink *sink_new(unsigned int id)
+{
+	struct dpf_unknown_sink *s;
+	char name[32];
+
+	s = rte_zmalloc("loom_dpe_unknown", sizeof(*s), RTE_CACHE_LINE_SIZE);
+	if (s) {
+		snprintf(name, sizeof(name), "dpe%u_unknown", id);
+		s->ring = rte_ring_create_elem(name, sizeof(struct dpf_unknown_event), 1024,
+					       (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
+	}
+	return s;
+}
+
+/* The fast path's memory on the EAL's heap: mbuf pool, queues, RCU, unknown-flow ring. */
+static int dpe_mem_create(struct dpe *d, unsigned int id, struct loom_err *err)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "loom_dpe%u", id);
+	/*
+	 * Room for every queue full plus the RX and TX rings, bursts and the
+	 * per-lcore caches: a low-class backlog must never starve RX of mbufs
+	 * (which would drop class 0 too).
+	 */
+	d->pool = rte_pktmbuf_pool_create(
+		name,
+		(unsigned int)(d->classes * d->qsize + 2 * DPE_RING_DESC + 2 * DPE_MAX_BURST +
+			       256 * (rte_lcore_count() + 1) + DPE_POOL_MBUFS),
+		256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
+	snprintf(name, sizeof(name), "dpe%u", id);
+	d->q = dpf_prioq_new(name, d->classes, d->qsize, (int)rte_socket_id());
+	d->qsv = qsbr_new();
+	d->sink = sink_new(id);
+	if (!d->pool || !d->q || !d->qsv || !d->sink || !d->sink->ring)
+		return loom_err_set(
+			err, ENOMEM,
+			"dpdk enforcer: out of memory (pool, queues, rcu or unknown-flow ring)");
+	return 0;
+}
+
+/* The first table (empty: every flow unknown, in the lowest class) and the shaper. */
+static int dpe_table_init(struct dpe *d, struct loom_err *err)
+{
+	d->cur = state_new(NULL, d->classes - 1, d->sink);
+	if (!d->cur)
+		return loom_err_set(err, errno, "dpdk enforcer: empty table: %s", strerror(errno));
+	d->shaping = d->rate_bps > 0;
+	dpf_shaper_init(&d->sh, d->rate_bps, d->bucket_bytes, rte_get_tsc_hz(), rte_rdtsc());
+	return 0;
+}
+
+/* Starts the ports: one both ways, or the rx port and then the tx port. */
+static int ports_start(struct dpe *d, struct loom_err *err)
+{
+	int r;
+
+	if (d->rx_port == d->tx_port) {
+		r = port_setup(d, d->rx_port, true, true, err);
+		d->rx_started = r == 0;
+		return r;
+	}
+	r = port_setup(d, d->rx_port, true, false, err);
+	d->rx_started = r == 0;
+	if (r == 0) {
+		r = port_setup(d, d->tx_port, false, true, err);
+		d->tx_started = r == 0;
+	}
+	return r;
+}
+
+/* Starts the fast path (worker_main) on the worker lcore. */
+static int worker_launch(struct dpe *d, struct loom_err *err)
+{
+	int r = rte_eal_remote_launch(worker_main, d, d->lcore);
+
+	if (r < 0)
+		return loom_err_set(err, -r, "dpdk enforcer: launch on lcore %u: %s", d->lcore,
+				    rte_strerror(-r));
+	d->launched = true;
+	return 0;
+}
+
 static void dpe_done(struct dp_enforcer *e);
 
 static int dpe_init(struct dp_enforcer *e, const char *args, uint32_t classes, struct loom_err *err)
 {
 	struct dpe *d;
 	struct dpe_opts o;
-	char name[32];
 	unsigned int id = instances++;
 	int r;
 
@@ -546,97 +673,27 @@ static int dpe_init(struct dp_enforcer *e, const char *args, uint32_t classes, s
 	r = parse_args(args, &o, err);
 	if (r < 0)
 		goto fail;
-	/* the EAL is up now: the ports must be its */
-	if (!rte_eth_dev_is_valid_port(o.rx_port) || !rte_eth_dev_is_valid_port(o.tx_port)) {
-		bool rx = !rte_eth_dev_is_valid_port(o.rx_port);
-
-		r = loom_err_set(err, EINVAL, "dpdk enforcer: %s: no port '%u'", rx ? "rx" : "tx",
-				 (unsigned int)(rx ? o.rx_port : o.tx_port));
+	r = dpe_take_opts(d, &o, err);
+	if (r < 0)
 		goto fail;
-	}
-	d->rx_port = o.rx_port;
-	d->tx_port = o.tx_port;
-	d->rate_bps = o.rate_bps;
-	d->bucket_bytes = o.bucket_bytes;
-	d->burst = o.burst;
-	d->qsize = o.qsize;
-	d->dscp = o.dscp;
-	d->offload_mode = o.offload_mode;
-
-	d->lcore = rte_get_next_lcore(-1, 1, 0);
-	if (d->lcore >= RTE_MAX_LCORE || rte_eal_get_lcore_state(d->lcore) != WAIT) {
-		d->lcore = RTE_MAX_LCORE;
-		r = loom_err_set(
-			err, EINVAL,
-			"dpdk enforcer: no idle worker lcore (give the EAL two lcores, e.g. "
-			"-l 0-1)");
+	r = lcore_pick(d, err);
+	if (r < 0)
 		goto fail;
-	}
-	snprintf(name, sizeof(name), "loom_dpe%u", id);
-	/*
-	 * Room for every queue full plus the RX and TX rings, bursts and the
-	 * per-lcore caches: a low-class backlog must never starve RX of mbufs
-	 * (which would drop class 0 too).
-	 */
-	d->pool = rte_pktmbuf_pool_create(
-		name,
-		(unsigned int)(classes * d->qsize + 2 * DPE_RING_DESC + 2 * DPE_MAX_BURST +
-			       256 * (rte_lcore_count() + 1) + DPE_POOL_MBUFS),
-		256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
-	snprintf(name, sizeof(name), "dpe%u", id);
-	d->q = dpf_prioq_new(name, classes, d->qsize, (int)rte_socket_id());
-	{
-		size_t sz = rte_rcu_qsbr_get_memsize(1);
-
-		d->qsv = rte_zmalloc("loom_dpe_rcu", sz, RTE_CACHE_LINE_SIZE);
-		if (d->qsv && rte_rcu_qsbr_init(d->qsv, 1) != 0)
-			d->qsv = (rte_free(d->qsv), NULL);
-	}
-	d->sink = rte_zmalloc("loom_dpe_unknown", sizeof(*d->sink), RTE_CACHE_LINE_SIZE);
-	if (d->sink) {
-		snprintf(name, sizeof(name), "dpe%u_unknown", id);
-		d->sink->ring = rte_ring_create_elem(name, sizeof(struct dpf_unknown_event), 1024,
-						     (int)rte_socket_id(),
-						     RING_F_SP_ENQ | RING_F_SC_DEQ);
-	}
-	if (!d->pool || !d->q || !d->qsv || !d->sink || !d->sink->ring) {
-		r = loom_err_set(
-			err, ENOMEM,
-			"dpdk enforcer: out of memory (pool, queues, rcu or unknown-flow ring)");
+	r = dpe_mem_create(d, id, err);
+	if (r < 0)
 		goto fail;
-	}
-	d->cur = state_new(NULL, classes - 1, d->sink);
-	if (!d->cur) {
-		r = loom_err_set(err, errno, "dpdk enforcer: empty table: %s", strerror(errno));
+	r = dpe_table_init(d, err);
+	if (r < 0)
 		goto fail;
-	}
-	d->shaping = d->rate_bps > 0;
-	dpf_shaper_init(&d->sh, d->rate_bps, d->bucket_bytes, rte_get_tsc_hz(), rte_rdtsc());
-
-	if (d->rx_port == d->tx_port) {
-		r = port_setup(d, d->rx_port, true, true, err);
-		d->rx_started = r == 0;
-	} else {
-		r = port_setup(d, d->rx_port, true, false, err);
-		d->rx_started = r == 0;
-		if (r == 0) {
-			r = port_setup(d, d->tx_port, false, true, err);
-			d->tx_started = r == 0;
-		}
-	}
+	r = ports_start(d, err);
 	if (r < 0)
 		goto fail;
 	r = offload_start(d, err);
 	if (r < 0)
 		goto fail;
-
-	r = rte_eal_remote_launch(worker_main, d, d->lcore);
-	if (r < 0) {
-		r = loom_err_set(err, -r, "dpdk enforcer: launch on lcore %u: %s", d->lcore,
-				 rte_strerror(-r));
+	r = worker_launch(d, err);
+	if (r < 0)
 		goto fail;
-	}
-	d->launched = true;
 	return 0;
 fail:
 	dpe_done(e);

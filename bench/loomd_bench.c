@@ -1306,19 +1306,9 @@ out:
 	return NULL;
 }
 
-static int cmd_agents(const struct opts *o)
+/* The agents bench's arguments are coherent; says why not on stderr. */
+static bool agents_opts_ok(const struct opts *o)
 {
-	struct agents_bench b = {0};
-	struct pool p = {.ep = -1};
-	struct samples lat = {0}, rep = {0};
-	pthread_t fw;
-	size_t cells;
-	uint64_t t0, tables0;
-	double rss_idle, rss_agents, cpu0, cpu1, wall_s, push99_connect, tables_connect;
-	json_t *st = NULL;
-	uint32_t missed = 0, gaps = 0;
-	int rc = 1, r;
-
 	if (o->agents == 0 || o->agents > o->hosts || o->src_min < 1 || o->src_max < o->src_min ||
 	    o->src_max > 64 || o->src_max > o->agents || o->interval_max_ms < o->interval_min_ms ||
 	    o->window == 0 || o->ncoflows == 0) {
@@ -1326,177 +1316,252 @@ static int cmd_agents(const struct opts *o)
 			"agents: bad arguments: --agents %u must be 1..--hosts (%u), --sources "
 			"%u-%u within 1..min(64, agents), --window %u and --coflows %u >= 1\n",
 			o->agents, o->hosts, o->src_min, o->src_max, o->window, o->ncoflows);
-		return 1;
+		return false;
 	}
-	b.o = o;
-	b.nhosts = o->agents;
-	b.ncoflows = o->ncoflows;
-	b.base = o->id_base;
-	cells = (size_t)b.ncoflows * b.nhosts;
-	b.want = calloc(cells, 1);
-	b.got = calloc(cells, 1);
-	b.nsrc = calloc(b.ncoflows, sizeof(*b.nsrc));
-	b.remaining = calloc(b.ncoflows, sizeof(*b.remaining));
-	b.t_send_ns = calloc(b.ncoflows, sizeof(*b.t_send_ns));
-	b.t_reply_ns = calloc(b.ncoflows, sizeof(*b.t_reply_ns));
-	b.registered = calloc(b.ncoflows, sizeof(*b.registered));
-	b.t_done_ns = calloc(b.ncoflows, sizeof(*b.t_done_ns));
-	if (!b.want || !b.got || !b.nsrc || !b.remaining || !b.t_send_ns || !b.t_reply_ns ||
-	    !b.registered || !b.t_done_ns) {
-		fprintf(stderr, "agents: out of memory\n");
-		goto out;
-	}
-	rss_idle = stat_num(o, "rss_bytes");
+	return true;
+}
+
+static void agents_bench_done(struct agents_bench *b)
+{
+	free(b->want);
+	free(b->got);
+	free(b->nsrc);
+	free(b->remaining);
+	free(b->t_send_ns);
+	free(b->t_reply_ns);
+	free(b->registered);
+	free(b->t_done_ns);
+}
+
+/* Sizes b for o's agents and coflows. 0, or -ENOMEM (b then for agents_bench_done). */
+static int agents_bench_init(struct agents_bench *b, const struct opts *o)
+{
+	size_t cells = (size_t)o->ncoflows * o->agents;
+
+	b->o = o;
+	b->nhosts = o->agents;
+	b->ncoflows = o->ncoflows;
+	b->base = o->id_base;
+	b->want = calloc(cells, 1);
+	b->got = calloc(cells, 1);
+	b->nsrc = calloc(b->ncoflows, sizeof(*b->nsrc));
+	b->remaining = calloc(b->ncoflows, sizeof(*b->remaining));
+	b->t_send_ns = calloc(b->ncoflows, sizeof(*b->t_send_ns));
+	b->t_reply_ns = calloc(b->ncoflows, sizeof(*b->t_reply_ns));
+	b->registered = calloc(b->ncoflows, sizeof(*b->registered));
+	b->t_done_ns = calloc(b->ncoflows, sizeof(*b->t_done_ns));
+	if (!b->want || !b->got || !b->nsrc || !b->remaining || !b->t_send_ns || !b->t_reply_ns ||
+	    !b->registered || !b->t_done_ns)
+		return -ENOMEM;
+	return 0;
+}
+
+/* What cmd_agents measures around the framework thread's run. */
+struct agents_run {
+	double rss_idle, rss_agents, push99_connect, tables_connect;
+	uint64_t tables0;
+	double cpu0, cpu1, wall_s;
+	uint32_t missed, gaps;
+};
+
+/*
+ * Connects the agents, lets the connection phase settle and notes what it
+ * put in loomd's cumulative figures; then the pool measures tables for b.
+ */
+static int agents_connect(const struct opts *o, struct agents_bench *b, struct pool *p,
+			  struct agents_run *run)
+{
+	json_t *st;
+
+	run->rss_idle = stat_num(o, "rss_bytes");
 	fprintf(stderr, "agents [%s]: connecting %u agents\n", o->label, o->agents);
-	r = pool_start(&p, o->sock, o->agents, 60000);
-	if (r < 0) {
-		fprintf(stderr, "agents: %s\n", p.err);
-		goto out;
+	if (pool_start(p, o->sock, o->agents, 60000) < 0) {
+		fprintf(stderr, "agents: %s\n", p->err);
+		return -1;
 	}
-	pool_settle(&p, 200, 5000);
+	pool_settle(p, 200, 5000);
 	/* loomd's push histogram is cumulative: note what the connection phase put in it */
 	st = admin_stats(o);
-	rss_agents = st ? jnum(st, "rss_bytes") : -1;
-	push99_connect = st ? jnum(st, "push_p99_us") : -1;
-	tables_connect = st ? jnum(st, "tables_sent") : -1;
+	run->rss_agents = st ? jnum(st, "rss_bytes") : -1;
+	run->push99_connect = st ? jnum(st, "push_p99_us") : -1;
+	run->tables_connect = st ? jnum(st, "tables_sent") : -1;
 	json_decref(st);
-	st = NULL;
-	p.on_table = agents_on_table;
-	p.ctx = &b;
-	p.measure = true;
-	tables0 = p.tables;
+	p->on_table = agents_on_table;
+	p->ctx = b;
+	p->measure = true;
+	run->tables0 = p->tables;
+	return 0;
+}
+
+/*
+ * Runs the framework thread to its end while the agent loop pumps tables,
+ * within a deadline from the arguments. 0, or -1 with the reason on stderr.
+ */
+static int agents_drive(const struct opts *o, struct agents_bench *b, struct pool *p,
+			struct agents_run *run)
+{
+	uint64_t t0, deadline;
+	pthread_t fw;
+
 	fprintf(stderr,
 		"agents [%s]: registering %u coflows (%u-%u source hosts each), one every "
 		"%u-%u ms, at most %u registered\n",
-		o->label, b.ncoflows, o->src_min, o->src_max, o->interval_min_ms,
+		o->label, b->ncoflows, o->src_min, o->src_max, o->interval_min_ms,
 		o->interval_max_ms, o->window);
-	cpu0 = proc_cpu_s(o->pid);
+	run->cpu0 = proc_cpu_s(o->pid);
 	t0 = loom_clock_mono_ns();
-	if (pthread_create(&fw, NULL, agents_fw_main, &b) != 0) {
+	if (pthread_create(&fw, NULL, agents_fw_main, b) != 0) {
 		fprintf(stderr, "agents: pthread_create failed\n");
-		goto out;
+		return -1;
 	}
-	{
-		uint64_t deadline = t0 + ((uint64_t)b.ncoflows * (o->interval_max_ms + 5) +
-					  (uint64_t)o->timeout_ms * (b.ncoflows + 1) + 30000) *
-						 1000000ULL;
-
-		while (!atomic_load(&b.fw_finished)) {
-			if (pool_pump(&p, 5) < 0 || p.dead || loom_clock_mono_ns() > deadline)
-				break;
-		}
-		if (!atomic_load(&b.fw_finished)) {
-			fprintf(stderr, "agents: %s\n",
-				p.dead ? p.err : "the framework thread did not finish in time");
-			/* the thread's calls are bounded; let it end */
-			while (!atomic_load(&b.fw_finished))
-				pool_pump(&p, 5);
-		}
+	deadline = t0 + ((uint64_t)b->ncoflows * (o->interval_max_ms + 5) +
+			 (uint64_t)o->timeout_ms * (b->ncoflows + 1) + 30000) *
+				1000000ULL;
+	while (!atomic_load(&b->fw_finished)) {
+		if (pool_pump(p, 5) < 0 || p->dead || loom_clock_mono_ns() > deadline)
+			break;
+	}
+	if (!atomic_load(&b->fw_finished)) {
+		fprintf(stderr, "agents: %s\n",
+			p->dead ? p->err : "the framework thread did not finish in time");
+		/* the thread's calls are bounded; let it end */
+		while (!atomic_load(&b->fw_finished))
+			pool_pump(p, 5);
 	}
 	pthread_join(fw, NULL);
-	wall_s = (double)(loom_clock_mono_ns() - t0) * 1e-9;
-	cpu1 = proc_cpu_s(o->pid);
-	if (b.fw_rc) {
-		fprintf(stderr, "agents: framework: %s\n", b.fw_err);
+	run->wall_s = (double)(loom_clock_mono_ns() - t0) * 1e-9;
+	run->cpu1 = proc_cpu_s(o->pid);
+	if (b->fw_rc) {
+		fprintf(stderr, "agents: framework: %s\n", b->fw_err);
+		return -1;
+	}
+	if (p->dead) {
+		fprintf(stderr, "agents: %s\n", p->err);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Per coflow: registration to its class at every source host (lat; missed
+ * past the timeout) and registration to loomd's reply (rep); table gaps.
+ */
+static void agents_collect(const struct opts *o, const struct agents_bench *b, const struct pool *p,
+			   struct samples *lat, struct samples *rep, struct agents_run *run)
+{
+	for (uint32_t k = 0; k < b->ncoflows; k++) {
+		uint64_t d = atomic_load(&b->t_done_ns[k]);
+
+		samples_add(rep, b->t_reply_ns[k] - b->t_send_ns[k]);
+		if (!d || d - b->t_send_ns[k] > (uint64_t)o->timeout_ms * 1000000ULL)
+			run->missed++;
+		else
+			samples_add(lat, d - b->t_send_ns[k]);
+	}
+	for (uint32_t i = 0; i < p->n; i++)
+		run->gaps += p->a[i].gaps;
+	samples_sort(lat);
+	samples_sort(rep);
+}
+
+/* The table, the notes under it and the CSV rows (st: loomd's stats now). */
+static void agents_report(const struct opts *o, const struct agents_bench *b, const struct pool *p,
+			  const struct samples *lat, const struct samples *rep,
+			  const struct agents_run *run, const json_t *st)
+{
+	double p50 = (double)samples_q(lat, 0.5) * 1e-3, p99 = (double)samples_q(lat, 0.99) * 1e-3;
+	double pmax = lat->n ? (double)lat->v[lat->n - 1] * 1e-3 : 0;
+	double r50 = (double)samples_q(rep, 0.5) * 1e-3, r99 = (double)samples_q(rep, 0.99) * 1e-3;
+	double lcpu =
+		run->cpu0 >= 0 && run->cpu1 >= 0 ? 100 * (run->cpu1 - run->cpu0) / run->wall_s : -1;
+	double tps = (double)(p->tables - run->tables0) / run->wall_s;
+
+	printf("| config | agents | coflows | measured | missed | table p50 us | table p99 us | "
+	       "table max us | reply p50 us | reply p99 us | loomd push_p99_us | loomd "
+	       "decision_p99_us | active coflows | tables/s | loomd CPU %% |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	printf("| %s | %u | %u | %zu | %u | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | "
+	       "%.0f | %.0f | %.0f |\n",
+	       o->label, o->agents, b->ncoflows, lat->n, run->missed, p50, p99, pmax, r50, r99,
+	       jnum(st, "push_p99_us"), jnum(st, "decision_p99_us"), b->active_coflows, tps, lcpu);
+	printf("\nloomd RSS: idle %.1f MiB, with %u agents %.1f MiB; table gaps seen by agents: "
+	       "%u; loomd push_p50_us %.0f, decision_p50_us %.0f (cumulative since start; "
+	       "after the %u agents connected, before any coflow: push_p99_us %.0f over "
+	       "%.0f tables, of %.0f in all)\n",
+	       run->rss_idle / 1048576.0, o->agents, run->rss_agents / 1048576.0, run->gaps,
+	       jnum(st, "push_p50_us"), jnum(st, "decision_p50_us"), o->agents, run->push99_connect,
+	       run->tables_connect, jnum(st, "tables_sent"));
+	printf("delivery of the %zu tables sent while coflows were registered (their sent_ns "
+	       "to their arrival at the agent): p50 %.0f us, p99 %.0f us, max %.0f us\n",
+	       p->delivery.n, (double)samples_q(&p->delivery, 0.5) * 1e-3,
+	       (double)samples_q(&p->delivery, 0.99) * 1e-3,
+	       p->delivery.n ? (double)p->delivery.v[p->delivery.n - 1] * 1e-3 : 0);
+	fflush(stdout);
+	csv_row(o, "agents", "table_p50_us", p50, "us");
+	csv_row(o, "agents", "table_p99_us", p99, "us");
+	csv_row(o, "agents", "table_max_us", pmax, "us");
+	csv_row(o, "agents", "coflows_measured", (double)lat->n, "coflows");
+	csv_row(o, "agents", "coflows_missed", run->missed, "coflows");
+	csv_row(o, "agents", "register_reply_p50_us", r50, "us");
+	csv_row(o, "agents", "register_reply_p99_us", r99, "us");
+	csv_row(o, "agents", "loomd_push_p50_us", jnum(st, "push_p50_us"), "us");
+	csv_row(o, "agents", "loomd_push_p99_us", jnum(st, "push_p99_us"), "us");
+	csv_row(o, "agents", "loomd_push_p99_us_after_connect", run->push99_connect, "us");
+	csv_row(o, "agents", "delivery_p50_us", (double)samples_q(&p->delivery, 0.5) * 1e-3, "us");
+	csv_row(o, "agents", "delivery_p99_us", (double)samples_q(&p->delivery, 0.99) * 1e-3, "us");
+	csv_row(o, "agents", "loomd_decision_p50_us", jnum(st, "decision_p50_us"), "us");
+	csv_row(o, "agents", "loomd_decision_p99_us", jnum(st, "decision_p99_us"), "us");
+	csv_row(o, "agents", "active_coflows", b->active_coflows, "coflows");
+	csv_row(o, "agents", "active_flows", b->active_flows, "flows");
+	csv_row(o, "agents", "tables_per_s", tps, "1/s");
+	csv_row(o, "agents", "table_gaps", run->gaps, "tables");
+	csv_row(o, "agents", "loomd_cpu_pct", lcpu, "%");
+	csv_row(o, "agents", "rss_idle_bytes", run->rss_idle, "bytes");
+	csv_row(o, "agents", "rss_agents_bytes", run->rss_agents, "bytes");
+	fprintf(stderr, "agents [%s]: table p50 %.0f us, p99 %.0f us, max %.0f us, %u missed\n",
+		o->label, p50, p99, pmax, run->missed);
+}
+
+/*
+ * agents: o->agents simulated agents connected to loomd while a framework
+ * thread registers coflows; how long until each coflow's class is at every
+ * source host. Exits 1 when a coflow missed the timeout.
+ */
+static int cmd_agents(const struct opts *o)
+{
+	struct agents_bench b = {0};
+	struct agents_run run = {0};
+	struct pool p = {.ep = -1};
+	struct samples lat = {0}, rep = {0};
+	json_t *st = NULL;
+	int rc = 1;
+
+	if (!agents_opts_ok(o))
+		return 1;
+	if (agents_bench_init(&b, o) < 0) {
+		fprintf(stderr, "agents: out of memory\n");
 		goto out;
 	}
-	if (p.dead) {
-		fprintf(stderr, "agents: %s\n", p.err);
+	if (agents_connect(o, &b, &p, &run) < 0 || agents_drive(o, &b, &p, &run) < 0)
 		goto out;
-	}
 	pool_settle(&p, 100, 2000);
 	p.measure = false;
 	samples_sort(&p.delivery);
-	for (uint32_t k = 0; k < b.ncoflows; k++) {
-		uint64_t d = atomic_load(&b.t_done_ns[k]);
-
-		samples_add(&rep, b.t_reply_ns[k] - b.t_send_ns[k]);
-		if (!d || d - b.t_send_ns[k] > (uint64_t)o->timeout_ms * 1000000ULL)
-			missed++;
-		else
-			samples_add(&lat, d - b.t_send_ns[k]);
-	}
-	for (uint32_t i = 0; i < p.n; i++)
-		gaps += p.a[i].gaps;
-	samples_sort(&lat);
-	samples_sort(&rep);
+	agents_collect(o, &b, &p, &lat, &rep, &run);
 	st = admin_stats(o);
 	if (!st)
 		goto out;
-	{
-		double p50 = (double)samples_q(&lat, 0.5) * 1e-3,
-		       p99 = (double)samples_q(&lat, 0.99) * 1e-3;
-		double pmax = lat.n ? (double)lat.v[lat.n - 1] * 1e-3 : 0;
-		double r50 = (double)samples_q(&rep, 0.5) * 1e-3,
-		       r99 = (double)samples_q(&rep, 0.99) * 1e-3;
-		double lcpu = cpu0 >= 0 && cpu1 >= 0 ? 100 * (cpu1 - cpu0) / wall_s : -1;
-
-		printf("| config | agents | coflows | measured | missed | table p50 us | table p99 us | "
-		       "table max us | reply p50 us | reply p99 us | loomd push_p99_us | loomd "
-		       "decision_p99_us | active coflows | tables/s | loomd CPU %% |\n");
-		printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-		printf("| %s | %u | %u | %zu | %u | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | "
-		       "%.0f | %.0f | %.0f |\n",
-		       o->label, o->agents, b.ncoflows, lat.n, missed, p50, p99, pmax, r50, r99,
-		       jnum(st, "push_p99_us"), jnum(st, "decision_p99_us"), b.active_coflows,
-		       (double)(p.tables - tables0) / wall_s, lcpu);
-		printf("\nloomd RSS: idle %.1f MiB, with %u agents %.1f MiB; table gaps seen by agents: "
-		       "%u; loomd push_p50_us %.0f, decision_p50_us %.0f (cumulative since start; "
-		       "after the %u agents connected, before any coflow: push_p99_us %.0f over "
-		       "%.0f tables, of %.0f in all)\n",
-		       rss_idle / 1048576.0, o->agents, rss_agents / 1048576.0, gaps,
-		       jnum(st, "push_p50_us"), jnum(st, "decision_p50_us"), o->agents,
-		       push99_connect, tables_connect, jnum(st, "tables_sent"));
-		printf("delivery of the %zu tables sent while coflows were registered (their sent_ns "
-		       "to their arrival at the agent): p50 %.0f us, p99 %.0f us, max %.0f us\n",
-		       p.delivery.n, (double)samples_q(&p.delivery, 0.5) * 1e-3,
-		       (double)samples_q(&p.delivery, 0.99) * 1e-3,
-		       p.delivery.n ? (double)p.delivery.v[p.delivery.n - 1] * 1e-3 : 0);
-		fflush(stdout);
-		csv_row(o, "agents", "table_p50_us", p50, "us");
-		csv_row(o, "agents", "table_p99_us", p99, "us");
-		csv_row(o, "agents", "table_max_us", pmax, "us");
-		csv_row(o, "agents", "coflows_measured", (double)lat.n, "coflows");
-		csv_row(o, "agents", "coflows_missed", missed, "coflows");
-		csv_row(o, "agents", "register_reply_p50_us", r50, "us");
-		csv_row(o, "agents", "register_reply_p99_us", r99, "us");
-		csv_row(o, "agents", "loomd_push_p50_us", jnum(st, "push_p50_us"), "us");
-		csv_row(o, "agents", "loomd_push_p99_us", jnum(st, "push_p99_us"), "us");
-		csv_row(o, "agents", "loomd_push_p99_us_after_connect", push99_connect, "us");
-		csv_row(o, "agents", "delivery_p50_us", (double)samples_q(&p.delivery, 0.5) * 1e-3,
-			"us");
-		csv_row(o, "agents", "delivery_p99_us", (double)samples_q(&p.delivery, 0.99) * 1e-3,
-			"us");
-		csv_row(o, "agents", "loomd_decision_p50_us", jnum(st, "decision_p50_us"), "us");
-		csv_row(o, "agents", "loomd_decision_p99_us", jnum(st, "decision_p99_us"), "us");
-		csv_row(o, "agents", "active_coflows", b.active_coflows, "coflows");
-		csv_row(o, "agents", "active_flows", b.active_flows, "flows");
-		csv_row(o, "agents", "tables_per_s", (double)(p.tables - tables0) / wall_s, "1/s");
-		csv_row(o, "agents", "table_gaps", gaps, "tables");
-		csv_row(o, "agents", "loomd_cpu_pct", lcpu, "%");
-		csv_row(o, "agents", "rss_idle_bytes", rss_idle, "bytes");
-		csv_row(o, "agents", "rss_agents_bytes", rss_agents, "bytes");
-		fprintf(stderr,
-			"agents [%s]: table p50 %.0f us, p99 %.0f us, max %.0f us, %u missed\n",
-			o->label, p50, p99, pmax, missed);
-	}
-	rc = missed ? 1 : 0;
-	if (missed)
+	agents_report(o, &b, &p, &lat, &rep, &run, st);
+	rc = run.missed ? 1 : 0;
+	if (run.missed)
 		fprintf(stderr, "agents: %u coflows did not reach all their sources within %d ms\n",
-			missed, o->timeout_ms);
+			run.missed, o->timeout_ms);
 out:
 	json_decref(st);
 	pool_free(&p);
 	samples_done(&lat);
 	samples_done(&rep);
-	free(b.want);
-	free(b.got);
-	free(b.nsrc);
-	free(b.remaining);
-	free(b.t_send_ns);
-	free(b.t_reply_ns);
-	free(b.registered);
-	free(b.t_done_ns);
+	agents_bench_done(&b);
 	return rc;
 }
 

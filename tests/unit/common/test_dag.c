@@ -25,6 +25,7 @@
 
 #include "common/dag.h"
 #include "common/rng.h"
+#include "tests/oom.h"
 #include "tests/precond.h"
 
 #define NONE LOOM_DAG_NONE
@@ -349,43 +350,6 @@ static void test_random(void **state)
 
 /* ---- out of memory ---------------------------------------------------------------------------- */
 
-#if defined(__SANITIZE_ADDRESS__)
-#define LOOM_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LOOM_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define LOOM_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define LOOM_TSAN 1
-#endif
-#endif
-
-/* Returns the process's address space size in bytes, or 0. */
-static size_t vm_bytes(void)
-{
-	FILE *f = fopen("/proc/self/statm", "r");
-	unsigned long pages = 0;
-
-	if (!f)
-		return 0;
-	if (fscanf(f, "%lu", &pages) != 1)
-		pages = 0;
-	fclose(f);
-	return pages * (size_t)sysconf(_SC_PAGESIZE);
-}
-
-#define CHILD_CHECK(cond)                                                                          \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "oom child: %s:%d: %s\n", __FILE__, __LINE__, #cond);      \
-			_exit(1);                                                                  \
-		}                                                                                  \
-	} while (0)
-
 /* Never reached: the arrays fail first. */
 static uint32_t child_not_called(const void *ctx, uint32_t v, uint32_t i)
 {
@@ -403,52 +367,36 @@ static void oom_child(void)
 	struct loom_dag big_dag = {big, child_not_called, NULL};
 	struct loom_dag_csr csr = {NULL, NULL};
 	uint32_t order[3], indeg[3], node = 77;
-	struct rlimit old, lim;
-	size_t vm;
+	struct rlimit old;
 
-	CHILD_CHECK(loom_dag_csr_init(&csr, 3, pairs, 2, sizeof(*pairs)) == 0);
-	CHILD_CHECK(getrlimit(RLIMIT_AS, &old) == 0);
-	vm = vm_bytes();
-	CHILD_CHECK(vm > 0);
-	lim = old;
-	lim.rlim_cur = vm + (1u << 20);
-	CHILD_CHECK(setrlimit(RLIMIT_AS, &lim) == 0);
+	OOM_CHECK(loom_dag_csr_init(&csr, 3, pairs, 2, sizeof(*pairs)) == 0);
+	oom_cap(&old);
 
-	CHILD_CHECK(loom_dag_order(&big_dag, NULL, NULL, &node) == -ENOMEM);
-	CHILD_CHECK(loom_dag_order(&big_dag, order, NULL, &node) == -ENOMEM);
-	CHILD_CHECK(loom_dag_order(&big_dag, NULL, indeg, &node) == -ENOMEM);
-	CHILD_CHECK(node == 77);
+	OOM_CHECK(loom_dag_order(&big_dag, NULL, NULL, &node) == -ENOMEM);
+	OOM_CHECK(loom_dag_order(&big_dag, order, NULL, &node) == -ENOMEM);
+	OOM_CHECK(loom_dag_order(&big_dag, NULL, indeg, &node) == -ENOMEM);
+	OOM_CHECK(node == 77);
 	{
 		struct loom_dag_csr g;
 
-		CHILD_CHECK(loom_dag_csr_init(&g, big, pairs, 2, sizeof(*pairs)) == -ENOMEM);
-		CHILD_CHECK(!g.first && !g.child);
+		OOM_CHECK(loom_dag_csr_init(&g, big, pairs, 2, sizeof(*pairs)) == -ENOMEM);
+		OOM_CHECK(!g.first && !g.child);
 		loom_dag_csr_done(&g);
 	}
 	/* with the caller's arrays nothing is allocated */
-	CHILD_CHECK(loom_dag_order(&(struct loom_dag){3, loom_dag_csr_child, &csr}, order, indeg,
-				   &node) == 0);
-	CHILD_CHECK(order[0] == 0 && order[1] == 1 && order[2] == 2);
+	OOM_CHECK(loom_dag_order(&(struct loom_dag){3, loom_dag_csr_child, &csr}, order, indeg,
+				 &node) == 0);
+	OOM_CHECK(order[0] == 0 && order[1] == 1 && order[2] == 2);
 
-	CHILD_CHECK(setrlimit(RLIMIT_AS, &old) == 0);
+	oom_uncap(&old);
 	loom_dag_csr_done(&csr);
 	_exit(0);
 }
 
 static void test_oom(void **state)
 {
-	pid_t pid;
-	int st = 0;
-
 	(void)state;
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		oom_child();
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	oom_run(oom_child);
 }
 
 int main(void)
@@ -460,14 +408,6 @@ int main(void)
 		cmocka_unit_test(test_random),    cmocka_unit_test(test_oom),
 	};
 	size_t n = sizeof(tests) / sizeof(tests[0]);
-	const char *no_oom = NULL;
-
-#ifdef LOOM_ASAN
-	no_oom = "under AddressSanitizer, whose shadow memory does not live under RLIMIT_AS";
-#endif
-#ifdef LOOM_TSAN
-	no_oom = "under ThreadSanitizer, whose own allocator dies (FATAL) under RLIMIT_AS";
-#endif
-	n = precond_leave_out(tests, n, test_oom, no_oom);
+	n = precond_leave_out(tests, n, test_oom, oom_unsupported());
 	return precond_run(tests, n, NULL, NULL);
 }

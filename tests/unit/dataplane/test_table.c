@@ -27,6 +27,7 @@
 
 #include "common/rng.h"
 #include "dataplane/table.h"
+#include "tests/oom.h"
 #include "tests/precond.h"
 
 #define NCLASSES 8
@@ -837,43 +838,6 @@ static void test_snapshot(void **state)
 
 /* ---- out of memory ---------------------------------------------------------------------------- */
 
-#if defined(__SANITIZE_ADDRESS__)
-#define LOOM_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LOOM_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define LOOM_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define LOOM_TSAN 1
-#endif
-#endif
-
-/* Returns the process's address space size in bytes, or 0. */
-static size_t vm_bytes(void)
-{
-	FILE *f = fopen("/proc/self/statm", "r");
-	unsigned long pages = 0;
-
-	if (!f)
-		return 0;
-	if (fscanf(f, "%lu", &pages) != 1)
-		pages = 0;
-	fclose(f);
-	return pages * (size_t)sysconf(_SC_PAGESIZE);
-}
-
-#define CHILD_CHECK(cond)                                                                          \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "oom child: %s:%d: %s\n", __FILE__, __LINE__, #cond);      \
-			_exit(1);                                                                  \
-		}                                                                                  \
-	} while (0)
-
 /* In a child: a table of BIG/10 flows, address space capped, then updates that must grow it. */
 static void oom_child(void)
 {
@@ -883,11 +847,10 @@ static void oom_child(void)
 	struct wire_tuple rmf[100];
 	uint64_t rmc[100];
 	struct dp_update u;
-	struct rlimit old, lim;
-	size_t vm;
+	struct rlimit old;
 	int r;
 
-	CHILD_CHECK(t && fl && cl);
+	OOM_CHECK(t && fl && cl);
 	for (uint32_t i = 0; i < BIG * 2; i++) {
 		fl[i] = (struct dp_flow_entry){big_tuple(i), i};
 		cl[i] = (struct dp_class_entry){.coflow_id = i, .cls = 1, .rate_bps = i};
@@ -903,14 +866,9 @@ static void oom_child(void)
 			       .nflows = BIG / 10,
 			       .classes = cl,
 			       .nclasses = 1000};
-	CHILD_CHECK(dp_table_apply(t, &u) == 0);
+	OOM_CHECK(dp_table_apply(t, &u) == 0);
 
-	CHILD_CHECK(getrlimit(RLIMIT_AS, &old) == 0);
-	vm = vm_bytes();
-	CHILD_CHECK(vm > 0);
-	lim = old;
-	lim.rlim_cur = vm + (1u << 20); /* far less than 2 * BIG slots */
-	CHILD_CHECK(setrlimit(RLIMIT_AS, &lim) == 0);
+	oom_cap(&old);
 
 	/* a delta with removals whose flow map must grow */
 	u = (struct dp_update){.version = 2,
@@ -922,36 +880,36 @@ static void oom_child(void)
 			       .removed_coflows = rmc,
 			       .nremoved_coflows = 100};
 	r = dp_table_apply(t, &u);
-	CHILD_CHECK(r == -ENOMEM);
+	OOM_CHECK(r == -ENOMEM);
 	/* one whose class map must grow (its flow map need not) */
 	u.flows = fl + BIG / 10;
 	u.nflows = 10;
 	u.classes = cl;
 	u.nclasses = BIG * 2;
 	r = dp_table_apply(t, &u);
-	CHILD_CHECK(r == -ENOMEM);
+	OOM_CHECK(r == -ENOMEM);
 	/* a full table too large to build */
 	u = (struct dp_update){.version = 2, .full = true, .flows = fl + 5, .nflows = BIG * 2 - 5};
 	r = dp_table_apply(t, &u);
-	CHILD_CHECK(r == -ENOMEM);
+	OOM_CHECK(r == -ENOMEM);
 	/* nothing changed (lookups do not allocate) */
-	CHILD_CHECK(dp_table_version(t) == 1);
-	CHILD_CHECK(dp_table_nflows(t) == BIG / 10);
-	CHILD_CHECK(dp_table_ncoflows(t) == 1000);
+	OOM_CHECK(dp_table_version(t) == 1);
+	OOM_CHECK(dp_table_nflows(t) == BIG / 10);
+	OOM_CHECK(dp_table_ncoflows(t) == 1000);
 	for (uint32_t i = 0; i < BIG * 2; i++) {
 		bool known;
 		uint64_t c;
 		uint32_t cls = dp_table_lookup(t, &fl[i].tuple, &c, &known);
 
-		CHILD_CHECK(known == (i < BIG / 10));
-		CHILD_CHECK(!known || c == i);
-		CHILD_CHECK(cls == (i < 1000 ? 1u : NCLASSES - 1u));
+		OOM_CHECK(known == (i < BIG / 10));
+		OOM_CHECK(!known || c == i);
+		OOM_CHECK(cls == (i < 1000 ? 1u : NCLASSES - 1u));
 	}
 
 	/* with memory again, it goes through */
-	CHILD_CHECK(setrlimit(RLIMIT_AS, &old) == 0);
-	CHILD_CHECK(dp_table_apply(t, &u) == 0);
-	CHILD_CHECK(dp_table_nflows(t) == BIG * 2 - 5);
+	oom_uncap(&old);
+	OOM_CHECK(dp_table_apply(t, &u) == 0);
+	OOM_CHECK(dp_table_nflows(t) == BIG * 2 - 5);
 	free(fl);
 	free(cl);
 	dp_table_free(t);
@@ -960,18 +918,8 @@ static void oom_child(void)
 
 static void test_oom(void **state)
 {
-	pid_t pid;
-	int st = 0;
-
 	(void)state;
-	fflush(NULL);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		oom_child();
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	oom_run(oom_child);
 }
 
 /* ---- churn against a reference model ---------------------------------------------------------- */
@@ -1233,14 +1181,6 @@ int main(void)
 		cmocka_unit_test(test_churn),
 	};
 	size_t n = sizeof(tests) / sizeof(tests[0]);
-	const char *no_oom = NULL;
-
-#ifdef LOOM_ASAN
-	no_oom = "under AddressSanitizer, whose shadow memory does not live under RLIMIT_AS";
-#endif
-#ifdef LOOM_TSAN
-	no_oom = "under ThreadSanitizer, whose own allocator dies (FATAL) under RLIMIT_AS";
-#endif
-	n = precond_leave_out(tests, n, test_oom, no_oom);
+	n = precond_leave_out(tests, n, test_oom, oom_unsupported());
 	return precond_run(tests, n, NULL, NULL);
 }

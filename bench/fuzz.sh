@@ -182,7 +182,8 @@ progress() {
 	local name
 	for name in "$@"; do
 		local l
-		l=$(grep -a -E '^#[0-9]+' "$out/$name/log" 2>/dev/null | tail -1 | cut -c1-90)
+		# none yet is no error: under set -e and pipefail it ended the campaign
+		l=$(grep -a -E '^#[0-9]+' "$out/$name/log" 2>/dev/null | tail -1 | cut -c1-90 || true)
 		[ -n "$l" ] && log "$name: $l"
 	done
 	return 0

@@ -1342,7 +1342,9 @@ int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom
 		s->http = cp_metrics_http_start(m.host, m.port, err);
 		if (!s->http)
 			return -errno;
-		log_info("metrics on http://%s:%u/metrics", m.host, cp_metrics_http_port(s->http));
+		/* an IPv6 host goes in brackets in a URL */
+		log_info("metrics on http://%s%s%s:%u/metrics", strchr(m.host, ':') ? "[" : "",
+			 m.host, strchr(m.host, ':') ? "]" : "", cp_metrics_http_port(s->http));
 		publish_metrics(s);
 	}
 	cp_server_schedule_pass(s);

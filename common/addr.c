@@ -130,18 +130,7 @@ int loom_addr_parse(const char *what, const char *s, unsigned flags, struct loom
 
 int loom_addr_unix(const char *what, const char *path, struct loom_addr *ret, struct loom_err *err)
 {
-	size_t n = strlen(path);
-
-	if (n == 0)
-		return loom_err_set(err, EINVAL, "%s: empty socket path", what);
-	if (n >= LOOM_ADDR_PATH_MAX)
-		return loom_err_set(err, ENAMETOOLONG,
-				    "%s %s: path too long (at most %d bytes for sun_path)", what,
-				    path, LOOM_ADDR_PATH_MAX - 1);
-	memset(ret, 0, sizeof(*ret));
-	ret->kind = LOOM_ADDR_UNIX;
-	memcpy(ret->path, path, n + 1);
-	return 0;
+	return set_path(what, path, path, ret, err);
 }
 
 char *loom_addr_str(const struct loom_addr *a, char buf[LOOM_ADDR_STR_MAX])

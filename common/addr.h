@@ -76,7 +76,7 @@ int loom_addr_parse(const char *what, const char *s, unsigned flags, struct loom
  * The address of the Unix socket at path, taken as it stands (no "unix:"
  * prefix, no TCP forms: a value that can only be a path, such as loomd's
  * listen_unix). Returns 0, or -EINVAL (empty) / -ENAMETOOLONG with
- * "<what> <path>: <why>" in err; *ret is written only on success.
+ * "<what> \"<path>\": <why>" (as loom_addr_parse says it) in err; *ret is written only on success.
  */
 int loom_addr_unix(const char *what, const char *path, struct loom_addr *ret, struct loom_err *err);
 

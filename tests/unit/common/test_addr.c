@@ -221,13 +221,13 @@ static void test_unix_path(void **state)
 	assert_string_equal(a.path, "unix:/x");
 
 	assert_int_equal(loom_addr_unix("listen_unix", "", &a, &err), -EINVAL);
-	assert_string_equal(err.msg, "listen_unix: empty socket path");
+	assert_string_equal(err.msg, "listen_unix \"\": empty socket path");
 	memset(longp, 'a', sizeof(longp) - 1);
 	longp[0] = '/';
 	longp[sizeof(longp) - 1] = 0;
 	assert_int_equal(loom_addr_unix("listen_unix", longp, &a, &err), -ENAMETOOLONG);
-	assert_true(!strncmp(err.msg, "listen_unix /aaa", 16));
-	assert_non_null(strstr(err.msg, "path too long"));
+	assert_true(!strncmp(err.msg, "listen_unix \"/aaa", 17));
+	assert_non_null(strstr(err.msg, "socket path longer than 107 bytes"));
 }
 
 /* ---- sockets ------------------------------------------------------------------------- */

@@ -59,7 +59,7 @@ mkdir -p "$out"
 
 prefix=loom-bench-dpdk-$$
 eal="--no-huge --no-pci --no-shconf -m 512 -l 0-1 --vdev net_null0 --vdev net_null1 --file-prefix $prefix ${EAL_EXTRA:-}"
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+. "$src/bench/lib.sh"
 
 tp_pid=
 cleanup() {

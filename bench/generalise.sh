@@ -93,12 +93,7 @@ points=(
 	"random DAGs|--dags random"
 )
 
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-throttle() {
-	while [ "$(jobs -rp | wc -l)" -ge "$ncores" ]; do
-		wait -n || true
-	done
-}
+. bench/lib.sh
 
 {
 	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(date -u +%Y-%m-%d)"

@@ -53,12 +53,7 @@ core() { # core N: taskset prefix for job slot N, empty when there is no taskset
 		echo "taskset -c $(($1 % ncores))"
 	fi
 }
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-throttle() {
-	while [ "$(jobs -rp | wc -l)" -ge "$ncores" ]; do
-		wait -n || true
-	done
-}
+. bench/lib.sh
 
 {
 	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(date -u +%Y-%m-%d)"

@@ -58,7 +58,7 @@ core() { # core N: taskset prefix for job slot N, empty when there is no taskset
 	fi
 }
 
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+. bench/lib.sh
 
 {
 	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(date -u +%Y-%m-%d)"
@@ -78,11 +78,6 @@ fi
 
 # ---- 2. multi-stage workloads --------------------------------------------------
 # At most one replay per core at any time (the FB2010 runs count).
-throttle() {
-	while [ "$(jobs -rp | wc -l)" -ge "$ncores" ]; do
-		wait -n || true
-	done
-}
 for load in $loads; do
 	for seed in $seeds; do
 		name="l$load-s$seed"

@@ -62,6 +62,9 @@ struct replay_args {
 	int progress; /* -1 auto, 0 off, 1 on */
 	enum replay_bound bound;
 	uint32_t jobs; /* runs at once, each in its own process; 1: in this one */
+	bool compat;   /* --compat coflowsim */
+	/* flags --compat coflowsim cannot honour, for its error message */
+	const char *engine_flag;
 };
 
 static void usage(FILE *f)
@@ -107,6 +110,10 @@ static void usage(FILE *f)
 		"                         same as one at a time, a line is logged as each ends\n"
 		"      --progress         always show progress; --no-progress never (default: on a tty;\n"
 		"                         with --jobs above 1, only the line per finished run)\n"
+		"  -c, --compat SIM       coflowsim: reproduce CoflowSim's numbers (its clock, port\n"
+		"                         rate, admission epochs, flow sizes and each policy's rules;\n"
+		"                         coflow-benchmark traces; policies fair fifo scf ncf lcf\n"
+		"                         sebf dclas; docs/simulator.md)\n"
 		"  -v, --verbose          more logging\n"
 		"  -h, --help             this text\n"
 		"\nPolicies:\n",
@@ -156,6 +163,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 		{"jobs", required_argument, NULL, 'j'},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+		{"compat", required_argument, NULL, 'c'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -164,7 +172,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:f:T:r:p:m:k:q:e:R:s:w:o:b:j:vh", opts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "t:f:T:r:p:m:k:q:e:R:s:w:o:b:j:c:vh", opts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 't':
@@ -175,8 +183,10 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 			break;
 		case 'T':
 			a->topo = optarg;
+			a->engine_flag = "--topo";
 			break;
 		case 'r':
+			a->engine_flag = "--rate-bps";
 			if (sim_cli_u64("--rate-bps", optarg, 1, UINT64_MAX / 16, &a->rate_bps))
 				return -EINVAL;
 			break;
@@ -190,14 +200,18 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 				return -EINVAL;
 			}
 			a->mode = optarg;
+			if (strcmp(optarg, "ideal") != 0)
+				a->engine_flag = "--mode";
 			break;
 		case 'k':
 			if (sim_cli_u64("--classes", optarg, 1, 4096, &v))
 				return -EINVAL;
 			a->classes = (uint32_t)v;
 			classes_given = true;
+			a->engine_flag = "--classes";
 			break;
 		case 'q':
+			a->engine_flag = "--quantize";
 			if (sim_quantize_parse(optarg, &a->quantize) < 0) {
 				log_err("--quantize: '%s' is not one of conflict, per-host, top, even",
 					optarg);
@@ -207,10 +221,12 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 		case 'e':
 			if (parse_ms_flag("--epoch-ms", optarg, &a->epoch_ns))
 				return -EINVAL;
+			a->engine_flag = "--epoch-ms";
 			break;
 		case 'R':
 			if (parse_ms_flag("--reeval-ms", optarg, &a->reeval_ns))
 				return -EINVAL;
+			a->engine_flag = "--reeval-ms";
 			break;
 		case 's':
 			if (sim_cli_u64("--seed", optarg, 0, UINT64_MAX, &a->seed))
@@ -254,6 +270,13 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 		case OPT_NO_PROGRESS:
 			a->progress = 0;
 			break;
+		case 'c':
+			if (strcmp(optarg, "coflowsim") != 0) {
+				log_err("--compat: '%s' is not coflowsim", optarg);
+				return -EINVAL;
+			}
+			a->compat = true;
+			break;
 		case 'v':
 			loom_log_set_level(LOOM_LOG_DEBUG);
 			break;
@@ -271,6 +294,16 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 	}
 	if (!a->trace) {
 		log_err("--trace is required (try --help)");
+		return -EINVAL;
+	}
+	if (a->compat && a->engine_flag) {
+		log_err("--compat coflowsim: %s does not apply (CoflowSim's own fabric, clock and "
+			"admission epochs are used)",
+			a->engine_flag);
+		return -EINVAL;
+	}
+	if (a->compat && a->check) {
+		log_err("--compat coflowsim: --check does not apply (it checks Loom's engine)");
 		return -EINVAL;
 	}
 	if (!a->mode)
@@ -506,6 +539,53 @@ static int run_all(struct cp_model *m, const struct run_spec *rs, size_t nruns,
 	return failed ? -1 : 0;
 }
 
+/* Writes label's per-coflow and per-job CSV files into dir; 0 or -errno (logged). */
+static int write_run_csv(const struct cp_model *m, const char *label, const char *dir)
+{
+	char file[POLICY_SPEC_MAX + 16], path[PATH_MAX];
+	int r;
+
+	sim_label_file(label, file, sizeof(file));
+	snprintf(path, sizeof(path), "%s/%s-coflows.csv", dir, file);
+	r = sim_write_coflows_csv(m, path);
+	if (r >= 0) {
+		snprintf(path, sizeof(path), "%s/%s-jobs.csv", dir, file);
+		r = sim_write_jobs_csv(m, path);
+	}
+	if (r < 0)
+		log_err("cannot write %s: %s", path, strerror(-r));
+	return r;
+}
+
+/* One run of --compat coflowsim: policy name as CoflowSim runs its counterpart. */
+static int run_coflowsim(struct cp_model *m, const char *name, const char *label, const char *dir,
+			 struct sim_summary *ret)
+{
+	const struct loom_clock *clock = loom_clock_real();
+	struct loom_err err = {{0}};
+	struct sim_stats st;
+	enum sim_cfs_algo algo;
+	uint64_t t0 = loom_clock_now_ns(clock);
+	int r;
+
+	if (sim_cfs_algo_for_policy(name, &algo) < 0) {
+		log_err("--compat coflowsim: policy '%s' has no CoflowSim counterpart", name);
+		return -EINVAL;
+	}
+	r = sim_coflowsim_run(m, algo, &st, &err);
+	if (r < 0) {
+		log_err("%s: %s", label, loom_err_str(&err));
+		return r;
+	}
+	r = sim_summarise(m, &st, label, ret);
+	if (r < 0) {
+		log_err("%s: cannot summarise: %s", label, strerror(-r));
+		return r;
+	}
+	ret->wall_s = (double)(loom_clock_now_ns(clock) - t0) * 1e-9;
+	return write_run_csv(m, label, dir);
+}
+
 static int run_one(struct cp_model *m, const char *name, const struct replay_args *a,
 		   enum sim_mode mode, const char *dir, struct sim_summary *ret)
 {
@@ -536,6 +616,8 @@ static int run_one(struct cp_model *m, const char *name, const struct replay_arg
 		o.progress_ctx = &pc;
 		o.progress_every = 64;
 	}
+	if (a->compat)
+		return run_coflowsim(m, name, label, dir, ret);
 	p = policy_new(name, &pp, m, &err);
 	if (!p) {
 		log_err("%s", loom_err_str(&err));
@@ -610,17 +692,7 @@ static int run_one(struct cp_model *m, const char *name, const struct replay_arg
 			 "%.3g ns of transfer at flow completion",
 			 label, (unsigned long long)st.checked_steps, st.max_port_load,
 			 st.max_residual_ns);
-	snprintf(path, sizeof(path), "%s/%s-coflows.csv", dir, file);
-	r = sim_write_coflows_csv(m, path);
-	if (r >= 0) {
-		snprintf(path, sizeof(path), "%s/%s-jobs.csv", dir, file);
-		r = sim_write_jobs_csv(m, path);
-	}
-	if (r < 0) {
-		log_err("cannot write %s: %s", path, strerror(-r));
-		return r;
-	}
-	return 0;
+	return write_run_csv(m, label, dir);
 }
 
 /*
@@ -678,13 +750,15 @@ static int compute_bound(const struct cp_model *m, const struct replay_args *a,
  * default options), in registry order, as "--policy all" asks; returns the
  * new count (at most MAX_RUNS / 2).
  */
-static size_t add_all_policies(const char **names, size_t n)
+/* Adds every registered policy not in names yet (compat: those CoflowSim has). */
+static size_t add_all_policies(const char **names, size_t n, bool compat)
 {
 	size_t ncls;
 	const struct policy_class *const *cls = policy_class_list(&ncls);
 
 	for (size_t i = 0; i < ncls && n < MAX_RUNS / 2; i++) {
-		bool listed = false;
+		enum sim_cfs_algo algo;
+		bool listed = compat && sim_cfs_algo_for_policy(cls[i]->name, &algo) < 0;
 
 		for (size_t k = 0; k < n && !listed; k++)
 			listed = strcmp(names[k], cls[i]->name) == 0;
@@ -726,11 +800,24 @@ int main(int argc, char **argv)
 
 	if (a.format) {
 		if (sim_trace_format_parse(a.format, &fmt) < 0) {
-			log_err("--format: '%s' is not one of fb, sincronia, loom", a.format);
+			log_err("--format: '%s' is not one of fb, sincronia, loom, fb-coflowsim",
+				a.format);
 			return 2;
 		}
 	} else {
 		fmt = detect_format(a.trace);
+	}
+	if (a.compat) {
+		/* CoflowSim reads coflow-benchmark traces and sizes flows its own way */
+		if (fmt == SIM_TRACE_FB)
+			fmt = SIM_TRACE_FB_COFLOWSIM;
+		if (fmt != SIM_TRACE_FB_COFLOWSIM) {
+			log_err("--compat coflowsim: %s is a %s trace; CoflowSim reads "
+				"coflow-benchmark (fb) traces",
+				a.trace, sim_trace_format_name(fmt));
+			return 2;
+		}
+		a.rate_bps = SIM_CFS_RATE_BPS;
 	}
 	if (a.policies) {
 		list = strdup(a.policies);
@@ -744,7 +831,7 @@ int main(int argc, char **argv)
 			double opt[POLICY_MAX_OPTS];
 
 			if (strcmp(tok, "all") == 0) {
-				npol = add_all_policies(names, npol);
+				npol = add_all_policies(names, npol, a.compat);
 				continue;
 			}
 			if (policy_spec_parse(tok, NULL, opt, &e2) < 0) {
@@ -760,7 +847,18 @@ int main(int argc, char **argv)
 			names[npol++] = tok;
 		}
 	} else {
-		npol = add_all_policies(names, npol);
+		npol = add_all_policies(names, npol, a.compat);
+	}
+	for (size_t i = 0; a.compat && i < npol; i++) {
+		enum sim_cfs_algo algo;
+
+		if (sim_cfs_algo_for_policy(names[i], &algo) < 0) {
+			log_err("--compat coflowsim: policy '%s' has no CoflowSim counterpart "
+				"(fair fifo scf ncf lcf sebf dclas, without options)",
+				names[i]);
+			ret = 2;
+			goto out;
+		}
 	}
 	if (npol == 0) {
 		log_err("--policy: no policy given");
@@ -772,6 +870,14 @@ int main(int argc, char **argv)
 	if (!m) {
 		log_err("%s", loom_err_str(&err));
 		goto out;
+	}
+	if (a.compat) {
+		if (sim_coflowsim_prepare(m, &err) < 0) {
+			log_err("%s: %s", a.trace, loom_err_str(&err));
+			goto out;
+		}
+		log_info("CoflowSim-exact mode: its flow sizes, 10.24-s admission epochs, "
+			 "8-ms quanta, ports at 2^30 bit per 1.024 s");
 	}
 	if (a.topo) {
 		t = topo_load_json(a.topo, &err);

@@ -37,9 +37,15 @@ enum sim_trace_format {
 	SIM_TRACE_FB = 0,    /* coflow-benchmark (FB2010) */
 	SIM_TRACE_SINCRONIA, /* Sincronia per-flow */
 	SIM_TRACE_LOOM,      /* Loom's multi-stage job format (docs/trace-format.md) */
+	/*
+	 * coflow-benchmark lines sized as CoflowSim sizes them: each reducer's
+	 * MB truncated to bytes and rounded up to a whole MiB, then up to a
+	 * multiple of M MiB (M mappers); each of its M flows carries 1/M of that
+	 */
+	SIM_TRACE_FB_COFLOWSIM,
 };
 
-/* Parses "fb", "sincronia" or "loom". 0 or -EINVAL. */
+/* Parses "fb", "sincronia", "loom" or "fb-coflowsim". 0 or -EINVAL. */
 int sim_trace_format_parse(const char *s, enum sim_trace_format *ret_fmt);
 const char *sim_trace_format_name(enum sim_trace_format fmt);
 
@@ -241,6 +247,49 @@ struct sim_stats {
  */
 int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 	    struct sim_stats *ret_stats, struct loom_err *err);
+
+/* ---- the CoflowSim-exact mode (coflowsim.c; docs/simulator.md) -------- */
+
+/* CoflowSim's clock: 1024 of its milliseconds make its second. */
+#define SIM_CFS_EPOCH_MS   10240 /* admission epoch */
+#define SIM_CFS_QUANTUM_MS 8     /* time step */
+/* Its port rate, 2^30 bits per 1024 ms, in bits per (1000-ms) second. */
+#define SIM_CFS_RATE_BPS 1048576000ULL
+
+enum sim_cfs_algo {
+	SIM_CFS_FAIR = 0, /* per-flow shares of each port, every quantum (not max-min) */
+	SIM_CFS_FIFO,
+	SIM_CFS_SCF,  /* smallest largest flow */
+	SIM_CFS_NCF,  /* narrowest: min(mappers, reducers) */
+	SIM_CFS_LCF,  /* least bytes left, at admission */
+	SIM_CFS_SEBF, /* smallest bottleneck, at admission */
+	SIM_CFS_DARK, /* Aalo's D-CLAS: 10 queues, 10 MB x 10^i */
+};
+
+/* The CoflowSim counterpart of a Loom policy name (fair fifo scf ncf lcf sebf dclas); -ENOENT. */
+int sim_cfs_algo_for_policy(const char *name, enum sim_cfs_algo *ret);
+const char *sim_cfs_algo_name(enum sim_cfs_algo a);
+
+/*
+ * Makes m (single-stage: one coflow per job, as CoflowSim's) start each job
+ * where CoflowSim does: at the start of the 10240-ms epoch whose window
+ * (T, T + 10240 ms] holds its arrival; its arrival_ns becomes that time, so
+ * CCT and JCT are measured from it. m is not bound yet or bound; jobs keep
+ * their order (arrival, id). 0 or -EINVAL with err naming the job.
+ */
+int sim_coflowsim_prepare(struct cp_model *m, struct loom_err *err);
+
+/*
+ * Runs prepared m (flows sized as SIM_TRACE_FB_COFLOWSIM reads them for an
+ * exact match) as CoflowSim's simulator for algo does: 8-ms quanta, each
+ * port 2^30 bits per 1024 ms, admissions at epoch starts, rates set only
+ * after admissions and departures (FAIR: every quantum). Leaves every
+ * coflow's release and finish in m, as sim_run() does. 0 or -errno with err:
+ * -EINVAL (m not prepared), -EDEADLK (work left at CoflowSim's end of time,
+ * 86400 s), -ENOMEM.
+ */
+int sim_coflowsim_run(struct cp_model *m, enum sim_cfs_algo algo, struct sim_stats *ret_stats,
+		      struct loom_err *err);
 
 /* ---- the LP lower bound (bound_lp.c; docs/bounds.md) ------------------- */
 

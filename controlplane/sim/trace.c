@@ -193,6 +193,7 @@ int sim_trace_format_parse(const char *s, enum sim_trace_format *ret_fmt)
 		{"fb", SIM_TRACE_FB},
 		{"sincronia", SIM_TRACE_SINCRONIA},
 		{"loom", SIM_TRACE_LOOM},
+		{"fb-coflowsim", SIM_TRACE_FB_COFLOWSIM},
 	};
 
 	if (!s)
@@ -215,6 +216,8 @@ const char *sim_trace_format_name(enum sim_trace_format fmt)
 		return "sincronia";
 	case SIM_TRACE_LOOM:
 		return "loom";
+	case SIM_TRACE_FB_COFLOWSIM:
+		return "fb-coflowsim";
 	}
 	return "unknown";
 }
@@ -234,6 +237,7 @@ struct cp_model *sim_trace_parse(const char *buf, size_t len, const char *name,
 	loom_err_clear(err);
 	switch (fmt) {
 	case SIM_TRACE_FB:
+	case SIM_TRACE_FB_COFLOWSIM:
 	case SIM_TRACE_SINCRONIA:
 		m = trace_parse_single(&lx, fmt, &nhosts, err, &rc);
 		break;

@@ -12,6 +12,24 @@
 
 #define FB_USAGE "<id> <arrival_ms> <M> <mapper>... <R> <reducer>:<MB>..."
 
+/*
+ * A flow's bytes as CoflowSim sizes reducer j of a coflow with m mappers
+ * (SIM_TRACE_FB_COFLOWSIM): MB x 2^20 truncated to whole bytes, rounded up to
+ * a whole MiB (ReduceTask's constructor), then up to a multiple of m MiB
+ * (Job.coalesceReducers), split evenly over the m mappers, each flow at least
+ * 1 MiB (ReduceTask.createFlows). mb is at most TRACE_MAX_MB and m at most
+ * the port count, so the result stays below 2^63.
+ */
+static uint64_t coflowsim_flow_bytes(double mb, uint64_t m)
+{
+	const uint64_t mib = 1048576;
+	uint64_t whole = (uint64_t)(mb * TRACE_MIB);
+	uint64_t nmib = whole / mib + (whole % mib > 0);
+	uint64_t per_mapper = nmib / m + (nmib % m > 0); /* MiB per flow */
+
+	return per_mapper ? per_mapper * mib : mib;
+}
+
 /* <id> <arrival_ms> <M> <map_port>*M <R> <red_port>:<MB>*R */
 int trace_fb_line(struct single *s, struct loom_err *err)
 {
@@ -63,7 +81,8 @@ int trace_fb_line(struct single *s, struct loom_err *err)
 		    (r = trace_tok_mb(lx, colon + 1, "reducer size", &s->mb[j], err)) < 0)
 			return r;
 		/* the coflow moves about MB_j * 2^20 bytes into reducer j */
-		total += (uint64_t)llround(s->mb[j] * TRACE_MIB) + m;
+		total += s->coflowsim_sizes ? coflowsim_flow_bytes(s->mb[j], m) * m :
+					      (uint64_t)llround(s->mb[j] * TRACE_MIB) + m;
 		if (total > TRACE_MAX_BYTES)
 			return sim_lex_err(lx, err, "coflow is too large (max %llu bytes)",
 					   (unsigned long long)TRACE_MAX_BYTES);
@@ -74,7 +93,9 @@ int trace_fb_line(struct single *s, struct loom_err *err)
 		return r;
 	/* CoflowSim: each reducer pulls MB_j / M from every mapper */
 	for (uint64_t j = 0; j < nr; j++) {
-		long long bytes = llround(s->mb[j] * TRACE_MIB / (double)m);
+		long long bytes = s->coflowsim_sizes ?
+					  (long long)coflowsim_flow_bytes(s->mb[j], m) :
+					  llround(s->mb[j] * TRACE_MIB / (double)m);
 
 		if (bytes < 1)
 			bytes = 1;

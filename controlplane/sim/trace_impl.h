@@ -68,6 +68,7 @@ struct single {
 	struct cp_builder *b;
 	struct loom_hmap ids; /* coflow id -> line number (saturated) */
 	uint64_t nflows, max_flows;
+	bool coflowsim_sizes; /* SIM_TRACE_FB_COFLOWSIM */
 	/* per-line scratch, grown to the line's token count */
 	uint32_t *a, *c, *sorted;
 	double *mb;

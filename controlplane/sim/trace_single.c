@@ -95,7 +95,10 @@ static int read_ports_header(struct sim_lexer *lx, uint32_t *ret_nports, uint64_
 struct cp_model *trace_parse_single(struct sim_lexer *lx, enum sim_trace_format fmt,
 				    uint32_t *ret_nhosts, struct loom_err *err, int *ret_rc)
 {
-	struct single s = {.lx = lx, .max_flows = TRACE_MAX_FLOWS};
+	bool fb = fmt == SIM_TRACE_FB || fmt == SIM_TRACE_FB_COFLOWSIM;
+	struct single s = {.lx = lx,
+			   .max_flows = TRACE_MAX_FLOWS,
+			   .coflowsim_sizes = fmt == SIM_TRACE_FB_COFLOWSIM};
 	struct cp_model *m = NULL;
 	uint64_t declared = 0, seen = 0;
 	unsigned long header_line;
@@ -105,8 +108,7 @@ struct cp_model *trace_parse_single(struct sim_lexer *lx, enum sim_trace_format 
 	if (r < 0)
 		goto out;
 	header_line = lx->lineno;
-	if (fmt == SIM_TRACE_FB &&
-	    lx->len < (TRACE_MAX_FLOWS - TRACE_FB_BASE_FLOWS) / TRACE_FB_FLOWS_PER_BYTE)
+	if (fb && lx->len < (TRACE_MAX_FLOWS - TRACE_FB_BASE_FLOWS) / TRACE_FB_FLOWS_PER_BYTE)
 		s.max_flows = TRACE_FB_BASE_FLOWS + (uint64_t)lx->len * TRACE_FB_FLOWS_PER_BYTE;
 	s.b = cp_builder_new(s.nports);
 	if (!s.b) {
@@ -123,7 +125,7 @@ struct cp_model *trace_parse_single(struct sim_lexer *lx, enum sim_trace_format 
 					declared);
 			goto out;
 		}
-		r = fmt == SIM_TRACE_FB ? trace_fb_line(&s, err) : trace_sincronia_line(&s, err);
+		r = fb ? trace_fb_line(&s, err) : trace_sincronia_line(&s, err);
 		if (r < 0)
 			goto out;
 	}

@@ -569,6 +569,69 @@ static void test_bundled_sincronia(void **state)
 	check_csv(o, "fair-jobs.csv", jobs_hdr, 0, 526, false);
 }
 
+/*
+ * --compat coflowsim: the seven CoflowSim algorithms by default, CoflowSim's
+ * numbers (under fifo the small trace's first coflow, 10 MiB over two 5-MiB
+ * flows into port 2, goes first and takes 80 ms at 1 MiB per 8-ms quantum;
+ * every coflow starts at 0, the epoch its arrival falls in), and clear
+ * refusals of what it cannot honour.
+ */
+static void test_compat(void **state)
+{
+	static const char *const algos[] = {"fifo", "fair", "scf", "ncf", "lcf", "sebf", "dclas"};
+	char tb[128], ob[128], path[256], sinc[512];
+	const char *t = small_trace(tb, sizeof(tb));
+	const char *o = tmp_path(ob, sizeof(ob), "out-compat");
+	struct result r;
+	char *csv;
+
+	(void)state;
+	replay(&r, "-t", t, "-o", o, "--no-plots", "--compat", "coflowsim", "--bound", "none",
+	       NULL);
+	if (r.status != 0 || !strstr(r.err, "CoflowSim-exact mode") ||
+	    !strstr(r.err, "(fb-coflowsim)"))
+		dump_fail(&r, "--compat coflowsim: expected exit 0 and the mode named");
+	for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
+		char line[32];
+
+		snprintf(line, sizeof(line), "%s ", algos[i]);
+		if (!has_line(r.out, line))
+			dump_fail(&r, "a CoflowSim algorithm's row is missing");
+	}
+	if (has_line(r.out, "sincronia ") || has_line(r.out, "gnn "))
+		dump_fail(&r, "--compat coflowsim ran a policy CoflowSim does not have");
+	result_free(&r);
+	snprintf(path, sizeof(path), "%s/summary.csv", o);
+	csv = slurp(path, NULL);
+	assert_non_null(csv);
+	assert_int_equal(count_char(csv, '\n'), 8); /* header + 7 runs */
+	free(csv);
+	snprintf(path, sizeof(path), "%s/fifo-coflows.csv", o);
+	csv = slurp(path, NULL);
+	assert_non_null(csv);
+	if (!strstr(csv, "\n1,1,0,80000000,80000000,") || !strstr(csv, "\n5,5,0,"))
+		fail_msg("fifo-coflows.csv: coflow 1 should run from 0 to 80 ms:\n%s", csv);
+	free(csv);
+
+	replay(&r, "-t", t, "-o", o, "--compat", "bogus", NULL);
+	expect_usage(&r, "--compat: 'bogus' is not coflowsim");
+	replay(&r, "-t", t, "-o", o, "--compat", "coflowsim", "--mode", "classes", NULL);
+	expect_usage(&r, "--compat coflowsim: --mode does not apply");
+	replay(&r, "-t", t, "-o", o, "--compat", "coflowsim", "--rate-bps", "1000", NULL);
+	expect_usage(&r, "--compat coflowsim: --rate-bps does not apply");
+	replay(&r, "-t", t, "-o", o, "--epoch-ms", "100", "--compat", "coflowsim", NULL);
+	expect_usage(&r, "--compat coflowsim: --epoch-ms does not apply");
+	replay(&r, "-t", t, "-o", o, "--compat", "coflowsim", "--check", NULL);
+	expect_usage(&r, "--check does not apply");
+	replay(&r, "-t", t, "-o", o, "--compat", "coflowsim", "-p", "sebf,sincronia", NULL);
+	expect_usage(&r, "policy 'sincronia' has no CoflowSim counterpart");
+	replay(&r, "-t", t, "-o", o, "--compat", "coflowsim", "-p", "dclas:queues=4", NULL);
+	expect_usage(&r, "policy 'dclas:queues=4' has no CoflowSim counterpart");
+	snprintf(sinc, sizeof(sinc), "%s/data/sincronia/526-0.9-FB-UPWS-CHUNKS.txt", srcdir());
+	replay(&r, "-t", sinc, "-o", o, "--compat", "coflowsim", NULL);
+	expect_usage(&r, "CoflowSim reads coflow-benchmark (fb) traces");
+}
+
 /* summary.csv without its wall_s column (the one thing a run's timing changes). */
 static char *summary_without_wall(const char *dir)
 {
@@ -672,6 +735,7 @@ int main(void)
 		cmocka_unit_test(test_format_detection),
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_bundled_sincronia),
+		cmocka_unit_test(test_compat),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

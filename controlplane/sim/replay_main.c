@@ -59,10 +59,11 @@ struct replay_args {
 	const char *weights; /* gnn / ensemble model; NULL: the shipped one */
 	bool plots;
 	bool check;
-	int progress; /* -1 auto, 0 off, 1 on */
-	enum replay_bound bound;
-	uint32_t jobs; /* runs at once, each in its own process; 1: in this one */
-	bool compat;   /* --compat coflowsim */
+	int progress;            /* -1 auto, 0 off, 1 on */
+	enum replay_bound bound; /* the LP bound */
+	enum replay_bound order; /* the best fixed order (AUTO: small workloads) */
+	uint32_t jobs;           /* runs at once, each in its own process; 1: in this one */
+	bool compat;             /* --compat coflowsim */
 	/* flags --compat coflowsim cannot honour, for its error message */
 	const char *engine_flag;
 };
@@ -102,9 +103,12 @@ static void usage(FILE *f)
 		"  -o, --out DIR          output folder (default out/<trace name>)\n"
 		"      --no-plots         write CSV only\n"
 		"      --check            verify port capacities and byte conservation at every step\n"
-		"  -b, --bound B          lp | none: lower bound row under the policies (default: lp\n"
-		"                         when built with GLPK and the trace has at most %d coflows,\n"
-		"                         cuts stop after %.0f s; docs/bounds.md)\n"
+		"  -b, --bound B          none, or a list of lp (the LP lower bound) and order (the\n"
+		"                         best fixed priority order, every order simulated; at most\n"
+		"                         %d coflows): rows under the policies (default: lp when\n"
+		"                         built with GLPK and the trace has at most %d coflows, cuts\n"
+		"                         stop after %.0f s; order when it has at most %d;\n"
+		"                         docs/bounds.md)\n"
 		"  -j, --jobs N           runs (policy x mode) at once, each in its own process\n"
 		"                         (default 1; 0 = one per online CPU); results are the\n"
 		"                         same as one at a time, a line is logged as each ends\n"
@@ -117,7 +121,8 @@ static void usage(FILE *f)
 		"  -v, --verbose          more logging\n"
 		"  -h, --help             this text\n"
 		"\nPolicies:\n",
-		(unsigned long long)TOPO_DEFAULT_BPS, BOUND_AUTO_MAX_COFLOWS, BOUND_AUTO_TIME_S);
+		(unsigned long long)TOPO_DEFAULT_BPS, SIM_ORDER_MAX_COFLOWS, BOUND_AUTO_MAX_COFLOWS,
+		BOUND_AUTO_TIME_S, SIM_ORDER_MAX_COFLOWS);
 	policy_describe(f);
 	fprintf(f, "\nOutputs in DIR: <label>-coflows.csv, <label>-jobs.csv, summary.csv,\n"
 		   "plots.gp and cct_cdf, jct_cdf, bars as .png and .svg (needs gnuplot).\n");
@@ -133,6 +138,35 @@ static int parse_ms_flag(const char *flag, const char *v, uint64_t *ret_ns)
 	}
 	*ret_ns = (uint64_t)(ms * 1e6 + 0.5);
 	return 0;
+}
+
+/* --bound: "none", or a comma list of lp and order; what it leaves out is off. */
+static int parse_bound(const char *v, struct replay_args *a)
+{
+	char buf[64], *save = NULL;
+	bool any = false;
+
+	a->bound = BOUND_NONE;
+	a->order = BOUND_NONE;
+	if (strcmp(v, "none") == 0)
+		return 0;
+	if (strlen(v) >= sizeof(buf))
+		goto bad;
+	snprintf(buf, sizeof(buf), "%s", v);
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "lp") == 0)
+			a->bound = BOUND_LP;
+		else if (strcmp(tok, "order") == 0)
+			a->order = BOUND_LP;
+		else
+			goto bad;
+		any = true;
+	}
+	if (any)
+		return 0;
+bad:
+	log_err("--bound: '%s' is not none or a list of lp, order", v);
+	return -EINVAL;
 }
 
 static int parse_args(int argc, char **argv, struct replay_args *a)
@@ -239,14 +273,8 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 			a->out = optarg;
 			break;
 		case 'b':
-			if (strcmp(optarg, "lp") == 0) {
-				a->bound = BOUND_LP;
-			} else if (strcmp(optarg, "none") == 0) {
-				a->bound = BOUND_NONE;
-			} else {
-				log_err("--bound: '%s' is not one of lp, none", optarg);
+			if (parse_bound(optarg, a) < 0)
 				return -EINVAL;
-			}
 			break;
 		case 'j':
 			if (sim_cli_u64("--jobs", optarg, 0, MAX_JOBS, &v))
@@ -745,12 +773,55 @@ static int compute_bound(const struct cp_model *m, const struct replay_args *a,
 	return 0;
 }
 
+/* Writes the coflows' external ids of order[0 .. n) into buf, "a > b > c". */
+static const char *order_str(const struct cp_model *m, const uint32_t *order, uint32_t n, char *buf,
+			     size_t size)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < n && off < size; i++)
+		off += (size_t)snprintf(buf + off, size - off, "%s%llu", i ? " > " : "",
+					(unsigned long long)m->coflows[order[i]].ext_id);
+	return buf;
+}
+
+/*
+ * The best fixed order as a->order asks into *ret (NANs when skipped).
+ * Returns 0 (also when skipped), or -errno (logged) when --bound order was
+ * asked for and cannot be given.
+ */
+static int compute_order(struct cp_model *m, const struct replay_args *a,
+			 struct sim_order_result *ret)
+{
+	struct loom_err err = {{0}};
+	char wj[512], cc[512];
+	int r;
+
+	if (a->order == BOUND_NONE || a->compat)
+		return 0;
+	if (a->order == BOUND_AUTO && m->ncoflows > SIM_ORDER_MAX_COFLOWS)
+		return 0;
+	r = sim_bound_order(m, NULL, ret, &err);
+	if (r < 0) {
+		log_err("--bound order: %s", loom_err_str(&err));
+		ret->avg_wjct_s = NAN;
+		ret->avg_cct_s = NAN;
+		return a->order == BOUND_LP ? r : 0;
+	}
+	log_info("best order: avg wJCT %.6g s (%s), avg CCT %.6g s (%s); %llu orders, %.2f s",
+		 ret->avg_wjct_s, order_str(m, ret->best_wjct_order, ret->n, wj, sizeof(wj)),
+		 ret->avg_cct_s, order_str(m, ret->best_cct_order, ret->n, cc, sizeof(cc)),
+		 (unsigned long long)ret->orders, ret->solve_s);
+	sim_order_result_done(ret);
+	return 0;
+}
+
 /*
  * Appends every registered policy not already in names[0 .. n) (by name,
- * default options), in registry order, as "--policy all" asks; returns the
- * new count (at most MAX_RUNS / 2).
+ * default options; with compat only those CoflowSim has), in registry order,
+ * as "--policy all" asks; returns the new count (at most MAX_RUNS / 2).
  */
-/* Adds every registered policy not in names yet (compat: those CoflowSim has). */
 static size_t add_all_policies(const char **names, size_t n, bool compat)
 {
 	size_t ncls;
@@ -782,6 +853,7 @@ int main(int argc, char **argv)
 	struct sim_summary runs[MAX_RUNS];
 	struct run_spec specs[MAX_RUNS];
 	struct sim_bound_result bound;
+	struct sim_order_result order = {.avg_wjct_s = NAN, .avg_cct_s = NAN};
 	struct loom_err err = {{0}};
 	enum sim_trace_format fmt;
 	struct cp_model *m = NULL;
@@ -916,7 +988,7 @@ int main(int argc, char **argv)
 		 a.trace, sim_trace_format_name(fmt), m->njobs, m->ncoflows, m->nflows, t->nhosts,
 		 t->nports, outdir);
 
-	if (compute_bound(m, &a, &bound) < 0)
+	if (compute_bound(m, &a, &bound) < 0 || compute_order(m, &a, &order) < 0)
 		goto out;
 	for (size_t i = 0; i < npol; i++) {
 		if (strcmp(a.mode, "classes") != 0)
@@ -932,6 +1004,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < nruns; i++) {
 		runs[i].lp_bound_wjct_s = bound.avg_wjct_s;
 		runs[i].lp_bound_cct_s = bound.avg_cct_s;
+		runs[i].order_wjct_s = order.avg_wjct_s;
+		runs[i].order_cct_s = order.avg_cct_s;
 	}
 	sim_print_table(stdout, runs, nruns);
 	snprintf(path, sizeof(path), "%s/summary.csv", outdir);
@@ -959,6 +1033,7 @@ int main(int argc, char **argv)
 	ret = 0;
 out:
 	free(list);
+	sim_order_result_done(&order);
 	cp_model_free(m);
 	topo_free(t);
 	return ret;

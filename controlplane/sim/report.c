@@ -97,6 +97,8 @@ int sim_summarise(const struct cp_model *m, const struct sim_stats *st, const ch
 	memset(&s, 0, sizeof(s));
 	s.lp_bound_wjct_s = NAN;
 	s.lp_bound_cct_s = NAN;
+	s.order_wjct_s = NAN;
+	s.order_cct_s = NAN;
 	snprintf(s.label, sizeof(s.label), "%s", label ? label : "");
 	if (st)
 		s.stats = *st;
@@ -297,7 +299,7 @@ int sim_write_summary_csv(const struct sim_summary *s, size_t n, const char *pat
 	fprintf(f, ",jobs,avg_jct_s,p50_jct_s,p95_jct_s,p99_jct_s,avg_wjct_s,avg_isolation_s,"
 		   "avg_cct_slowdown,avg_job_isolation_s,avg_wjob_isolation_s,avg_jct_slowdown,"
 		   "makespan_s,utilisation,events,steps,decisions,wall_s,lp_bound_wjct_s,"
-		   "lp_bound_cct_s\n");
+		   "lp_bound_cct_s,order_wjct_s,order_cct_s\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct sim_summary *r = &s[i];
 
@@ -315,8 +317,9 @@ int sim_write_summary_csv(const struct sim_summary *s, size_t n, const char *pat
 		fprintf(f, ",%.10g,%.10g", r->makespan_s, r->utilisation);
 		fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.6g", r->stats.events,
 			r->stats.steps, r->stats.decisions, r->wall_s);
-		/* the workload's LP bounds, the same on every row; nan when not computed */
-		fprintf(f, ",%.10g,%.10g\n", r->lp_bound_wjct_s, r->lp_bound_cct_s);
+		/* the workload's bounds, the same on every row; nan when not computed */
+		fprintf(f, ",%.10g,%.10g,%.10g,%.10g\n", r->lp_bound_wjct_s, r->lp_bound_cct_s,
+			r->order_wjct_s, r->order_cct_s);
 	}
 	return close_checked(f);
 }
@@ -330,6 +333,7 @@ enum {
 /* The labels of the table's lower-bound rows. */
 #define BOUND_LABEL    "(isolation bound)"
 #define LP_BOUND_LABEL "(LP bound)"
+#define ORDER_LABEL    "(best order)"
 
 /* Varys' short name of a bin: initials of its name ("short_narrow" -> "SN"). */
 static const char *bin_initials(enum cp_bin b, char *buf, size_t size)
@@ -382,7 +386,9 @@ static double table_value(const struct sim_summary *r, int j, bool *ok)
  * none), as ratios to s[0] like every other row. The isolation row: avg
  * coflow isolation time under avg CCT, avg job critical-path isolation time
  * under avg JCT and its weighted mean under avg wJCT; the LP row: the LP
- * bounds under avg CCT (single-stage workloads) and avg wJCT.
+ * bounds under avg CCT (single-stage workloads) and avg wJCT; the best-order
+ * row (an optimum over fixed orders, not a lower bound): its avg CCT and
+ * avg wJCT.
  */
 static void print_bound_row(FILE *f, const char *label, const double *bound,
 			    const struct sim_summary *s, int lw, const int *cw)
@@ -478,7 +484,7 @@ void sim_print_table(FILE *f, const struct sim_summary *s, size_t n)
 		fputc('\n', f);
 	}
 	{
-		double iso[TABLE_COLS] = {0}, lp[TABLE_COLS] = {0};
+		double iso[TABLE_COLS] = {0}, lp[TABLE_COLS] = {0}, ord[TABLE_COLS] = {0};
 
 		iso[0] = s[0].avg_isolation_s;
 		iso[6] = s[0].avg_job_isolation_s;
@@ -489,6 +495,11 @@ void sim_print_table(FILE *f, const struct sim_summary *s, size_t n)
 		lp[7] = s[0].lp_bound_wjct_s;
 		if ((isfinite(lp[0]) && lp[0] > 0) || (isfinite(lp[7]) && lp[7] > 0))
 			print_bound_row(f, LP_BOUND_LABEL, lp, s, lw, cw);
+		/* the best fixed order (sim_bound_order()), small workloads */
+		ord[0] = s[0].order_cct_s;
+		ord[7] = s[0].order_wjct_s;
+		if (isfinite(ord[0]) && isfinite(ord[7]))
+			print_bound_row(f, ORDER_LABEL, ord, s, lw, cw);
 	}
 }
 

@@ -334,6 +334,40 @@ bool sim_bound_lp_available(void);
 int sim_bound_lp(const struct cp_model *m, const struct sim_bound_opts *o,
 		 struct sim_bound_result *ret, struct loom_err *err);
 
+/* ---- the best priority order of a small workload (bound_order.c) ------- */
+
+#define SIM_ORDER_MAX_COFLOWS 8 /* 8! = 40320 runs */
+
+struct sim_order_opts {
+	uint32_t max_coflows; /* refuse workloads with more coflows (default 8) */
+};
+
+struct sim_order_result {
+	double avg_wjct_s;         /* min over orders of the average weighted JCT */
+	double avg_cct_s;          /* min over orders of the average CCT (maybe another order) */
+	uint32_t *best_wjct_order; /* n coflow indices, highest priority first */
+	uint32_t *best_cct_order;  /* (sim_order_result_done() frees both) */
+	uint32_t n;                /* coflows */
+	uint64_t orders;           /* orders simulated: n! */
+	double solve_s;            /* wall time */
+};
+
+void sim_order_opts_default(struct sim_order_opts *o);
+
+/*
+ * The best fixed priority order of m (bound; its dynamic state is reset and
+ * left at the last order's run): every permutation of its coflows served in
+ * ideal mode with MADD rates and backfill, as fifo serves arrival order,
+ * each through sim_run(). An exact optimum over such schedules, an upper
+ * bound on the optimum over all schedules. Returns 0, or -E2BIG (more than
+ * o->max_coflows coflows), -EINVAL, -ENOMEM or sim_run()'s error, with err
+ * filled. o may be NULL (defaults).
+ */
+int sim_bound_order(struct cp_model *m, const struct sim_order_opts *o,
+		    struct sim_order_result *ret, struct loom_err *err);
+/* Frees what a result holds. */
+void sim_order_result_done(struct sim_order_result *r);
+
 /* ---- metrics and reports (report.c) ----------------------------------- */
 
 struct sim_dist {
@@ -362,6 +396,9 @@ struct sim_summary {
 	/* the workload's LP bounds (sim_bound_lp()); NAN until the caller sets them */
 	double lp_bound_wjct_s;
 	double lp_bound_cct_s;
+	/* its best fixed priority order's (sim_bound_order()); NAN until set */
+	double order_wjct_s;
+	double order_cct_s;
 };
 
 /* Fills s from a finished run of m. 0 or -ENOMEM. */

@@ -5,14 +5,16 @@
  * never above what any heuristic policy achieves in the simulator and never
  * below the isolation bound; on one port with every coflow released at 0 it
  * is the optimum (Smith's rule; Queyranne's polytope is exact there); an
- * unbound model is refused; summary.csv and the table carry it. Exits 77
- * when built without GLPK.
+ * unbound model is refused; summary.csv and the table carry it. The best
+ * fixed order (sim_bound_order()) lies between the LP bound and fifo (whose
+ * run is one fixed order's). Exits 77 when built without GLPK.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,6 +289,132 @@ static void test_bad_input(void **state)
 	cp_model_free(m);
 }
 
+/* A few jobs of two or three chained coflows each (edges with compute delays). */
+static struct cp_model *random_chains(uint64_t seed, uint32_t nhosts, uint32_t njobs,
+				      const struct topo *t, uint32_t *ret_ncoflows)
+{
+	struct loom_err err = {{0}};
+	struct cp_builder *b = cp_builder_new(nhosts);
+	struct cp_model *m;
+	uint64_t s = seed * 0x9e3779b97f4a7c15ULL + 7;
+	uint32_t id = 0;
+
+	assert_non_null(b);
+	for (uint32_t j = 0; j < njobs; j++) {
+		uint32_t len = 2 + (uint32_t)(draw(&s) % 2);
+
+		assert_int_equal(cp_builder_add_job(b, j, draw(&s) % 5000000ULL,
+						    (double)(1 + draw(&s) % 4), &err),
+				 0);
+		for (uint32_t k = 0; k < len; k++, id++) {
+			uint32_t src = (uint32_t)(draw(&s) % nhosts);
+			uint32_t dst = (src + 1 + (uint32_t)(draw(&s) % (nhosts - 1))) % nhosts;
+
+			assert_int_equal(cp_builder_add_coflow(b, id, j, 0, &err), 0);
+			assert_int_equal(cp_builder_add_flow(b, id, src, dst,
+							     100000 + draw(&s) % 5000000ULL, &err),
+					 0);
+			if (k > 0)
+				assert_int_equal(cp_builder_add_edge(b, id - 1, id,
+								     draw(&s) % 2000000ULL, &err),
+						 0);
+		}
+	}
+	m = cp_builder_finish(b, &err);
+	if (!m)
+		fail_msg("build: %s", err.msg);
+	assert_int_equal(cp_model_bind(m, t), 0);
+	*ret_ncoflows = id;
+	return m;
+}
+
+/*
+ * The best fixed order: LP bound <= best order <= fifo (fifo's run is the
+ * fixed order of its release times), for wJCT and, single-stage, CCT; at
+ * least the isolation bound; n! orders simulated; more than max_coflows
+ * refused.
+ */
+static void check_order(struct cp_model *m, bool single_stage, const char *what)
+{
+	struct loom_err err = {{0}};
+	struct sim_bound_result b;
+	struct sim_order_result o;
+	struct sim_summary fifo;
+	uint64_t fact = 1;
+
+	if (sim_bound_lp(m, NULL, &b, &err) < 0)
+		fail_msg("%s: %s", what, err.msg);
+	if (sim_bound_order(m, NULL, &o, &err) < 0)
+		fail_msg("%s: %s", what, err.msg);
+	for (uint32_t i = 2; i <= m->ncoflows; i++)
+		fact *= i;
+	assert_int_equal(o.orders, fact);
+	assert_int_equal(o.n, m->ncoflows);
+	run_policy(m, "fifo", &fifo);
+	if (o.avg_wjct_s < b.avg_wjct_s * (1 - SLACK) ||
+	    o.avg_wjct_s > fifo.avg_wjct_s * (1 + SLACK))
+		fail_msg("%s: best order's wJCT %.9g not within [LP %.9g, fifo %.9g]", what,
+			 o.avg_wjct_s, b.avg_wjct_s, fifo.avg_wjct_s);
+	if (o.avg_wjct_s < fifo.avg_wjob_isolation_s * (1 - SLACK))
+		fail_msg("%s: best order's wJCT %.9g under the isolation bound %.9g", what,
+			 o.avg_wjct_s, fifo.avg_wjob_isolation_s);
+	if (single_stage &&
+	    (o.avg_cct_s < b.avg_cct_s * (1 - SLACK) || o.avg_cct_s > fifo.cct_s.avg * (1 + SLACK)))
+		fail_msg("%s: best order's CCT %.9g not within [LP %.9g, fifo %.9g]", what,
+			 o.avg_cct_s, b.avg_cct_s, fifo.cct_s.avg);
+	/* every coflow once in each best order */
+	for (uint32_t c = 0; c < m->ncoflows; c++) {
+		uint32_t seen = 0;
+
+		for (uint32_t i = 0; i < o.n; i++)
+			seen += (o.best_wjct_order[i] == c) + (o.best_cct_order[i] == c);
+		assert_int_equal(seen, 2);
+	}
+	sim_order_result_done(&o);
+}
+
+static void test_best_order(void **state)
+{
+	struct topo *t = topo_new_bigswitch(4, RATE_BPS);
+	struct loom_err err = {{0}};
+	struct sim_order_opts oo;
+	struct sim_order_result o;
+
+	(void)state;
+	assert_non_null(t);
+	for (uint64_t seed = 1; seed <= 6; seed++) {
+		struct cp_model *m = random_single(seed, 4, 3 + (uint32_t)seed % 4, t);
+		char what[64];
+
+		snprintf(what, sizeof(what), "single-stage seed %llu", (unsigned long long)seed);
+		check_order(m, true, what);
+		cp_model_free(m);
+	}
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		uint32_t n;
+		struct cp_model *m = random_chains(seed, 4, 2, t, &n);
+		char what[64];
+
+		snprintf(what, sizeof(what), "chains seed %llu (%u coflows)",
+			 (unsigned long long)seed, n);
+		check_order(m, false, what);
+		cp_model_free(m);
+	}
+	{
+		struct cp_model *m = random_single(3, 4, SIM_ORDER_MAX_COFLOWS + 1, t);
+
+		assert_int_equal(sim_bound_order(m, NULL, &o, &err), -E2BIG);
+		assert_non_null(strstr(err.msg, "over the 8"));
+		sim_order_opts_default(&oo);
+		oo.max_coflows = 3;
+		cp_model_free(m);
+		m = random_single(4, 4, 4, t);
+		assert_int_equal(sim_bound_order(m, &oo, &o, &err), -E2BIG);
+		cp_model_free(m);
+	}
+	topo_free(t);
+}
+
 /* summary.csv has the bound columns (nan when not computed); the table a row. */
 static void test_report(void **state)
 {
@@ -315,8 +443,9 @@ static void test_report(void **state)
 	len = fread(buf, 1, sizeof(buf) - 1, f);
 	buf[len] = '\0';
 	fclose(f);
-	assert_non_null(strstr(buf, ",wall_s,lp_bound_wjct_s,lp_bound_cct_s\n"));
-	assert_non_null(strstr(buf, ",nan,nan\n"));
+	assert_non_null(
+		strstr(buf, ",wall_s,lp_bound_wjct_s,lp_bound_cct_s,order_wjct_s,order_cct_s\n"));
+	assert_non_null(strstr(buf, ",nan,nan,nan,nan\n"));
 	f = open_memstream(&table, &tlen);
 	assert_non_null(f);
 	sim_print_table(f, s, 2);
@@ -329,6 +458,8 @@ static void test_report(void **state)
 	for (int i = 0; i < 2; i++) {
 		s[i].lp_bound_wjct_s = b.avg_wjct_s;
 		s[i].lp_bound_cct_s = b.avg_cct_s;
+		s[i].order_wjct_s = s[1].avg_wjct_s;
+		s[i].order_cct_s = s[1].cct_s.avg;
 	}
 	assert_int_equal(sim_write_summary_csv(s, 2, path), 0);
 	f = fopen(path, "r");
@@ -342,6 +473,7 @@ static void test_report(void **state)
 	sim_print_table(f, s, 2);
 	fclose(f);
 	assert_non_null(strstr(table, "\n(LP bound) "));
+	assert_non_null(strstr(table, "\n(best order) "));
 	assert_non_null(strstr(table, "\n(isolation bound) "));
 	free(table);
 	unlink(path);
@@ -356,6 +488,7 @@ int main(void)
 		cmocka_unit_test(test_one_port_exact),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_report),
+		cmocka_unit_test(test_best_order),
 		cmocka_unit_test(test_below_policies_single),
 		cmocka_unit_test(test_below_policies_multi),
 	};

@@ -137,7 +137,7 @@ static void test_help(void **state)
 	if (!strstr(r.out, "per-host") || !strstr(r.out, "classes mode: conflict\n") ||
 	    !strstr(r.out, "(default: what loomd"))
 		fail_msg("--help does not give conflict as --quantize's default:\n%s", r.out);
-	if (!strstr(r.out, "--bound B") || !strstr(r.out, "lp | none"))
+	if (!strstr(r.out, "--bound B") || !strstr(r.out, "none, or a list of lp"))
 		fail_msg("--help does not describe --bound:\n%s", r.out);
 	/* The policy list: one line per policy, name first. */
 	assert_true(strstr(r.out, "Policies:") != NULL);
@@ -211,10 +211,12 @@ static void test_bad_flags(void **state)
 	expect_usage(&r, "wants an integer in [1, 64], got '99'");
 	replay(&r, "-t", t, "-o", o, "extra", NULL);
 	expect_usage(&r, "unexpected argument 'extra'");
-	replay(&r, "-t", t, "-o", o, "--bound", "order", NULL);
-	expect_usage(&r, "--bound: 'order' is not one of lp, none");
+	replay(&r, "-t", t, "-o", o, "--bound", "opt", NULL);
+	expect_usage(&r, "--bound: 'opt' is not none or a list of lp, order");
+	replay(&r, "-t", t, "-o", o, "--bound", "lp,none", NULL);
+	expect_usage(&r, "--bound: 'lp,none' is not none or a list of lp, order");
 	replay(&r, "-t", t, "-o", o, "--bound", "", NULL);
-	expect_usage(&r, "--bound: '' is not one of lp, none");
+	expect_usage(&r, "--bound: '' is not none or a list of lp, order");
 	replay(&r, "-t", t, "-o", o, "--bound", NULL);
 	expect_usage(&r, "--bound");
 	/* An empty policy list is refused (not a crash, not an empty table). */
@@ -414,6 +416,9 @@ static void test_good_run(void **state)
  * --bound: lp gives the "(LP bound)" row and the summary.csv columns (or,
  * built without GLPK, exit 1 naming GLPK); none gives neither (nan columns);
  * the default is lp where GLPK is built in (the small trace is under the cap).
+ * order gives the "(best order)" row (its 5 coflows: 120 orders), also by
+ * default; on more than 8 coflows it is refused (exit 1), or skipped by
+ * default.
  */
 static void test_bound(void **state)
 {
@@ -438,9 +443,35 @@ static void test_bound(void **state)
 	snprintf(path, sizeof(path), "%s/summary.csv", o);
 	csv = slurp(path, NULL);
 	assert_non_null(csv);
-	assert_non_null(strstr(csv, ",lp_bound_wjct_s,lp_bound_cct_s\n"));
+	assert_non_null(strstr(csv, ",lp_bound_wjct_s,lp_bound_cct_s,order_wjct_s,order_cct_s\n"));
+	assert_non_null(strstr(csv, ",nan,nan\n")); /* no order: --bound lp alone */
+	free(csv);
+
+	replay(&r, "-t", t, "-p", "fifo,sebf", "-o", o, "--no-plots", "--bound", "order,lp", NULL);
+	if (r.status != 0 || !has_line(r.out, "(LP bound) ") || !has_line(r.out, "(best order) ") ||
+	    !strstr(r.err, "best order: avg wJCT ") || !strstr(r.err, "; 120 orders,"))
+		dump_fail(&r, "--bound order,lp: expected both rows and the search's log line");
+	result_free(&r);
+	csv = slurp(path, NULL);
+	assert_non_null(csv);
 	assert_null(strstr(csv, ",nan"));
 	free(csv);
+	{
+		char big[128];
+		const char *b = tmp_path(big, sizeof(big), "nine.txt");
+
+		write_file(b, "4 9\n1 0 1 0 1 1:1\n2 0 1 0 1 1:1\n3 0 1 0 1 1:1\n"
+			      "4 0 1 0 1 1:1\n5 0 1 0 1 1:1\n6 0 1 0 1 1:1\n7 0 1 0 1 1:1\n"
+			      "8 0 1 0 1 1:1\n9 0 1 0 1 1:1\n");
+		replay(&r, "-t", b, "-p", "fifo", "-o", o, "--no-plots", "--bound", "order", NULL);
+		if (r.status != 1 || !strstr(r.err, "9 coflows is over the 8"))
+			dump_fail(&r, "--bound order on 9 coflows: expected exit 1 and the limit");
+		result_free(&r);
+		replay(&r, "-t", b, "-p", "fifo", "-o", o, "--no-plots", NULL);
+		if (r.status != 0 || has_line(r.out, "(best order) "))
+			dump_fail(&r, "default --bound on 9 coflows: expected no best-order row");
+		result_free(&r);
+	}
 
 	replay(&r, "-t", t, "-p", "fifo", "-o", o, "--no-plots", "--bound", "none", NULL);
 	if (r.status != 0 || has_line(r.out, "(LP bound) "))
@@ -448,12 +479,12 @@ static void test_bound(void **state)
 	result_free(&r);
 	csv = slurp(path, NULL);
 	assert_non_null(csv);
-	assert_non_null(strstr(csv, ",nan,nan\n"));
+	assert_non_null(strstr(csv, ",nan,nan,nan,nan\n"));
 	free(csv);
 
 	replay(&r, "-t", t, "-p", "fifo", "-o", o, "--no-plots", NULL);
-	if (r.status != 0 || !has_line(r.out, "(LP bound) "))
-		dump_fail(&r, "default --bound: expected the LP row");
+	if (r.status != 0 || !has_line(r.out, "(LP bound) ") || !has_line(r.out, "(best order) "))
+		dump_fail(&r, "default --bound: expected the LP and best-order rows");
 	result_free(&r);
 }
 

@@ -785,6 +785,13 @@ static void dark_rates(struct cfs *s)
 
 /* ---- admission and the main loop ------------------------------------------- */
 
+/*
+ * LCF's key, Job.calcShuffleBytesLeft(): the reducers' bytes not yet moved.
+ * CoflowSim starts each from the reducer's size before Job.coalesceReducers
+ * rounds it up to a multiple of M MiB; the model holds only the rounded
+ * flows, so this starts from the rounded size (the same wherever MB is a
+ * multiple of M, as in all of FB2010).
+ */
 static double lcf_left(const struct cfs *s, const struct cfs_job *j)
 {
 	double sum = 0;

@@ -190,7 +190,7 @@ int main(int argc, char **argv)
 	size_t lhit4, lhit6, lmiss, lrewrite;
 	double t0, load_ms, diff_ms, ns_empty, ns_hit4, ns_hit6, ns_miss, ns_s_empty, ns_s_hit,
 		ns_s_rw;
-	char err[256];
+	struct ebpf_err err;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
@@ -211,9 +211,9 @@ int main(int argc, char **argv)
 	}
 	for (uint32_t c = 0; c < CLASSES; c++)
 		o.dscp[c] = dscp_of(c);
-	tc = ebpf_tc_new(&o, err, sizeof(err));
+	tc = ebpf_tc_new(&o, &err);
 	if (!tc) {
-		fprintf(stderr, "loom_ebpf_bench: %s\n", err);
+		fprintf(stderr, "loom_ebpf_bench: %s\n", err.msg);
 		return errno == EPERM ? 77 : 1;
 	}
 	empty = loom_tc_empty__open_and_load();
@@ -236,8 +236,8 @@ int main(int argc, char **argv)
 	/* in key order, as the tc enforcer hands them over (its snapshots are sorted so) */
 	qsort(e, flows, sizeof(*e), key_cmp);
 	t0 = now_ms();
-	if (ebpf_tc_sync(tc, e, flows, &res, err, sizeof(err)) < 0) {
-		fprintf(stderr, "loom_ebpf_bench: %s\n", err);
+	if (ebpf_tc_sync(tc, e, flows, &res, &err) < 0) {
+		fprintf(stderr, "loom_ebpf_bench: %s\n", err.msg);
 		return 1;
 	}
 	load_ms = now_ms() - t0;
@@ -250,8 +250,8 @@ int main(int argc, char **argv)
 			for (uint32_t i = (uint32_t)round; i < flows; i += 100)
 				e[i].val.cls = (uint8_t)((e[i].val.cls + 1) % CLASSES);
 			t0 = now_ms();
-			if (ebpf_tc_sync(tc, e, flows, &res, err, sizeof(err)) < 0) {
-				fprintf(stderr, "loom_ebpf_bench: %s\n", err);
+			if (ebpf_tc_sync(tc, e, flows, &res, &err) < 0) {
+				fprintf(stderr, "loom_ebpf_bench: %s\n", err.msg);
 				return 1;
 			}
 			d[round] = now_ms() - t0;

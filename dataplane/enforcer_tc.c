@@ -376,7 +376,7 @@ static int tcf_init(struct dp_enforcer *e, const char *args, uint32_t classes, s
 	struct tcf_args a;
 	struct ebpf_tc_opts o;
 	struct tcf *t;
-	char msg[256];
+	struct ebpf_err e2;
 	int r;
 
 	if (classes == 0 || classes > LOOM_TC_MAX_CLASSES)
@@ -430,9 +430,9 @@ static int tcf_init(struct dp_enforcer *e, const char *args, uint32_t classes, s
 	o.rewrite_dscp = a.rewrite_dscp;
 	memcpy(o.dscp, a.dscp.dscp, sizeof(o.dscp));
 	o.default_class = a.default_class >= 0 ? (uint32_t)a.default_class : classes - 1;
-	t->tc = ebpf_tc_new(&o, msg, sizeof(msg));
+	t->tc = ebpf_tc_new(&o, &e2);
 	if (!t->tc) {
-		r = loom_err_set(err, errno, "tc enforcer: %s", msg);
+		r = loom_err_set(err, errno, "tc enforcer: %s", e2.msg);
 		goto fail;
 	}
 	log_debug("tc enforcer: %s: %u HTB classes at %" PRIu64 " bit/s, program attached",
@@ -544,17 +544,16 @@ static void slots_give_back(struct tcf *t, const uint32_t *slot_of, size_t n)
 static int table_sync(struct tcf *t, const struct dp_snapshot *snap,
 		      const struct ebpf_tc_entry *ent, const uint32_t *slot_of)
 {
-	char msg[256];
+	struct ebpf_err e2 = {{0}};
 	int r;
 
-	msg[0] = '\0';
 	r = ebpf_tc_set_default_class(t->tc, snap->default_class);
 	if (r == 0)
-		r = ebpf_tc_sync(t->tc, ent, snap->n, NULL, msg, sizeof(msg));
+		r = ebpf_tc_sync(t->tc, ent, snap->n, NULL, &e2);
 	if (r < 0) {
 		slots_give_back(t, slot_of, snap->n);
 		log_debug("tc enforcer: table %" PRIu64 " not applied: %s", snap->version,
-			  msg[0] ? msg : strerror(-r));
+			  e2.msg[0] ? e2.msg : strerror(-r));
 	}
 	return r;
 }

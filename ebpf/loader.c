@@ -72,22 +72,34 @@ struct ebpf_tc {
 	size_t vals_size;
 };
 
-/* Writes "IF: " fmt... into err (the interface part only when there is one); returns -e. */
-static int fail(const struct ebpf_tc *tc, char *err, size_t errlen, int e, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+int ebpf_err_set(struct ebpf_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
 
-static int fail(const struct ebpf_tc *tc, char *err, size_t errlen, int e, const char *fmt, ...)
+	if (err) {
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return code > 0 ? -code : code;
+}
+
+/* Writes "IF: " fmt... into err (the interface part only when there is one); returns -e. */
+static int fail(const struct ebpf_tc *tc, struct ebpf_err *err, int e, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(const struct ebpf_tc *tc, struct ebpf_err *err, int e, const char *fmt, ...)
 {
 	va_list ap;
 	int n = 0;
 
-	if (err && errlen) {
+	if (err) {
 		if (tc && tc->ifname[0])
-			n = snprintf(err, errlen, "%s: ", tc->ifname);
-		if (n < 0 || (size_t)n >= errlen)
+			n = snprintf(err->msg, sizeof(err->msg), "%s: ", tc->ifname);
+		if (n < 0 || (size_t)n >= sizeof(err->msg))
 			n = 0;
 		va_start(ap, fmt);
-		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+		vsnprintf(err->msg + n, sizeof(err->msg) - (size_t)n, fmt, ap);
 		va_end(ap);
 	}
 	return -(e ? e : EIO);
@@ -135,15 +147,15 @@ static uint32_t handle_of(const struct ebpf_tc *tc, uint32_t minor)
  * Looks at the interface's qdiscs: *ret_htb_ours when the root is an HTB
  * with our handle, *ret_clsact when there is a clsact (or ingress) qdisc.
  */
-static int qdiscs_scan(struct ebpf_tc *tc, bool *ret_htb_ours, bool *ret_clsact, char *err,
-		       size_t errlen)
+static int qdiscs_scan(struct ebpf_tc *tc, bool *ret_htb_ours, bool *ret_clsact,
+		       struct ebpf_err *err)
 {
 	struct nl_cache *cache = NULL;
 	bool htb = false, clsact = false;
 	int r = rtnl_qdisc_alloc_cache(tc->nl, &cache);
 
 	if (r < 0)
-		return fail(tc, err, errlen, nl_to_errno(r), "listing qdiscs: %s", nl_geterror(r));
+		return fail(tc, err, nl_to_errno(r), "listing qdiscs: %s", nl_geterror(r));
 	for (struct nl_object *o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
 		struct rtnl_tc *q = TC_CAST(o);
 		const char *kind = rtnl_tc_get_kind(q);
@@ -163,8 +175,7 @@ static int qdiscs_scan(struct ebpf_tc *tc, bool *ret_htb_ours, bool *ret_clsact,
 }
 
 /* Counts the filters on the clsact qdisc: ours (egress, cls_bpf at our pref) and the rest. */
-static int filters_count(struct ebpf_tc *tc, int *ret_ours, int *ret_others, char *err,
-			 size_t errlen)
+static int filters_count(struct ebpf_tc *tc, int *ret_ours, int *ret_others, struct ebpf_err *err)
 {
 	static const uint32_t parents[] = {EGRESS_PARENT, INGRESS_PARENT};
 	int ours = 0, others = 0;
@@ -174,7 +185,7 @@ static int filters_count(struct ebpf_tc *tc, int *ret_ours, int *ret_others, cha
 		int r = rtnl_cls_alloc_cache(tc->nl, tc->ifindex, parents[i], &cache);
 
 		if (r < 0)
-			return fail(tc, err, errlen, nl_to_errno(r), "listing tc filters: %s",
+			return fail(tc, err, nl_to_errno(r), "listing tc filters: %s",
 				    nl_geterror(r));
 		for (struct nl_object *o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
 			struct rtnl_cls *cls = (struct rtnl_cls *)o;
@@ -213,13 +224,13 @@ static int htb_delete(struct ebpf_tc *tc)
 
 static int htb_class_add(struct ebpf_tc *tc, uint32_t parent, uint32_t minor, uint32_t prio,
 			 uint64_t rate_Bps, uint64_t ceil_Bps, uint32_t rbuffer, uint32_t cbuffer,
-			 uint32_t quantum, uint32_t mtu, char *err, size_t errlen)
+			 uint32_t quantum, uint32_t mtu, struct ebpf_err *err)
 {
 	struct rtnl_class *c = rtnl_class_alloc();
 	int r;
 
 	if (!c)
-		return fail(tc, err, errlen, ENOMEM, "out of memory");
+		return fail(tc, err, ENOMEM, "out of memory");
 	rtnl_tc_set_ifindex(TC_CAST(c), tc->ifindex);
 	rtnl_tc_set_parent(TC_CAST(c), parent);
 	rtnl_tc_set_handle(TC_CAST(c), handle_of(tc, minor));
@@ -241,8 +252,8 @@ static int htb_class_add(struct ebpf_tc *tc, uint32_t parent, uint32_t minor, ui
 		r = rtnl_class_add(tc->nl, c, NLM_F_CREATE);
 	rtnl_class_put(c);
 	if (r < 0)
-		return fail(tc, err, errlen, nl_to_errno(r), "adding HTB class %x:%x: %s",
-			    tc->major, minor, nl_geterror(r));
+		return fail(tc, err, nl_to_errno(r), "adding HTB class %x:%x: %s", tc->major, minor,
+			    nl_geterror(r));
 	return 0;
 }
 
@@ -250,8 +261,8 @@ static int htb_class_add(struct ebpf_tc *tc, uint32_t parent, uint32_t minor, ui
  * Builds the HTB tree (loader.h) for rate_bps on a link with this MTU,
  * replacing the root qdisc (a dead agent's HTB root is deleted first).
  */
-static int htb_setup(struct ebpf_tc *tc, uint64_t rate_bps, uint32_t mtu, bool leftover, char *err,
-		     size_t errlen)
+static int htb_setup(struct ebpf_tc *tc, uint64_t rate_bps, uint32_t mtu, bool leftover,
+		     struct ebpf_err *err)
 {
 	uint64_t link_Bps = rate_bps / 8;
 	uint64_t class_Bps =
@@ -267,13 +278,12 @@ static int htb_setup(struct ebpf_tc *tc, uint64_t rate_bps, uint32_t mtu, bool l
 	if (leftover) {
 		r = htb_delete(tc);
 		if (r < 0 && r != -ENOENT && r != -EINVAL)
-			return fail(tc, err, errlen, -r,
-				    "removing the HTB root a previous agent left: %s",
+			return fail(tc, err, -r, "removing the HTB root a previous agent left: %s",
 				    strerror(-r));
 	}
 	q = rtnl_qdisc_alloc();
 	if (!q)
-		return fail(tc, err, errlen, ENOMEM, "out of memory");
+		return fail(tc, err, ENOMEM, "out of memory");
 	rtnl_tc_set_ifindex(TC_CAST(q), tc->ifindex);
 	rtnl_tc_set_parent(TC_CAST(q), TC_H_ROOT);
 	rtnl_tc_set_handle(TC_CAST(q), handle_of(tc, 0));
@@ -286,21 +296,20 @@ static int htb_setup(struct ebpf_tc *tc, uint64_t rate_bps, uint32_t mtu, bool l
 		r = rtnl_qdisc_add(tc->nl, q, NLM_F_CREATE | NLM_F_REPLACE);
 	rtnl_qdisc_put(q);
 	if (r < 0)
-		return fail(tc, err, errlen, nl_to_errno(r), "adding the HTB root qdisc %x:: %s",
-			    tc->major, nl_geterror(r));
+		return fail(tc, err, nl_to_errno(r), "adding the HTB root qdisc %x:: %s", tc->major,
+			    nl_geterror(r));
 	tc->htb_added = true;
 
 	r = htb_class_add(tc, handle_of(tc, 0), LOOM_TC_HTB_PARENT, 0, link_Bps, link_Bps, cbuffer,
-			  cbuffer, frame, mtu, err, errlen);
+			  cbuffer, frame, mtu, err);
 	for (uint32_t c = 0; c < tc->classes && r == 0; c++)
 		r = htb_class_add(tc, handle_of(tc, LOOM_TC_HTB_PARENT), LOOM_TC_HTB_MINOR_BASE + c,
-				  c, class_Bps, link_Bps, 2 * frame, cbuffer, frame, mtu, err,
-				  errlen);
+				  c, class_Bps, link_Bps, 2 * frame, cbuffer, frame, mtu, err);
 	return r;
 }
 
 /* Creates (or adopts) the clsact hook and attaches the program to egress. */
-static int hook_setup(struct ebpf_tc *tc, bool clsact_there, char *err, size_t errlen)
+static int hook_setup(struct ebpf_tc *tc, bool clsact_there, struct ebpf_err *err)
 {
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = tc->ifindex, .attach_point = BPF_TC_EGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = LOOM_TC_FILTER_HANDLE,
@@ -310,13 +319,12 @@ static int hook_setup(struct ebpf_tc *tc, bool clsact_there, char *err, size_t e
 	if (!clsact_there) {
 		r = bpf_tc_hook_create(&hook);
 		if (r < 0 && r != -EEXIST)
-			return fail(tc, err, errlen, -r, "creating the clsact qdisc: %s",
-				    strerror(-r));
+			return fail(tc, err, -r, "creating the clsact qdisc: %s", strerror(-r));
 		tc->hook_owned = r == 0;
 	} else {
 		int ours, others;
 
-		r = filters_count(tc, &ours, &others, err, errlen);
+		r = filters_count(tc, &ours, &others, err);
 		if (r < 0)
 			return r;
 		/* a clsact holding nothing but a dead agent's filter was that agent's */
@@ -325,8 +333,7 @@ static int hook_setup(struct ebpf_tc *tc, bool clsact_there, char *err, size_t e
 	opts.prog_fd = bpf_program__fd(tc->skel->progs.loom_tc_egress);
 	r = bpf_tc_attach(&hook, &opts);
 	if (r < 0)
-		return fail(tc, err, errlen, -r, "attaching the program to egress: %s%s",
-			    strerror(-r),
+		return fail(tc, err, -r, "attaching the program to egress: %s%s", strerror(-r),
 			    r == -EINVAL || r == -EOPNOTSUPP ?
 				    " (an 'ingress' qdisc in the way of clsact?)" :
 				    "");
@@ -354,7 +361,7 @@ static void teardown(struct ebpf_tc *tc)
 		int ours = 0, others = 0;
 
 		/* only when nobody else has put a filter on it meanwhile */
-		if (filters_count(tc, &ours, &others, NULL, 0) == 0 && ours == 0 && others == 0) {
+		if (filters_count(tc, &ours, &others, NULL) == 0 && ours == 0 && others == 0) {
 			hook.attach_point = BPF_TC_INGRESS | BPF_TC_EGRESS;
 			bpf_tc_hook_destroy(&hook);
 		}
@@ -373,37 +380,37 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static int check_opts(const struct ebpf_tc_opts *o, char *err, size_t errlen)
+static int check_opts(const struct ebpf_tc_opts *o, struct ebpf_err *err)
 {
 	if (!o)
-		return fail(NULL, err, errlen, EINVAL, "no options");
+		return ebpf_err_set(err, EINVAL, "no options");
 	if (o->classes < 1 || o->classes > LOOM_TC_MAX_CLASSES)
-		return fail(NULL, err, errlen, EINVAL, "%u classes (1..%d)", o->classes,
-			    LOOM_TC_MAX_CLASSES);
+		return ebpf_err_set(err, EINVAL, "%u classes (1..%d)", o->classes,
+				    LOOM_TC_MAX_CLASSES);
 	if (o->default_class >= o->classes)
-		return fail(NULL, err, errlen, EINVAL, "default class %u of %u classes",
-			    o->default_class, o->classes);
+		return ebpf_err_set(err, EINVAL, "default class %u of %u classes", o->default_class,
+				    o->classes);
 	for (uint32_t c = 0; c < o->classes; c++)
 		if (o->dscp[c] > 63)
-			return fail(NULL, err, errlen, EINVAL, "class %u: DSCP %u (0..63)", c,
-				    o->dscp[c]);
+			return ebpf_err_set(err, EINVAL, "class %u: DSCP %u (0..63)", c,
+					    o->dscp[c]);
 	if (o->htb_major > 0x7fff)
-		return fail(NULL, err, errlen, EINVAL, "HTB handle %x: (1..7fff)", o->htb_major);
+		return ebpf_err_set(err, EINVAL, "HTB handle %x: (1..7fff)", o->htb_major);
 	if (o->ifname && o->ifname[0]) {
 		if (strlen(o->ifname) >= IF_NAMESIZE)
-			return fail(NULL, err, errlen, EINVAL, "interface name '%s' too long",
-				    o->ifname);
+			return ebpf_err_set(err, EINVAL, "interface name '%s' too long", o->ifname);
 		if (o->rate_bps < MIN_RATE_BPS || o->rate_bps > MAX_RATE_BPS)
-			return fail(NULL, err, errlen, EINVAL,
-				    "%s: link rate %llu bit/s out of range (1 Mbit/s .. 1 Pbit/s)",
-				    o->ifname, (unsigned long long)o->rate_bps);
+			return ebpf_err_set(
+				err, EINVAL,
+				"%s: link rate %llu bit/s out of range (1 Mbit/s .. 1 Pbit/s)",
+				o->ifname, (unsigned long long)o->rate_bps);
 	}
 	return 0;
 }
 
 /* Opens the interface: index, netlink socket, MTU; Ethernet framing only. */
-static int link_open(struct ebpf_tc *tc, const char *ifname, uint32_t *ret_mtu, char *err,
-		     size_t errlen)
+static int link_open(struct ebpf_tc *tc, const char *ifname, uint32_t *ret_mtu,
+		     struct ebpf_err *err)
 {
 	struct rtnl_link *link = NULL;
 	unsigned int type;
@@ -412,22 +419,21 @@ static int link_open(struct ebpf_tc *tc, const char *ifname, uint32_t *ret_mtu, 
 	snprintf(tc->ifname, sizeof(tc->ifname), "%s", ifname);
 	tc->ifindex = (int)if_nametoindex(ifname);
 	if (!tc->ifindex)
-		return fail(tc, err, errlen, ENODEV, "no such interface");
+		return fail(tc, err, ENODEV, "no such interface");
 	tc->nl = nl_socket_alloc();
 	if (!tc->nl)
-		return fail(tc, err, errlen, ENOMEM, "out of memory");
+		return fail(tc, err, ENOMEM, "out of memory");
 	r = nl_connect(tc->nl, NETLINK_ROUTE);
 	if (r < 0)
-		return fail(tc, err, errlen, nl_to_errno(r), "netlink: %s", nl_geterror(r));
+		return fail(tc, err, nl_to_errno(r), "netlink: %s", nl_geterror(r));
 	r = rtnl_link_get_kernel(tc->nl, tc->ifindex, NULL, &link);
 	if (r < 0)
-		return fail(tc, err, errlen, nl_to_errno(r), "reading the link: %s",
-			    nl_geterror(r));
+		return fail(tc, err, nl_to_errno(r), "reading the link: %s", nl_geterror(r));
 	*ret_mtu = rtnl_link_get_mtu(link);
 	type = rtnl_link_get_arptype(link);
 	rtnl_link_put(link);
 	if (type != ARPHRD_ETHER && type != ARPHRD_LOOPBACK)
-		return fail(tc, err, errlen, EOPNOTSUPP,
+		return fail(tc, err, EOPNOTSUPP,
 			    "not an Ethernet interface (ARP type %u): the program parses "
 			    "Ethernet frames",
 			    type);
@@ -436,21 +442,21 @@ static int link_open(struct ebpf_tc *tc, const char *ifname, uint32_t *ret_mtu, 
 	return 0;
 }
 
-struct ebpf_tc *ebpf_tc_new(const struct ebpf_tc_opts *opts, char *err, size_t errlen)
+struct ebpf_tc *ebpf_tc_new(const struct ebpf_tc_opts *opts, struct ebpf_err *err)
 {
 	struct ebpf_tc *tc;
 	uint32_t mtu = 1500;
 	bool with_link;
 	int r;
 
-	r = check_opts(opts, err, errlen);
+	r = check_opts(opts, err);
 	if (r < 0) {
 		errno = -r;
 		return NULL;
 	}
 	tc = calloc(1, sizeof(*tc));
 	if (!tc) {
-		fail(NULL, err, errlen, ENOMEM, "out of memory");
+		ebpf_err_set(err, ENOMEM, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -458,7 +464,7 @@ struct ebpf_tc *ebpf_tc_new(const struct ebpf_tc_opts *opts, char *err, size_t e
 	tc->major = opts->htb_major ? opts->htb_major : LOOM_TC_HTB_MAJOR;
 	tc->ncpus = libbpf_num_possible_cpus();
 	if (tc->ncpus <= 0) {
-		r = fail(NULL, err, errlen, -tc->ncpus, "counting the possible CPUs: %s",
+		r = fail(NULL, err, -tc->ncpus, "counting the possible CPUs: %s",
 			 strerror(-tc->ncpus));
 		goto fail;
 	}
@@ -472,20 +478,20 @@ struct ebpf_tc *ebpf_tc_new(const struct ebpf_tc_opts *opts, char *err, size_t e
 	tc->wvals = calloc(WRITE_CHUNK, sizeof(*tc->wvals));
 	tc->batch_ok = true;
 	if (!tc->keys || !tc->vals || !tc->wkeys || !tc->wvals) {
-		r = fail(NULL, err, errlen, ENOMEM, "out of memory");
+		r = ebpf_err_set(err, ENOMEM, "out of memory");
 		goto fail;
 	}
 
 	with_link = opts->ifname && opts->ifname[0];
 	if (with_link) {
-		r = link_open(tc, opts->ifname, &mtu, err, errlen);
+		r = link_open(tc, opts->ifname, &mtu, err);
 		if (r < 0)
 			goto fail;
 	}
 
 	tc->skel = loom_tc__open();
 	if (!tc->skel) {
-		r = fail(tc, err, errlen, errno, "opening the BPF object: %s", strerror(errno));
+		r = fail(tc, err, errno, "opening the BPF object: %s", strerror(errno));
 		goto fail;
 	}
 	tc->skel->rodata->nclasses = opts->classes;
@@ -496,25 +502,25 @@ struct ebpf_tc *ebpf_tc_new(const struct ebpf_tc_opts *opts, char *err, size_t e
 	tc->skel->data->loom_default_class = opts->default_class;
 	r = loom_tc__load(tc->skel);
 	if (r < 0) {
-		r = fail(tc, err, errlen, -r, "loading the BPF program: %s%s", strerror(-r),
+		r = fail(tc, err, -r, "loading the BPF program: %s%s", strerror(-r),
 			 r == -EPERM ? " (needs root, or CAP_BPF and CAP_NET_ADMIN)" :
 				       " (libbpf printed why above)");
 		goto fail;
 	}
 	tc->rb = ring_buffer__new(bpf_map__fd(tc->skel->maps.loom_events), on_event, tc, NULL);
 	if (!tc->rb) {
-		r = fail(tc, err, errlen, errno, "opening the ring buffer: %s", strerror(errno));
+		r = fail(tc, err, errno, "opening the ring buffer: %s", strerror(errno));
 		goto fail;
 	}
 
 	if (with_link) {
 		bool htb_leftover = false, clsact_there = false;
 
-		r = qdiscs_scan(tc, &htb_leftover, &clsact_there, err, errlen);
+		r = qdiscs_scan(tc, &htb_leftover, &clsact_there, err);
 		if (r == 0)
-			r = htb_setup(tc, opts->rate_bps, mtu, htb_leftover, err, errlen);
+			r = htb_setup(tc, opts->rate_bps, mtu, htb_leftover, err);
 		if (r == 0)
-			r = hook_setup(tc, clsact_there, err, errlen);
+			r = hook_setup(tc, clsact_there, err);
 		if (r < 0)
 			goto fail;
 	}
@@ -589,7 +595,7 @@ static int entry_cmp(const void *a, const void *b)
  * The sync buffers, allocated once (the first sync): reusing them spares a
  * large allocation's page faults per table.
  */
-static int scratch_alloc(struct ebpf_tc *tc, char *err, size_t errlen)
+static int scratch_alloc(struct ebpf_tc *tc, struct ebpf_err *err)
 {
 	if (tc->mirror)
 		return 0;
@@ -602,7 +608,7 @@ static int scratch_alloc(struct ebpf_tc *tc, char *err, size_t errlen)
 		free(tc->idx);
 		tc->mirror = tc->spare = NULL;
 		tc->idx = NULL;
-		return fail(tc, err, errlen, ENOMEM, "out of memory");
+		return fail(tc, err, ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -697,22 +703,21 @@ static int flows_delete(struct ebpf_tc *tc, const struct ebpf_tc_entry *entries,
 }
 
 int ebpf_tc_sync(struct ebpf_tc *tc, const struct ebpf_tc_entry *entries, size_t n,
-		 struct ebpf_tc_sync_result *ret, char *err, size_t errlen)
+		 struct ebpf_tc_sync_result *ret, struct ebpf_err *err)
 {
 	struct ebpf_tc_entry *nw;
 	size_t *upd, *gone, nupd = 0, ngone = 0, i = 0, j = 0;
 	int r;
 
 	if (n > LOOM_TC_MAX_FLOWS)
-		return fail(tc, err, errlen, EINVAL, "%zu flows (at most %d)", n,
-			    LOOM_TC_MAX_FLOWS);
+		return fail(tc, err, EINVAL, "%zu flows (at most %d)", n, LOOM_TC_MAX_FLOWS);
 	if (n && !entries)
-		return fail(tc, err, errlen, EINVAL, "no flows");
+		return fail(tc, err, EINVAL, "no flows");
 	for (size_t k = 0; k < n; k++)
 		if (entries[k].val.cls >= tc->classes || entries[k].val.slot >= LOOM_TC_FLOW_SLOTS)
-			return fail(tc, err, errlen, EINVAL, "flow %zu: class %u / slot %u", k,
+			return fail(tc, err, EINVAL, "flow %zu: class %u / slot %u", k,
 				    entries[k].val.cls, entries[k].val.slot);
-	r = scratch_alloc(tc, err, errlen);
+	r = scratch_alloc(tc, err);
 	if (r < 0)
 		return r;
 	nw = tc->spare;
@@ -725,7 +730,7 @@ int ebpf_tc_sync(struct ebpf_tc *tc, const struct ebpf_tc_entry *entries, size_t
 		}
 	for (size_t k = 1; k < n; k++)
 		if (entry_cmp(&nw[k - 1], &nw[k]) == 0)
-			return fail(tc, err, errlen, EINVAL, "the same flow twice");
+			return fail(tc, err, EINVAL, "the same flow twice");
 	if (tc->mirror_stale)
 		mirror_reload(tc);
 	upd = tc->idx;
@@ -748,13 +753,12 @@ int ebpf_tc_sync(struct ebpf_tc *tc, const struct ebpf_tc_entry *entries, size_t
 	r = flows_write(tc, nw, upd, nupd);
 	if (r < 0) {
 		tc->mirror_stale = true;
-		return fail(tc, err, errlen, -r, "writing flows into loom_flows: %s", strerror(-r));
+		return fail(tc, err, -r, "writing flows into loom_flows: %s", strerror(-r));
 	}
 	r = flows_delete(tc, tc->mirror, gone, ngone);
 	if (r < 0) {
 		tc->mirror_stale = true;
-		return fail(tc, err, errlen, -r, "deleting flows from loom_flows: %s",
-			    strerror(-r));
+		return fail(tc, err, -r, "deleting flows from loom_flows: %s", strerror(-r));
 	}
 	tc->spare = tc->mirror;
 	tc->mirror = nw;

@@ -23,7 +23,7 @@
  * the clsact qdisc when it is ours and no other filter is left on it.
  *
  * Everything here is control side (the program is the fast path). Functions
- * return 0 (or a count) or -errno; those that take err/errlen write a
+ * return 0 (or a count) or -errno; those that take a struct ebpf_err write a
  * message naming the interface and what failed there (err may be NULL). Not
  * thread-safe: one thread owns a struct ebpf_tc. Uses libbpf and
  * libnl-route-3; logs nothing itself (libbpf prints its warnings, e.g. a
@@ -37,6 +37,22 @@
 #include <stdint.h>
 
 #include "ebpf/loom_tc.h"
+
+/*
+ * The message of the last failing call; msg is "" when none was written.
+ * A private copy of common/errors.h's struct loom_err and loom_err_set():
+ * ebpf/ may not include common/ (docs/architecture.md, layering), so the
+ * shape is the same and a caller copies msg into its loom_err in one line.
+ */
+#define EBPF_ERR_MAX 256
+
+struct ebpf_err {
+	char msg[EBPF_ERR_MAX];
+};
+
+/* Writes a message into err (may be NULL) and returns -code (code > 0). */
+__attribute__((format(printf, 3, 4))) int ebpf_err_set(struct ebpf_err *err, int code,
+						       const char *fmt, ...);
 
 struct ebpf_tc_opts {
 	/* the interface; NULL or "": load the program only (no qdisc, no filter) */
@@ -60,7 +76,7 @@ struct ebpf_tc;
  * CAP_NET_ADMIN), or what the kernel said. On failure nothing of ours is
  * left on the interface.
  */
-struct ebpf_tc *ebpf_tc_new(const struct ebpf_tc_opts *opts, char *err, size_t errlen);
+struct ebpf_tc *ebpf_tc_new(const struct ebpf_tc_opts *opts, struct ebpf_err *err);
 
 /*
  * Detaches the program, deletes the HTB root and (when ours and empty) the
@@ -100,7 +116,7 @@ struct ebpf_tc_sync_result {
  * mix of both tables; the next sync rereads the map and fixes it.
  */
 int ebpf_tc_sync(struct ebpf_tc *tc, const struct ebpf_tc_entry *entries, size_t n,
-		 struct ebpf_tc_sync_result *ret, char *err, size_t errlen);
+		 struct ebpf_tc_sync_result *ret, struct ebpf_err *err);
 
 /* Returns the number of flows in loom_flows (after the last sync). */
 size_t ebpf_tc_nflows(const struct ebpf_tc *tc);

@@ -258,14 +258,14 @@ static void test_install_and_remove(void **state)
 	};
 	struct loom_tc_counter c[5];
 	struct loom_tc_stats st;
-	char err[256];
+	struct ebpf_err err;
 	const char *s;
 	struct ebpf_tc *tc;
 
 	(void)state;
-	tc = ebpf_tc_new(&o, err, sizeof(err));
+	tc = ebpf_tc_new(&o, &err);
 	if (!tc)
-		fail_msg("ebpf_tc_new: %s", err);
+		fail_msg("ebpf_tc_new: %s", err.msg);
 	s = out("tc qdisc show dev %s", if_a);
 	assert_non_null(strstr(s, "qdisc htb 1: root"));
 	assert_non_null(strstr(s, "default 0x13"));
@@ -289,7 +289,7 @@ static void test_install_and_remove(void **state)
 	assert_int_equal(count(s, "handle 0x4c4d"), 1); /* LOOM_TC_FILTER_HANDLE, once */
 
 	/* packets: each flow in its counter slot and its HTB class; unknown -> the lowest */
-	assert_int_equal(ebpf_tc_sync(tc, e, 2, NULL, err, sizeof(err)), 0);
+	assert_int_equal(ebpf_tc_sync(tc, e, 2, NULL, &err), 0);
 	send_udp(30001, 5000, 3);
 	send_udp(30002, 5000, 5);
 	send_udp(30003, 5000, 2);
@@ -317,10 +317,10 @@ static pid_t crashed_agent(uint32_t classes)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		struct ebpf_tc_opts o = opts_for(classes);
-		char err[256];
+		struct ebpf_err err;
 
 		/* dies without ebpf_tc_free: everything stays on the interface */
-		_exit(ebpf_tc_new(&o, err, sizeof(err)) ? 0 : 1);
+		_exit(ebpf_tc_new(&o, &err) ? 0 : 1);
 	}
 	return pid;
 }
@@ -329,7 +329,7 @@ static pid_t crashed_agent(uint32_t classes)
 static void test_crash_recovery(void **state)
 {
 	struct ebpf_tc_opts o = opts_for(3);
-	char err[256];
+	struct ebpf_err err;
 	const char *s;
 	struct ebpf_tc *tc;
 	int status;
@@ -341,9 +341,9 @@ static void test_crash_recovery(void **state)
 	assert_int_equal(count(s, "class htb"), 9); /* left behind */
 	assert_non_null(strstr(out("tc filter show dev %s egress", if_a), "loom_tc_egress"));
 
-	tc = ebpf_tc_new(&o, err, sizeof(err));
+	tc = ebpf_tc_new(&o, &err);
 	if (!tc)
-		fail_msg("ebpf_tc_new after a crash: %s", err);
+		fail_msg("ebpf_tc_new after a crash: %s", err.msg);
 	s = out("tc class show dev %s", if_a);
 	assert_int_equal(count(s, "class htb"), 4); /* rebuilt with 3 classes */
 	assert_non_null(strstr(out("tc qdisc show dev %s", if_a), "default 0x12"));
@@ -358,15 +358,15 @@ static void test_crash_recovery(void **state)
 static void test_foreign_clsact(void **state)
 {
 	struct ebpf_tc_opts o = opts_for(2);
-	char err[256];
+	struct ebpf_err err;
 	struct ebpf_tc *tc;
 	const char *s;
 
 	(void)state;
 	assert_int_equal(sh("tc qdisc add dev %s clsact", if_a), 0);
-	tc = ebpf_tc_new(&o, err, sizeof(err));
+	tc = ebpf_tc_new(&o, &err);
 	if (!tc)
-		fail_msg("ebpf_tc_new: %s", err);
+		fail_msg("ebpf_tc_new: %s", err.msg);
 	ebpf_tc_free(tc);
 	s = out("tc qdisc show dev %s", if_a);
 	assert_non_null(strstr(s, "clsact"));
@@ -379,21 +379,21 @@ static void test_foreign_clsact(void **state)
 static void test_bad_opts(void **state)
 {
 	struct ebpf_tc_opts o = opts_for(4);
-	char err[256];
+	struct ebpf_err err;
 
 	(void)state;
 	o.ifname = "nosuch0";
-	assert_null(ebpf_tc_new(&o, err, sizeof(err)));
+	assert_null(ebpf_tc_new(&o, &err));
 	assert_int_equal(errno, ENODEV);
-	assert_non_null(strstr(err, "nosuch0"));
+	assert_non_null(strstr(err.msg, "nosuch0"));
 	o.ifname = if_a;
 	o.rate_bps = 1000;
-	assert_null(ebpf_tc_new(&o, err, sizeof(err)));
+	assert_null(ebpf_tc_new(&o, &err));
 	assert_int_equal(errno, EINVAL);
-	assert_non_null(strstr(err, "rate"));
+	assert_non_null(strstr(err.msg, "rate"));
 	o.rate_bps = 100000000;
 	o.classes = 0;
-	assert_null(ebpf_tc_new(&o, err, sizeof(err)));
+	assert_null(ebpf_tc_new(&o, &err));
 	assert_int_equal(errno, EINVAL);
 	assert_clean();
 }
@@ -661,20 +661,20 @@ int main(void)
 	};
 	struct ebpf_tc_opts o = {.classes = 1};
 	struct ebpf_tc *probe;
-	char err[512];
+	struct ebpf_err err;
 	int r;
 
 	if (geteuid() != 0) {
 		printf("skipped: needs root (network namespaces, BPF)\n");
 		return 77;
 	}
-	probe = ebpf_tc_new(&o, err, sizeof(err)); /* the program alone, no interface */
+	probe = ebpf_tc_new(&o, &err); /* the program alone, no interface */
 	if (!probe && (errno == EPERM || errno == ENOSYS || errno == EOPNOTSUPP)) {
-		printf("skipped: no BPF here: %s\n", err);
+		printf("skipped: no BPF here: %s\n", err.msg);
 		return 77;
 	}
 	if (!probe) {
-		printf("the program does not load: %s\n", err);
+		printf("the program does not load: %s\n", err.msg);
 		return 1;
 	}
 	ebpf_tc_free(probe);

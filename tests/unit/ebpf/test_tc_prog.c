@@ -290,7 +290,7 @@ static struct ebpf_tc_entry table[] = {
 
 static int group_setup(void **state)
 {
-	char err[256];
+	struct ebpf_err err;
 	struct ebpf_tc_sync_result res;
 
 	(void)state;
@@ -302,8 +302,8 @@ static int group_setup(void **state)
 	table[5].key = key6(IPPROTO_TCP, 40006, 5006);
 	table[6].key = key4(IPPROTO_TCP, 40007, 5007);
 	table[7].key = key6(IPPROTO_UDP, 40008, 5008);
-	if (ebpf_tc_sync(tc, table, sizeof(table) / sizeof(table[0]), &res, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sync: %s\n", err);
+	if (ebpf_tc_sync(tc, table, sizeof(table) / sizeof(table[0]), &res, &err) < 0) {
+		fprintf(stderr, "sync: %s\n", err.msg);
 		return -1;
 	}
 	return res.updated == sizeof(table) / sizeof(table[0]) && res.deleted == 0 ? 0 : -1;
@@ -690,7 +690,7 @@ static void test_sync(void **state)
 {
 	struct ebpf_tc_entry t2[4];
 	struct ebpf_tc_sync_result res;
-	char err[256];
+	struct ebpf_err err;
 	uint8_t p[MAX_PKT];
 	size_t len;
 	struct result r;
@@ -701,11 +701,11 @@ static void test_sync(void **state)
 	t2[3].key = key4(IPPROTO_TCP, 42000, 7000); /* new; table[3] and [4..7] go */
 	t2[3].val.slot = 20;
 	t2[3].val.cls = 1;
-	assert_int_equal(ebpf_tc_sync(tc, t2, 4, &res, err, sizeof(err)), 0);
+	assert_int_equal(ebpf_tc_sync(tc, t2, 4, &res, &err), 0);
 	assert_int_equal(res.updated, 2);
 	assert_int_equal(res.deleted, 5);
 	assert_int_equal(ebpf_tc_nflows(tc), 4);
-	assert_int_equal(ebpf_tc_sync(tc, t2, 4, &res, err, sizeof(err)), 0);
+	assert_int_equal(ebpf_tc_sync(tc, t2, 4, &res, &err), 0);
 	assert_int_equal(res.updated, 0);
 	assert_int_equal(res.deleted, 0);
 
@@ -722,15 +722,15 @@ static void test_sync(void **state)
 
 	/* refused, and nothing changes */
 	t2[0].val.cls = CLASSES;
-	assert_int_equal(ebpf_tc_sync(tc, t2, 4, NULL, err, sizeof(err)), -EINVAL);
+	assert_int_equal(ebpf_tc_sync(tc, t2, 4, NULL, &err), -EINVAL);
 	t2[0].val.cls = 0;
 	t2[0].val.slot = LOOM_TC_FLOW_SLOTS;
-	assert_int_equal(ebpf_tc_sync(tc, t2, 4, NULL, err, sizeof(err)), -EINVAL);
+	assert_int_equal(ebpf_tc_sync(tc, t2, 4, NULL, &err), -EINVAL);
 	t2[0] = t2[1];
-	assert_int_equal(ebpf_tc_sync(tc, t2, 4, NULL, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "twice"));
+	assert_int_equal(ebpf_tc_sync(tc, t2, 4, NULL, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "twice"));
 	assert_int_equal(ebpf_tc_nflows(tc), 4);
-	assert_int_equal(ebpf_tc_sync(tc, NULL, 0, &res, err, sizeof(err)), 0);
+	assert_int_equal(ebpf_tc_sync(tc, NULL, 0, &res, &err), 0);
 	assert_int_equal(res.deleted, 4);
 	assert_int_equal(ebpf_tc_nflows(tc), 0);
 }
@@ -745,13 +745,13 @@ static void test_tunables(void **state)
 	struct ebpf_tc *t2;
 	uint8_t p[MAX_PKT];
 	size_t len = frame4(p, IPPROTO_TCP, 40001, 5001, 0x01);
-	char err[256];
+	struct ebpf_err err;
 	struct result r;
 
 	(void)state;
-	t2 = ebpf_tc_new(&o, err, sizeof(err));
+	t2 = ebpf_tc_new(&o, &err);
 	assert_non_null(t2);
-	assert_int_equal(ebpf_tc_sync(t2, &e, 1, NULL, err, sizeof(err)), 0);
+	assert_int_equal(ebpf_tc_sync(t2, &e, 1, NULL, &err), 0);
 	run_prog(ebpf_tc_prog_fd(t2), p, len, &r);
 	assert_int_equal(r.priority, 7u << 16 | (LOOM_TC_HTB_MINOR_BASE + 2));
 	assert_memory_equal(r.out, p, len); /* DSCP untouched */
@@ -759,22 +759,22 @@ static void test_tunables(void **state)
 	run_prog(ebpf_tc_prog_fd(t2), p, len, &r);
 	assert_int_equal(r.priority, 7u << 16 | (LOOM_TC_HTB_MINOR_BASE + 1));
 	e.val.cls = 3;
-	assert_int_equal(ebpf_tc_sync(t2, &e, 1, NULL, err, sizeof(err)), -EINVAL);
+	assert_int_equal(ebpf_tc_sync(t2, &e, 1, NULL, &err), -EINVAL);
 	ebpf_tc_free(t2);
 
 	/* bad options */
 	o.classes = 0;
-	assert_null(ebpf_tc_new(&o, err, sizeof(err)));
+	assert_null(ebpf_tc_new(&o, &err));
 	assert_int_equal(errno, EINVAL);
 	o.classes = LOOM_TC_MAX_CLASSES + 1;
-	assert_null(ebpf_tc_new(&o, err, sizeof(err)));
+	assert_null(ebpf_tc_new(&o, &err));
 	o.classes = 3;
 	o.default_class = 3;
-	assert_null(ebpf_tc_new(&o, err, sizeof(err)));
+	assert_null(ebpf_tc_new(&o, &err));
 	o.default_class = 0;
 	o.dscp[1] = 64;
-	assert_null(ebpf_tc_new(&o, err, sizeof(err)));
-	assert_non_null(strstr(err, "DSCP"));
+	assert_null(ebpf_tc_new(&o, &err));
+	assert_non_null(strstr(err.msg, "DSCP"));
 }
 
 int main(void)
@@ -799,7 +799,7 @@ int main(void)
 	};
 	struct ebpf_tc_opts o = {
 		.classes = CLASSES, .rewrite_dscp = true, .default_class = CLASSES - 1};
-	char err[512];
+	struct ebpf_err err;
 	int r;
 
 	if (geteuid() != 0) {
@@ -808,13 +808,13 @@ int main(void)
 	}
 	for (int c = 0; c < CLASSES; c++)
 		o.dscp[c] = DSCP(c);
-	tc = ebpf_tc_new(&o, err, sizeof(err));
+	tc = ebpf_tc_new(&o, &err);
 	if (!tc && (errno == EPERM || errno == ENOSYS || errno == EOPNOTSUPP)) {
-		printf("skipped: no BPF here: %s\n", err);
+		printf("skipped: no BPF here: %s\n", err.msg);
 		return 77;
 	}
 	if (!tc) { /* e.g. the verifier refused it: a bug, not a missing feature */
-		printf("the program does not load: %s\n", err);
+		printf("the program does not load: %s\n", err.msg);
 		return 1;
 	}
 	r = cmocka_run_group_tests(tests, group_setup, NULL);

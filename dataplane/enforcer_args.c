@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 void dp_dscp_map_default(struct dp_dscp_map *map)
@@ -31,8 +30,8 @@ static long parse_num(const char **s, long limit)
 	return v;
 }
 
-int dp_dscp_map_parse(const char *s, uint32_t nclasses, struct dp_dscp_map *ret_map, char *err,
-		      size_t errlen)
+int dp_dscp_map_parse(const char *s, uint32_t nclasses, struct dp_dscp_map *ret_map,
+		      struct loom_err *err)
 {
 	struct dp_dscp_map map;
 	bool seen[DP_DSCP_CLASSES] = {false};
@@ -40,39 +39,27 @@ int dp_dscp_map_parse(const char *s, uint32_t nclasses, struct dp_dscp_map *ret_
 
 	if (nclasses > DP_DSCP_CLASSES)
 		nclasses = DP_DSCP_CLASSES;
-	if (!s || !*s) {
-		if (err && errlen)
-			snprintf(err, errlen, "empty DSCP map");
-		return -EINVAL;
-	}
+	if (!s || !*s)
+		return loom_err_set(err, EINVAL, "empty DSCP map");
 	dp_dscp_map_default(&map);
 	for (;;) {
 		const char *item = p;
 		long cls, dscp;
 
 		cls = parse_num(&p, nclasses);
-		if (cls < 0 || *p != ':') {
-			if (err && errlen)
-				snprintf(
-					err, errlen,
-					"DSCP map at offset %zu: expected CLASS:DSCP with class 0..%u",
-					(size_t)(item - s), nclasses - 1);
-			return -EINVAL;
-		}
+		if (cls < 0 || *p != ':')
+			return loom_err_set(
+				err, EINVAL,
+				"DSCP map at offset %zu: expected CLASS:DSCP with class 0..%u",
+				(size_t)(item - s), nclasses - 1);
 		p++;
 		dscp = parse_num(&p, 64);
-		if (dscp < 0 || (*p != ',' && *p != '\0')) {
-			if (err && errlen)
-				snprintf(err, errlen,
-					 "DSCP map at offset %zu: class %ld needs a DSCP 0..63",
-					 (size_t)(item - s), cls);
-			return -EINVAL;
-		}
-		if (seen[cls]) {
-			if (err && errlen)
-				snprintf(err, errlen, "DSCP map: class %ld given twice", cls);
-			return -EINVAL;
-		}
+		if (dscp < 0 || (*p != ',' && *p != '\0'))
+			return loom_err_set(err, EINVAL,
+					    "DSCP map at offset %zu: class %ld needs a DSCP 0..63",
+					    (size_t)(item - s), cls);
+		if (seen[cls])
+			return loom_err_set(err, EINVAL, "DSCP map: class %ld given twice", cls);
 		seen[cls] = true;
 		map.dscp[cls] = (uint8_t)dscp;
 		if (*p == '\0')

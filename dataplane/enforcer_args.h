@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/errors.h"
+
 #define DP_DSCP_CLASSES 16 /* classes a map can name */
 
 /* class -> DSCP (0..63). */
@@ -30,11 +32,11 @@ void dp_dscp_map_default(struct dp_dscp_map *map);
 /*
  * Parses "CLASS:DSCP[,CLASS:DSCP]..." (class < nclasses <= DP_DSCP_CLASSES,
  * DSCP 0..63, each class at most once) over the default map into *ret_map.
- * Returns 0, or -EINVAL with the reason in err (when err and errlen allow;
- * NUL-terminated) and *ret_map untouched.
+ * Returns 0, or -EINVAL with the reason in err (may be NULL) and *ret_map
+ * untouched.
  */
-int dp_dscp_map_parse(const char *s, uint32_t nclasses, struct dp_dscp_map *ret_map, char *err,
-		      size_t errlen);
+int dp_dscp_map_parse(const char *s, uint32_t nclasses, struct dp_dscp_map *ret_map,
+		      struct loom_err *err);
 
 /* cls's DSCP; 0 for a class beyond the map. */
 static inline uint8_t dp_dscp_map_get(const struct dp_dscp_map *map, uint32_t cls)

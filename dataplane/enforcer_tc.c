@@ -271,7 +271,7 @@ static uint32_t slot_take(struct tcf *t)
 static int parse_option(struct tcf_args *a, char *opt, struct loom_err *err)
 {
 	char *v = strchr(opt, '=');
-	char msg[128];
+	struct loom_err e2 = {{0}};
 
 	if (!v)
 		return loom_err_set(err, EINVAL, "tc enforcer: '%s' is not OPTION=VALUE", opt);
@@ -281,8 +281,6 @@ static int parse_option(struct tcf_args *a, char *opt, struct loom_err *err)
 			return loom_err_set(err, EINVAL, "tc enforcer: iface: bad name '%s'", v);
 		snprintf(a->iface, sizeof(a->iface), "%s", v);
 	} else if (!strcmp(opt, "rate")) {
-		struct loom_err e2 = {{0}};
-
 		if (loom_units_rate(v, &a->rate_bps, &e2) < 0)
 			return loom_err_set(err, EINVAL, "tc enforcer: rate: %s", e2.msg);
 		if (a->rate_bps == 0)
@@ -293,8 +291,8 @@ static int parse_option(struct tcf_args *a, char *opt, struct loom_err *err)
 			return 0;
 		}
 		a->rewrite_dscp = true;
-		if (dp_dscp_map_parse(v, LOOM_TC_MAX_CLASSES, &a->dscp, msg, sizeof(msg)) < 0)
-			return loom_err_set(err, EINVAL, "tc enforcer: dscp: %s", msg);
+		if (dp_dscp_map_parse(v, LOOM_TC_MAX_CLASSES, &a->dscp, &e2) < 0)
+			return loom_err_set(err, EINVAL, "tc enforcer: dscp: %s", e2.msg);
 		return 0;
 	} else if (!strcmp(opt, "default")) {
 		unsigned long long x;

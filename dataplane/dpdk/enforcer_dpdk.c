@@ -359,7 +359,6 @@ static int parse_option(struct dpe_opts *o, char *opt, struct loom_err *err)
 	char *v = strchr(opt, '=');
 	struct loom_err e2 = {{0}};
 	uint64_t x;
-	char msg[128];
 
 	if (!v)
 		return loom_err_set(err, EINVAL, "dpdk enforcer: '%s' is not OPTION=VALUE", opt);
@@ -404,8 +403,8 @@ static int parse_option(struct dpe_opts *o, char *opt, struct loom_err *err)
 					    "dpdk enforcer: offload: '%s' is not auto, on or off",
 					    v);
 	} else if (!strcmp(opt, "dscp")) {
-		if (dp_dscp_map_parse(v, DPF_MAX_CLASSES, &o->dscp, msg, sizeof(msg)) < 0)
-			return loom_err_set(err, EINVAL, "dpdk enforcer: dscp: %s", msg);
+		if (dp_dscp_map_parse(v, DPF_MAX_CLASSES, &o->dscp, &e2) < 0)
+			return loom_err_set(err, EINVAL, "dpdk enforcer: dscp: %s", e2.msg);
 	} else {
 		return loom_err_set(err, EINVAL, "dpdk enforcer: unknown option '%s'", opt);
 	}

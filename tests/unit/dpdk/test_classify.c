@@ -772,7 +772,7 @@ static void test_dscp_bounds(void **state)
 static void test_dscp_map(void **state)
 {
 	struct dp_dscp_map map, def;
-	char err[128];
+	struct loom_err err;
 	static const char *const bad[] = {
 		"",
 		"0",
@@ -801,25 +801,23 @@ static void test_dscp_map(void **state)
 	assert_int_equal(dp_dscp_map_get(&def, 0), 56);
 	assert_int_equal(dp_dscp_map_get(&def, 200), 0);
 
-	assert_int_equal(
-		dp_dscp_map_parse("0:46,1:34,7:0", DPF_MAX_CLASSES, &map, err, sizeof(err)), 0);
+	assert_int_equal(dp_dscp_map_parse("0:46,1:34,7:0", DPF_MAX_CLASSES, &map, &err), 0);
 	assert_int_equal(map.dscp[0], 46);
 	assert_int_equal(map.dscp[1], 34);
 	assert_int_equal(map.dscp[2], def.dscp[2]);
 	assert_int_equal(map.dscp[7], 0);
-	assert_int_equal(dp_dscp_map_parse("3:63", DPF_MAX_CLASSES, &map, NULL, 0), 0);
+	assert_int_equal(dp_dscp_map_parse("3:63", DPF_MAX_CLASSES, &map, NULL), 0);
 	assert_int_equal(map.dscp[3], 63);
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct dp_dscp_map m2 = map;
 
-		err[0] = '\0';
-		assert_int_equal(dp_dscp_map_parse(bad[i], DPF_MAX_CLASSES, &m2, err, sizeof(err)),
-				 -EINVAL);
-		assert_true(err[0] != '\0');
+		err.msg[0] = '\0';
+		assert_int_equal(dp_dscp_map_parse(bad[i], DPF_MAX_CLASSES, &m2, &err), -EINVAL);
+		assert_true(err.msg[0] != '\0');
 		assert_memory_equal(&m2, &map, sizeof(map)); /* untouched */
 	}
-	assert_int_equal(dp_dscp_map_parse(NULL, DPF_MAX_CLASSES, &map, NULL, 0), -EINVAL);
+	assert_int_equal(dp_dscp_map_parse(NULL, DPF_MAX_CLASSES, &map, NULL), -EINVAL);
 }
 
 int main(void)

@@ -100,7 +100,7 @@ struct dpe {
 	uint64_t unknown_reported;
 	enum dpe_offload_mode offload_mode;
 	struct dpf_offload *off; /* NULL: software marking */
-	char offload_why[192];
+	struct loom_err offload_why;
 	/* table update -> fast path latency, ns: last and max of build (apply -> published)
 	 * and swap (published -> first used by the worker) */
 	uint64_t build_ns_last, build_ns_max, swap_ns_last, swap_ns_max, latency_samples;
@@ -323,20 +323,21 @@ static int offload_start(struct dpe *d, struct loom_err *err)
 	struct dp_snapshot empty = {.default_class = d->classes - 1};
 
 	if (d->offload_mode == DPE_OFFLOAD_OFF) {
-		snprintf(d->offload_why, sizeof(d->offload_why), "turned off (offload=off)");
+		snprintf(d->offload_why.msg, sizeof(d->offload_why.msg),
+			 "turned off (offload=off)");
 		return 0;
 	}
-	d->off = dpf_offload_probe(d->tx_port, d->offload_why, sizeof(d->offload_why));
-	if (d->off &&
-	    dpf_offload_sync(d->off, &empty, &d->dscp, d->offload_why, sizeof(d->offload_why)) < 0)
+	d->off = dpf_offload_probe(d->tx_port, &d->offload_why);
+	if (d->off && dpf_offload_sync(d->off, &empty, &d->dscp, &d->offload_why) < 0)
 		d->off = dpf_offload_free(d->off);
 	if (!d->off && d->offload_mode == DPE_OFFLOAD_ON)
-		return loom_err_set(err, ENOTSUP, "dpdk enforcer: offload=on: %s", d->offload_why);
+		return loom_err_set(err, ENOTSUP, "dpdk enforcer: offload=on: %s",
+				    d->offload_why.msg);
 	__atomic_store_n(&d->hw_dscp, d->off != NULL, __ATOMIC_RELAXED);
 	if (d->off)
-		log_info("dpdk enforcer: DSCP offload on: %s", d->offload_why);
+		log_info("dpdk enforcer: DSCP offload on: %s", d->offload_why.msg);
 	else
-		log_info("dpdk enforcer: DSCP marking in software: %s", d->offload_why);
+		log_info("dpdk enforcer: DSCP marking in software: %s", d->offload_why.msg);
 	return 0;
 }
 
@@ -769,13 +770,12 @@ static int dpe_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
 	s = state_new(snap, snap->default_class, d->sink);
 	if (!s)
 		return -errno;
-	if (d->off &&
-	    dpf_offload_sync(d->off, snap, &d->dscp, d->offload_why, sizeof(d->offload_why)) < 0) {
+	if (d->off && dpf_offload_sync(d->off, snap, &d->dscp, &d->offload_why) < 0) {
 		/* every rule is gone: mark in software from this burst on */
 		__atomic_store_n(&d->hw_dscp, 0, __ATOMIC_RELAXED);
 		d->off = dpf_offload_free(d->off);
 		log_warn("dpdk enforcer: DSCP offload failed, marking in software from now on: %s",
-			 d->offload_why);
+			 d->offload_why.msg);
 	}
 	note_latency(d);
 	old = cur_state(d);

@@ -98,7 +98,7 @@ static void rule_build(struct rule_spec *r, uint8_t family, const struct wire_tu
 }
 
 static struct rte_flow *rule_create(uint16_t port, uint8_t family, const struct wire_tuple *t,
-				    uint8_t dscp, char *why, size_t why_len)
+				    uint8_t dscp, struct loom_err *why)
 {
 	struct rule_spec r;
 	struct rte_flow_error fe = {0};
@@ -107,8 +107,8 @@ static struct rte_flow *rule_create(uint16_t port, uint8_t family, const struct 
 	rule_build(&r, family, t, dscp);
 	f = rte_flow_create(port, &r.attr, r.items, r.actions, &fe);
 	if (!f)
-		snprintf(why, why_len, "port %u: rte_flow_create: %s (%s)", port,
-			 fe.message ? fe.message : "no message", strerror(rte_errno));
+		loom_err_set(why, ENOSPC, "port %u: rte_flow_create: %s (%s)", port,
+			     fe.message ? fe.message : "no message", strerror(rte_errno));
 	return f;
 }
 
@@ -136,7 +136,7 @@ static void rules_destroy_all(struct dpf_offload *o)
 	o->n = 0;
 }
 
-struct dpf_offload *dpf_offload_probe(uint16_t port, char *why, size_t why_len)
+struct dpf_offload *dpf_offload_probe(uint16_t port, struct loom_err *why)
 {
 	static const struct wire_tuple t4 = {
 		.family = 4, .protocol = 17, 1, 2, {10, 0, 0, 1}, {10, 0, 0, 2}};
@@ -161,28 +161,29 @@ struct dpf_offload *dpf_offload_probe(uint16_t port, char *why, size_t why_len)
 		rte_errno = 0;
 		ret = rte_flow_validate(port, &r.attr, r.items, r.actions, &fe);
 		if (ret != 0) {
-			snprintf(why, why_len,
-				 "port %u (driver %s) does not take egress %s DSCP rules: %s", port,
-				 driver, fam == 4 ? "IPv4" : "IPv6",
-				 fe.message ? fe.message : strerror(-ret));
+			loom_err_set(why, ENOTSUP,
+				     "port %u (driver %s) does not take egress %s DSCP rules: %s",
+				     port, driver, fam == 4 ? "IPv4" : "IPv6",
+				     fe.message ? fe.message : strerror(-ret));
 			errno = ENOTSUP;
 			return NULL;
 		}
 	}
 	o = calloc(1, sizeof(*o));
 	if (!o) {
-		snprintf(why, why_len, "out of memory");
+		loom_err_set(why, ENOMEM, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
 	o->port = port;
-	snprintf(why, why_len, "port %u (driver %s) marks DSCP in hardware (rte_flow)", port,
-		 driver);
+	if (why) /* not an error: why says what the probe found either way */
+		snprintf(why->msg, sizeof(why->msg),
+			 "port %u (driver %s) marks DSCP in hardware (rte_flow)", port, driver);
 	return o;
 }
 
 int dpf_offload_sync(struct dpf_offload *o, const struct dp_snapshot *snap,
-		     const struct dp_dscp_map *map, char *why, size_t why_len)
+		     const struct dp_dscp_map *map, struct loom_err *why)
 {
 	struct dp_snapshot old = {.n = o->n, .flows = o->flows};
 	size_t n = snap->n;
@@ -196,8 +197,7 @@ int dpf_offload_sync(struct dpf_offload *o, const struct dp_snapshot *snap,
 	int r = 0;
 
 	if (!flows || !dscp || !rules || !kept || !reused) {
-		snprintf(why, why_len, "out of memory");
-		r = -ENOMEM;
+		r = loom_err_set(why, ENOMEM, "out of memory");
 		goto fail;
 	}
 	if (n)
@@ -215,14 +215,14 @@ int dpf_offload_sync(struct dpf_offload *o, const struct dp_snapshot *snap,
 			reused[i] = true;
 			continue;
 		}
-		rules[i] = rule_create(o->port, f->tuple.family, &f->tuple, dscp[i], why, why_len);
+		rules[i] = rule_create(o->port, f->tuple.family, &f->tuple, dscp[i], why);
 		if (!rules[i])
 			r = -ENOSPC;
 	}
 	for (int fam = 0; fam < 2 && r == 0; fam++) {
 		if (o->catch[fam] && o->catch_dscp[fam] == dflt)
 			continue;
-		catch_new[fam] = rule_create(o->port, fam ? 6 : 4, NULL, dflt, why, why_len);
+		catch_new[fam] = rule_create(o->port, fam ? 6 : 4, NULL, dflt, why);
 		if (!catch_new[fam])
 			r = -ENOSPC;
 	}

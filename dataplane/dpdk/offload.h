@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/errors.h"
 #include "dataplane/dpdk/classify.h"
 #include "dataplane/table.h"
 
@@ -33,9 +34,9 @@ struct dpf_offload;
  * Asks port's driver (rte_flow_validate) whether it takes the rules above.
  * Returns a handle with no rules yet, or NULL with errno (ENOTSUP: the
  * driver has no rte_flow or not these actions; ENOMEM) and the reason in
- * why (always written).
+ * why. why (may be NULL) is written on success too: what the port does.
  */
-struct dpf_offload *dpf_offload_probe(uint16_t port, char *why, size_t why_len);
+struct dpf_offload *dpf_offload_probe(uint16_t port, struct loom_err *why);
 
 /*
  * Makes the NIC mark snap's flows with map's DSCPs: keeps the rules of flows
@@ -44,7 +45,7 @@ struct dpf_offload *dpf_offload_probe(uint16_t port, char *why, size_t why_len);
  * Returns 0, or -errno with the reason in why after destroying every rule.
  */
 int dpf_offload_sync(struct dpf_offload *o, const struct dp_snapshot *snap,
-		     const struct dp_dscp_map *map, char *why, size_t why_len);
+		     const struct dp_dscp_map *map, struct loom_err *why);
 
 /* The number of rules installed now (flows plus catch-alls). */
 size_t dpf_offload_rules(const struct dpf_offload *o);

@@ -31,6 +31,18 @@ static inline int loom_negerrno(void)
 __attribute__((format(printf, 3, 4))) int loom_err_set(struct loom_err *err, int code,
 						       const char *fmt, ...);
 
+/*
+ * The adapter at the edge of gnn/ and ebpf/: they may not include this
+ * header, so they keep a private copy of its shape (struct gnn_err and
+ * struct ebpf_err: a msg[] and a NULL-safe setter returning -code). Copies
+ * their msg into err (may be NULL) and returns -code (code > 0); a caller
+ * that adds context uses loom_err_set(err, code, "context: %s", e.msg).
+ */
+static inline int loom_err_from(struct loom_err *err, int code, const char *msg)
+{
+	return loom_err_set(err, code, "%s", msg);
+}
+
 /* Clears the message. */
 void loom_err_clear(struct loom_err *err);
 

@@ -42,7 +42,8 @@
  * The message of the last failing call; msg is "" when none was written.
  * A private copy of common/errors.h's struct loom_err and loom_err_set():
  * ebpf/ may not include common/ (docs/architecture.md, layering), so the
- * shape is the same and a caller copies msg into its loom_err in one line.
+ * shape is the same and a caller copies msg into its loom_err in one line
+ * (loom_err_from(), or loom_err_set() with its own context).
  */
 #define EBPF_ERR_MAX 256
 

@@ -88,7 +88,14 @@
 
 #define GNN_ERR_MAX 256
 
-/* Error message of the last failing call; msg is "" when none was written. */
+/*
+ * Error message of the last failing call; msg is "" when none was written.
+ * A private copy of common/errors.h's struct loom_err (gnn_errf() in
+ * gnn_impl.h is its loom_err_set(): NULL-safe, returns -code): gnn/ may not
+ * include common/ (docs/architecture.md, layering), so the shape is the same
+ * and a caller copies msg into its loom_err in one line (loom_err_from(), or
+ * loom_err_set() with its own context).
+ */
 struct gnn_err {
 	char msg[GNN_ERR_MAX];
 };

@@ -1029,7 +1029,7 @@ static int checkpoint(struct learn *L, uint32_t next_iter, double ema, double be
 	snprintf(path, sizeof(path), "%s/checkpoint.lgw", L->o->out_dir);
 	rc = gnn_save(L->w[0].model, path, &gerr);
 	if (rc < 0)
-		return loom_err_set(err, -rc, "%s", gerr.msg);
+		return loom_err_from(err, -rc, gerr.msg);
 	snprintf(path, sizeof(path), "%s/checkpoint.state", L->o->out_dir);
 	return state_save(path, &s, err);
 }
@@ -1320,7 +1320,7 @@ static int workers_init(struct learn *L, struct loom_err *err)
 		else
 			L->w[t].model = gnn_model_new(&o->cfg, "cpu", o->seed, &gerr);
 		if (!L->w[t].model) {
-			rc = loom_err_set(err, errno ? errno : EINVAL, "%s", gerr.msg);
+			rc = loom_err_from(err, errno ? errno : EINVAL, gerr.msg);
 			break;
 		}
 		if (gnn_model_config(L->w[t].model)->nfeatures != POLICY_NFEATURES) {
@@ -1549,7 +1549,7 @@ static int evaluate_and_keep(struct learn *L, uint32_t it, struct loom_err *err)
 			snprintf(path, sizeof(path), "%s/best.lgw", L->o->out_dir);
 			rc = gnn_save(L->w[0].model, path, &gerr);
 			if (rc < 0)
-				loom_err_set(err, -rc, "%s", gerr.msg);
+				loom_err_from(err, -rc, gerr.msg);
 		}
 	}
 	if (rc == 0)

@@ -600,7 +600,7 @@ static int run_coflowsim(struct cp_model *m, const char *name, const char *label
 		log_err("--compat coflowsim: policy '%s' has no CoflowSim counterpart", name);
 		return -EINVAL;
 	}
-	r = sim_coflowsim_run(m, algo, &st, &err);
+	r = sim_coflowsim_run(m, algo, NULL, &st, &err);
 	if (r < 0) {
 		log_err("%s: %s", label, loom_err_str(&err));
 		return r;
@@ -944,7 +944,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (a.compat) {
-		if (sim_coflowsim_prepare(m, &err) < 0) {
+		if (sim_coflowsim_prepare(m, NULL, &err) < 0) {
 			log_err("%s: %s", a.trace, loom_err_str(&err));
 			goto out;
 		}

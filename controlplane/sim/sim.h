@@ -266,30 +266,44 @@ enum sim_cfs_algo {
 	SIM_CFS_DARK, /* Aalo's D-CLAS: 10 queues, 10 MB x 10^i */
 };
 
+/*
+ * CoflowSim's settings, and knobs to measure what each convention costs
+ * (bench/coflowsim_ablate.c); loom-replay --compat coflowsim uses the defaults.
+ */
+struct sim_cfs_opts {
+	uint32_t epoch_ms;        /* admission epoch (10240) */
+	uint32_t quantum_ms;      /* time step (8); divides epoch_ms */
+	bool rerate_on_flow_done; /* also re-decide when a flow finishes (CoflowSim: no) */
+};
+
+void sim_cfs_opts_default(struct sim_cfs_opts *o);
+
 /* The CoflowSim counterpart of a Loom policy name (fair fifo scf ncf lcf sebf dclas); -ENOENT. */
 int sim_cfs_algo_for_policy(const char *name, enum sim_cfs_algo *ret);
 const char *sim_cfs_algo_name(enum sim_cfs_algo a);
 
 /*
  * Makes m (single-stage: one coflow per job, as CoflowSim's) start each job
- * where CoflowSim does: at the start of the 10240-ms epoch whose window
- * (T, T + 10240 ms] holds its arrival; its arrival_ns becomes that time, so
- * CCT and JCT are measured from it. m is not bound yet or bound; jobs keep
- * their order (arrival, id). 0 or -EINVAL with err naming the job.
+ * where CoflowSim does: at the start of the epoch (o->epoch_ms; o NULL:
+ * CoflowSim's 10240 ms) whose window (T, T + epoch] holds its arrival; its
+ * arrival_ns becomes that time, so CCT and JCT are measured from it. m is
+ * not bound yet or bound; jobs keep their order (arrival, id). 0 or -EINVAL
+ * with err naming the job (or the bad option).
  */
-int sim_coflowsim_prepare(struct cp_model *m, struct loom_err *err);
+int sim_coflowsim_prepare(struct cp_model *m, const struct sim_cfs_opts *o, struct loom_err *err);
 
 /*
- * Runs prepared m (flows sized as SIM_TRACE_FB_COFLOWSIM reads them for an
- * exact match) as CoflowSim's simulator for algo does: 8-ms quanta, each
+ * Runs m, prepared with the same o (NULL: CoflowSim's settings; flows sized
+ * as SIM_TRACE_FB_COFLOWSIM reads them for an exact match), as CoflowSim's
+ * simulator for algo does: 8-ms quanta, each
  * port 2^30 bits per 1024 ms, admissions at epoch starts, rates set only
  * after admissions and departures (FAIR: every quantum). Leaves every
  * coflow's release and finish in m, as sim_run() does. 0 or -errno with err:
  * -EINVAL (m not prepared), -EDEADLK (work left at CoflowSim's end of time,
  * 86400 s), -ENOMEM.
  */
-int sim_coflowsim_run(struct cp_model *m, enum sim_cfs_algo algo, struct sim_stats *ret_stats,
-		      struct loom_err *err);
+int sim_coflowsim_run(struct cp_model *m, enum sim_cfs_algo algo, const struct sim_cfs_opts *o,
+		      struct sim_stats *ret_stats, struct loom_err *err);
 
 /* ---- the LP lower bound (bound_lp.c; docs/bounds.md) ------------------- */
 

@@ -11,8 +11,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Small enough that FAIR's event per flow completion stays cheap. */
-#define COFLOWSIM_MAX_FLOWS 256
+/* Small enough that stepping 8-ms quanta until every flow is done stays cheap. */
+#define COFLOWSIM_MAX_FLOWS 64
+#define COFLOWSIM_MAX_BYTES (256ULL << 20)
 
 static void fuzz_coflowsim(const uint8_t *data, size_t size)
 {
@@ -25,11 +26,15 @@ static void fuzz_coflowsim(const uint8_t *data, size_t size)
 			    &err);
 	if (!m)
 		return;
+	uint64_t bytes = 0;
+
+	for (uint32_t c = 0; c < m->ncoflows; c++)
+		bytes += m->coflows[c].total_bytes;
 	t = topo_new_bigswitch(nhosts, SIM_CFS_RATE_BPS);
-	if (m->nflows <= COFLOWSIM_MAX_FLOWS && t && cp_model_bind(m, t) == 0 &&
-	    sim_coflowsim_prepare(m, &err) == 0) {
+	if (m->nflows <= COFLOWSIM_MAX_FLOWS && bytes <= COFLOWSIM_MAX_BYTES && t &&
+	    cp_model_bind(m, t) == 0 && sim_coflowsim_prepare(m, NULL, &err) == 0) {
 		for (int a = SIM_CFS_FAIR; a <= SIM_CFS_DARK; a++) {
-			int r = sim_coflowsim_run(m, (enum sim_cfs_algo)a, NULL, &err);
+			int r = sim_coflowsim_run(m, (enum sim_cfs_algo)a, NULL, NULL, &err);
 
 			if (r < 0 && r != -EDEADLK)
 				abort(); /* only CoflowSim's end of time may stop a prepared run */

@@ -38,7 +38,7 @@ static void bench_load(struct bench *b, const char *text, size_t len, enum sim_t
 	b->m = sim_trace_parse(text, len, "t", fmt, &nhosts, &err);
 	if (!b->m)
 		fail_msg("parse: %s", err.msg);
-	if (sim_coflowsim_prepare(b->m, &err) < 0)
+	if (sim_coflowsim_prepare(b->m, NULL, &err) < 0)
 		fail_msg("prepare: %s", err.msg);
 	b->t = topo_new_bigswitch(nhosts, SIM_CFS_RATE_BPS);
 	assert_non_null(b->t);
@@ -51,27 +51,35 @@ static void bench_free(struct bench *b)
 	topo_free(b->t);
 }
 
-/* Runs algo; returns the sum over coflows of CCT in ms (CoflowSim's printed sum). */
-static uint64_t run_sum_ms(struct bench *b, enum sim_cfs_algo algo)
+/* Runs algo with o (NULL: CoflowSim's settings); returns the sum of CCTs in ms. */
+static uint64_t run_sum_ms_opts(struct bench *b, enum sim_cfs_algo algo,
+				const struct sim_cfs_opts *o)
 {
 	struct loom_err err = {{0}};
 	struct sim_stats st;
 	uint64_t sum = 0;
 
-	if (sim_coflowsim_run(b->m, algo, &st, &err) < 0)
+	if (sim_coflowsim_run(b->m, algo, o, &st, &err) < 0)
 		fail_msg("%s: %s", sim_cfs_algo_name(algo), err.msg);
 	for (uint32_t c = 0; c < b->m->ncoflows; c++) {
 		const struct cp_coflow *co = &b->m->coflows[c];
 
 		assert_int_equal(co->state, CP_COFLOW_DONE);
 		assert_true(co->finish_ns >= co->release_ns);
-		/* finishes fall on CoflowSim's 8-ms quanta */
-		assert_int_equal(co->finish_ns % (SIM_CFS_QUANTUM_MS * 1000000ULL), 0);
+		/* finishes fall on the quanta */
+		assert_int_equal(
+			co->finish_ns % ((o ? o->quantum_ms : SIM_CFS_QUANTUM_MS) * 1000000ULL), 0);
 		sum += (co->finish_ns - co->release_ns) / 1000000ULL;
 	}
 	for (uint32_t j = 0; j < b->m->njobs; j++)
 		assert_int_equal(b->m->jobs[j].state, CP_JOB_DONE);
 	return sum;
+}
+
+/* Sum of CCTs in ms under CoflowSim's own settings (CoflowSim's printed sum). */
+static uint64_t run_sum_ms(struct bench *b, enum sim_cfs_algo algo)
+{
+	return run_sum_ms_opts(b, algo, NULL);
 }
 
 /* CoflowSim's sizes: MB to whole MiB, then to a multiple of M MiB, split over the M flows. */
@@ -260,6 +268,59 @@ static void test_fb2010_head(void **state)
 	bench_free(&b);
 }
 
+/*
+ * The knobs that measure each convention: one coflow, mapper 0 into reducers
+ * 1 (1 MiB) and 2 (10 MiB). DARK splits port 0 evenly and keeps the rates
+ * until the coflow leaves: 1 MiB done after 2 quanta, 10 MiB after 20 (160
+ * ms); re-deciding when the small flow finishes gives the big one the whole
+ * port: 2 + 9 quanta (88 ms), what MADD (SEBF) does anyway. A 1-ms quantum
+ * moves 1/8 MiB per step and changes nothing here; a quantum that does not
+ * divide the epoch is refused.
+ */
+static void test_knobs(void **state)
+{
+	static const char text[] = "4 1\n1 5 1 0 2 1:1 2:10\n";
+	struct sim_cfs_opts o;
+	struct loom_err err = {{0}};
+	struct bench b;
+
+	(void)state;
+	bench_load(&b, text, sizeof(text) - 1, SIM_TRACE_FB_COFLOWSIM);
+	assert_int_equal(run_sum_ms(&b, SIM_CFS_DARK), 160);
+	assert_int_equal(run_sum_ms(&b, SIM_CFS_SEBF), 88);
+	sim_cfs_opts_default(&o);
+	assert_int_equal(o.epoch_ms, SIM_CFS_EPOCH_MS);
+	assert_int_equal(o.quantum_ms, SIM_CFS_QUANTUM_MS);
+	o.rerate_on_flow_done = true;
+	assert_int_equal(run_sum_ms_opts(&b, SIM_CFS_DARK, &o), 88);
+	assert_int_equal(run_sum_ms_opts(&b, SIM_CFS_SEBF, &o), 88);
+	o.rerate_on_flow_done = false;
+	o.quantum_ms = 1;
+	assert_int_equal(run_sum_ms_opts(&b, SIM_CFS_DARK, &o), 160);
+	o.quantum_ms = 3;
+	assert_int_equal(sim_coflowsim_run(b.m, SIM_CFS_FIFO, &o, NULL, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "must divide the epoch"));
+	assert_int_equal(sim_coflowsim_prepare(b.m, &o, &err), -EINVAL);
+	/* 8-ms epochs: the arrival at 5 ms starts at 0, CCT still 160 ms */
+	o.quantum_ms = 8;
+	o.epoch_ms = 8;
+	bench_free(&b);
+	{
+		struct cp_model *m = sim_trace_parse(text, sizeof(text) - 1, "t",
+						     SIM_TRACE_FB_COFLOWSIM, NULL, &err);
+		struct topo *t = topo_new_bigswitch(4, SIM_CFS_RATE_BPS);
+
+		assert_non_null(m);
+		assert_int_equal(cp_model_bind(m, t), 0);
+		assert_int_equal(sim_coflowsim_prepare(m, &o, &err), 0);
+		assert_int_equal(m->jobs[0].arrival_ns, 0); /* 5 ms is in (0, 8] */
+		assert_int_equal(sim_coflowsim_run(m, SIM_CFS_DARK, &o, NULL, &err), 0);
+		assert_int_equal(m->coflows[0].finish_ns, 160 * 1000000ULL);
+		cp_model_free(m);
+		topo_free(t);
+	}
+}
+
 /* Multi-stage models and unprepared ones are refused with a reason; policy names map. */
 static void test_refused(void **state)
 {
@@ -278,13 +339,13 @@ static void test_refused(void **state)
 	(void)state;
 	m = sim_trace_parse(dag, sizeof(dag) - 1, "t", SIM_TRACE_LOOM, NULL, &err);
 	assert_non_null(m);
-	assert_int_equal(sim_coflowsim_prepare(m, &err), -EINVAL);
+	assert_int_equal(sim_coflowsim_prepare(m, NULL, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "single-stage"));
 	cp_model_free(m);
 
 	m = sim_trace_parse(fb, sizeof(fb) - 1, "t", SIM_TRACE_FB_COFLOWSIM, NULL, &err);
 	assert_non_null(m);
-	assert_int_equal(sim_coflowsim_run(m, SIM_CFS_FIFO, NULL, &err), -EINVAL);
+	assert_int_equal(sim_coflowsim_run(m, SIM_CFS_FIFO, NULL, NULL, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "not prepared"));
 	cp_model_free(m);
 
@@ -302,6 +363,7 @@ int main(void)
 		cmocka_unit_test(test_sizes),       cmocka_unit_test(test_epochs),
 		cmocka_unit_test(test_alone),       cmocka_unit_test(test_contention),
 		cmocka_unit_test(test_fb2010_head), cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_knobs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,6 +42,23 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	fb->entry_of = calloc(np, sizeof(*fb->entry_of));
 	fb->ver = calloc(np, sizeof(*fb->ver));
 	fb->pstamp = calloc(nf, sizeof(*fb->pstamp));
+	fb->efree = calloc(nfp, sizeof(*fb->efree));
+	fb->ecnt = calloc(nfp, sizeof(*fb->ecnt));
+	fb->ekey = calloc(nfp, sizeof(*fb->ekey));
+	fb->pickstep = calloc(nfp, sizeof(*fb->pickstep));
+	fb->lg_n = calloc(nfp, sizeof(*fb->lg_n));
+	fb->cnt0_last = calloc(nfp, sizeof(*fb->cnt0_last));
+	fb->xmark = calloc(nfp, sizeof(*fb->xmark));
+	fb->xlist = calloc(nfp, sizeof(*fb->xlist));
+	fb->xcur = calloc(nfp, sizeof(*fb->xcur));
+	fb->lg_g = calloc(nfp, sizeof(*fb->lg_g));
+	fb->lg_step = calloc(nfp, sizeof(*fb->lg_step));
+	fb->lg_free = calloc(nfp, sizeof(*fb->lg_free));
+	fb->lg_cnt = calloc(nfp, sizeof(*fb->lg_cnt));
+	fb->pk_e = calloc(nfp, sizeof(*fb->pk_e));
+	fb->pk_key = calloc(nfp, sizeof(*fb->pk_key));
+	fb->pk_share = calloc(nfp, sizeof(*fb->pk_share));
+	fb->fstep = calloc(nf, sizeof(*fb->fstep));
 	fb->rank = calloc(nf, sizeof(*fb->rank));
 	fb->mk_port = calloc(np, sizeof(*fb->mk_port));
 	fb->mk_cur = calloc(np, sizeof(*fb->mk_cur));
@@ -75,7 +92,10 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	    !fb->entry_of || !fb->ver || !fb->pstamp || !fb->heap || !fb->old_rate || nomap ||
 	    !fb->scratch || !fb->flow_cls || !fb->flow_dense || !fb->chg || !fb->cnt0 ||
 	    !fb->pair_ent || !fb->emptied || !fb->by_class || !fb->cls_start || !fb->cls_next ||
-	    !fb->class_scratch) {
+	    !fb->class_scratch || !fb->efree || !fb->ecnt || !fb->ekey || !fb->pickstep ||
+	    !fb->lg_n || !fb->cnt0_last || !fb->xmark || !fb->xlist || !fb->xcur || !fb->lg_g ||
+	    !fb->lg_step || !fb->lg_free || !fb->lg_cnt || !fb->pk_e || !fb->pk_key ||
+	    !fb->pk_share || !fb->fstep) {
 		sim_fabric_done(fb);
 		return -ENOMEM;
 	}
@@ -105,6 +125,23 @@ void sim_fabric_done(struct sim_fabric *fb)
 	free(fb->entry_of);
 	free(fb->ver);
 	free(fb->pstamp);
+	free(fb->efree);
+	free(fb->ecnt);
+	free(fb->ekey);
+	free(fb->pickstep);
+	free(fb->lg_n);
+	free(fb->cnt0_last);
+	free(fb->xmark);
+	free(fb->xlist);
+	free(fb->xcur);
+	free(fb->lg_g);
+	free(fb->lg_step);
+	free(fb->lg_free);
+	free(fb->lg_cnt);
+	free(fb->pk_e);
+	free(fb->pk_key);
+	free(fb->pk_share);
+	free(fb->fstep);
 	free(fb->rank);
 	free(fb->mk_port);
 	free(fb->mk_cur);
@@ -533,7 +570,7 @@ static inline double entry_share(const struct sim_fabric *fb, uint32_t p)
 
 /* Freezes the unfrozen pairs of tports entry e at share; returns nothing. */
 static void freeze_entry(struct sim_fabric *fb, uint32_t e, double share, uint32_t gen,
-			 uint32_t *hn, bool use_heap)
+			 uint32_t *hn)
 {
 	uint32_t p = fb->tports[e];
 
@@ -560,7 +597,7 @@ static void freeze_entry(struct sim_fabric *fb, uint32_t e, double share, uint32
 			if (fb->free_bps[p2] < 0)
 				fb->free_bps[p2] = 0;
 			fb->cntw[p2] -= pr->n;
-			if (use_heap && p2 != p && fb->cntw[p2] > 0) {
+			if (p2 != p && fb->cntw[p2] > 0) {
 				fb->ver[p2]++;
 				share_heap_push(NULL, fb->heap, hn,
 						(struct fabric_heap_ent){entry_share(fb, p2),
@@ -573,59 +610,253 @@ static void freeze_entry(struct sim_fabric *fb, uint32_t e, double share, uint32
 	fb->cntw[p] = 0;
 }
 
+static uint32_t next_gen(struct sim_fabric *fb)
+{
+	if (++fb->gen == 0) {
+		memset(fb->pstamp, 0, fb->nflows * sizeof(*fb->pstamp));
+		memset(fb->xmark, 0, fb->nflows * TOPO_MAX_FLOW_PORTS * sizeof(*fb->xmark));
+		fb->gen = 1;
+	}
+	return fb->gen;
+}
+
+/* A port's fair share: free capacity per unfrozen flow (none: INFINITY). */
+static inline double share_of(double free_bps, double cnt)
+{
+	return cnt > 0 ? free_bps / cnt : INFINITY;
+}
+
+/*
+ * Filling of a narrow class from step k0 on, from the state of its ports in
+ * efree/ecnt/ekey: at each step the port with the smallest fair share
+ * (ties: the first in tports) freezes its unfrozen pairs at that share,
+ * until every pair is frozen. Pairs frozen before k0 (fstep) or in this
+ * filling (pstamp == gen) are frozen. The bottleneck is found by a linear
+ * scan over the class's shares (a few hundred ports in a rack-scale
+ * fabric: cheaper than a heap keyed by thousands of pair updates); each
+ * port's share is kept as it changes. Every step, and every change to a
+ * port, is logged for refill_class().
+ */
+static void fill_steps(struct sim_fabric *fb, struct fabric_class *c, uint32_t k0, uint32_t gen)
+{
+	const uint32_t ts = c->tstart, nt = c->tend - c->tstart;
+	const double *ekey = fb->ekey + ts;
+	uint32_t k;
+
+	for (k = k0;; k++) {
+		uint32_t best = CP_NONE, eb;
+		double bkey = INFINITY, share;
+
+		for (uint32_t i = 0; i < nt; i++)
+			if (ekey[i] < bkey) {
+				bkey = ekey[i];
+				best = i;
+			}
+		if (best == CP_NONE)
+			break;
+		eb = ts + best;
+		share = fb->efree[eb] <= FREE_EPS * fb->cap[fb->tports[eb]] ? 0 : bkey;
+		fb->pk_e[ts + k] = eb;
+		fb->pk_key[ts + k] = bkey;
+		fb->pk_share[ts + k] = share;
+		fb->pickstep[eb] = k;
+		for (uint32_t j = fb->tl_start[eb]; j < fb->tl_end[eb]; j++) {
+			uint32_t g = fb->tlist[j];
+			struct fabric_pair *pr;
+			double n;
+
+			/* the stamp first: half the visits are to pairs already frozen */
+			if (fb->pstamp[g] == gen || fb->fstep[g] < k0)
+				continue;
+			pr = &fb->pairs[g];
+			if (pr->n == 0)
+				continue;
+			fb->pstamp[g] = gen;
+			fb->fstep[g] = k;
+			if (fb->tracking && pr->rate_bps != share) {
+				fb->old_rate[g] = pr->rate_bps;
+				fb->chg[g / 64] |= 1ULL << (g % 64);
+			}
+			pr->rate_bps = share;
+			n = pr->n;
+			for (uint32_t q = 0; q < pr->nports; q++) {
+				uint32_t e2 = fb->pair_ent[(size_t)g * TOPO_MAX_FLOW_PORTS + q], l;
+				double f, cn;
+
+				/* the bottleneck's own capacity and flows go to 0 below */
+				if (e2 == eb)
+					continue;
+				f = fb->efree[e2] - share * n;
+				if (f < 0)
+					f = 0;
+				cn = fb->ecnt[e2] - n;
+				fb->efree[e2] = f;
+				fb->ecnt[e2] = cn;
+				fb->ekey[e2] = share_of(f, cn);
+				l = fb->tl_start[e2] + fb->lg_n[e2]++;
+				fb->lg_g[l] = g;
+				fb->lg_step[l] = k;
+				fb->lg_free[l] = f;
+				fb->lg_cnt[l] = cn;
+			}
+		}
+		fb->efree[eb] = 0;
+		fb->ecnt[eb] = 0;
+		fb->ekey[eb] = INFINITY;
+	}
+	c->nsteps = k;
+	for (uint32_t e = c->tstart; e < c->tend; e++) {
+		fb->free_bps[fb->tports[e]] = fb->efree[e];
+		fb->cnt0_last[e] = fb->cnt0[e];
+	}
+}
+
+/*
+ * Resumes class c's filling at step j: every port as the filling left it
+ * after step j - 1 (ports in xlist were brought there by the caller), the
+ * log of later steps dropped, then fill_steps() from j.
+ */
+static void resume_at(struct sim_fabric *fb, struct fabric_class *c, uint32_t j, uint32_t gen)
+{
+	for (uint32_t e = c->tstart; e < c->tend; e++) {
+		uint32_t ps = fb->pickstep[e];
+
+		if (fb->xmark[e] == gen) {
+			fb->lg_n[e] = fb->xcur[e]; /* replayed up to there */
+		} else if (ps != CP_NONE && ps < j) {
+			fb->efree[e] = 0;
+			fb->ecnt[e] = 0;
+		} else {
+			uint32_t lo = 0, hi = j ? fb->lg_n[e] : 0;
+			const uint32_t *st = fb->lg_step + fb->tl_start[e];
+
+			/* records before step j: lo */
+			while (lo < hi) {
+				uint32_t mid = lo + (hi - lo) / 2;
+
+				if (st[mid] < j)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			fb->lg_n[e] = lo;
+			if (lo) {
+				fb->efree[e] = fb->lg_free[fb->tl_start[e] + lo - 1];
+				fb->ecnt[e] = fb->lg_cnt[fb->tl_start[e] + lo - 1];
+			} else {
+				fb->efree[e] = fb->free_bps[fb->tports[e]];
+				fb->ecnt[e] = fb->cnt0[e];
+			}
+		}
+		if (ps != CP_NONE && ps >= j)
+			fb->pickstep[e] = CP_NONE;
+		fb->ekey[e] = share_of(fb->efree[e], fb->ecnt[e]);
+	}
+	fill_steps(fb, c, j, gen);
+}
+
+/*
+ * Class c again after an update: free_bps holds its new input, snap_in its
+ * input at its last filling. The ports whose input capacity or flow count
+ * changed (X) are replayed along the logged steps, the others kept as
+ * logged: a step is the same as long as its bottleneck is not in X and no
+ * port of X now has a smaller share (or the same and comes first). At
+ * the first step that differs the filling resumes (resume_at()); if none,
+ * the class keeps its rates and passes on its logged capacities, X's
+ * replayed. The same, bit for bit, as filling it again: every port
+ * outside X has the same capacity and flows at each step, every port of
+ * X goes through the same operations in the same order.
+ */
+static void refill_class(struct sim_fabric *fb, struct fabric_class *c, double *snap_in)
+{
+	uint32_t gen = next_gen(fb), nx = 0, k;
+	uint32_t *xl = fb->xlist;
+
+	for (uint32_t e = c->tstart; e < c->tend; e++) {
+		uint32_t p = fb->tports[e];
+
+		if (fb->free_bps[p] == snap_in[p] && fb->cnt0[e] == fb->cnt0_last[e])
+			continue;
+		fb->xmark[e] = gen;
+		xl[nx++] = e;
+		fb->efree[e] = fb->free_bps[p];
+		fb->ecnt[e] = fb->cnt0[e];
+		fb->ekey[e] = share_of(fb->efree[e], fb->ecnt[e]);
+		fb->xcur[e] = 0;
+	}
+	memcpy(snap_in, fb->free_bps, fb->nports * sizeof(*snap_in));
+	if (nx == 0) {
+		for (uint32_t e = c->tstart; e < c->tend; e++)
+			fb->free_bps[fb->tports[e]] = fb->efree[e];
+		return;
+	}
+	for (k = 0; k < c->nsteps; k++) {
+		uint32_t eb = fb->pk_e[c->tstart + k];
+		double bkey = fb->pk_key[c->tstart + k], share = fb->pk_share[c->tstart + k];
+		bool differs = fb->xmark[eb] == gen;
+
+		for (uint32_t i = 0; i < nx && !differs; i++) {
+			double kx = fb->ekey[xl[i]];
+
+			differs = kx < bkey || (kx == bkey && xl[i] < eb);
+		}
+		if (differs)
+			break;
+		for (uint32_t i = 0; i < nx; i++) {
+			uint32_t x = xl[i], l;
+			bool moved = false;
+
+			while (fb->xcur[x] < fb->lg_n[x] &&
+			       fb->lg_step[l = fb->tl_start[x] + fb->xcur[x]] == k) {
+				uint32_t n = fb->pairs[fb->lg_g[l]].n;
+
+				if (n) {
+					double f = fb->efree[x] - share * n;
+
+					fb->efree[x] = f < 0 ? 0 : f;
+					fb->ecnt[x] -= n;
+					moved = true;
+				}
+				fb->lg_free[l] = fb->efree[x];
+				fb->lg_cnt[l] = fb->ecnt[x];
+				fb->xcur[x]++;
+			}
+			if (moved)
+				fb->ekey[x] = share_of(fb->efree[x], fb->ecnt[x]);
+		}
+	}
+	if (k < c->nsteps) {
+		resume_at(fb, c, k, gen);
+		return;
+	}
+	for (uint32_t e = c->tstart; e < c->tend; e++) {
+		fb->free_bps[fb->tports[e]] = fb->efree[e];
+		fb->cnt0_last[e] = fb->cnt0[e];
+	}
+}
+
 /*
  * Max-min fair rates for the pairs of class c on the capacity still free
  * (progressive filling, weighted by each pair's number of flows): the port
  * with the smallest fair share freezes its pairs at that share, until every
- * pair is frozen. The bottleneck is found by a linear scan over the class's
- * ports (a few hundred in a rack-scale fabric: cheaper than a heap keyed by
- * thousands of pair updates) or, for very wide classes, a lazy heap.
+ * pair is frozen. A narrow class by fill_steps(), a very wide one (over
+ * LINEAR_SCAN_MAX_PORTS ports) with a lazy heap, unlogged.
  */
-static void waterfill_class(struct sim_fabric *fb, const struct fabric_class *c)
+static void waterfill_class(struct sim_fabric *fb, struct fabric_class *c)
 {
-	uint32_t gen = ++fb->gen;
-	bool use_heap = c->tend - c->tstart > LINEAR_SCAN_MAX_PORTS;
-	uint32_t hn = 0;
+	uint32_t gen = next_gen(fb), hn = 0;
 
-	if (gen == 0) {
-		memset(fb->pstamp, 0, fb->nflows * sizeof(*fb->pstamp));
-		gen = fb->gen = 1;
+	c->logged = c->tend - c->tstart <= LINEAR_SCAN_MAX_PORTS;
+	if (c->logged) {
+		resume_at(fb, c, 0, gen);
+		return;
 	}
 	/* Every pair with flows is frozen below, so its rate is set there. */
 	for (uint32_t e = c->tstart; e < c->tend; e++) {
-		fb->cntw[fb->tports[e]] = fb->cnt0[e];
-		fb->entry_of[fb->tports[e]] = e;
-	}
-	if (!use_heap) {
-		for (;;) {
-			uint32_t best = CP_NONE;
-			double best_free = 0, best_cnt = 1;
-
-			for (uint32_t e = c->tstart; e < c->tend; e++) {
-				uint32_t p = fb->tports[e];
-				double cnt = fb->cntw[p];
-
-				/* share = free / cnt; compare without dividing */
-				if (cnt > 0 && (best == CP_NONE ||
-						fb->free_bps[p] * best_cnt < best_free * cnt)) {
-					best = e;
-					best_free = fb->free_bps[p];
-					best_cnt = cnt;
-				}
-			}
-			if (best == CP_NONE)
-				break;
-			freeze_entry(fb, best,
-				     best_free <= FREE_EPS * fb->cap[fb->tports[best]] ?
-					     0 :
-					     best_free / best_cnt,
-				     gen, &hn, false);
-		}
-		return;
-	}
-	for (uint32_t e = c->tstart; e < c->tend; e++) {
 		uint32_t p = fb->tports[e];
 
+		fb->cntw[p] = fb->cnt0[e];
+		fb->entry_of[p] = e;
 		fb->ver[p]++;
 		if (fb->cntw[p] > 0)
 			share_heap_push(NULL, fb->heap, &hn,
@@ -639,12 +870,15 @@ static void waterfill_class(struct sim_fabric *fb, const struct fabric_class *c)
 		if (he.ver != fb->ver[p] || fb->cntw[p] <= 0)
 			continue;
 		freeze_entry(fb, he.entry, fb->free_bps[p] <= FREE_EPS * fb->cap[p] ? 0 : he.share,
-			     gen, &hn, true);
+			     gen, &hn);
 	}
 }
 
-/* Water-fills classes from..nclasses-1, starting from the capacity before `from`. */
-static void waterfill_from(struct sim_fabric *fb, uint32_t from)
+/*
+ * Water-fills classes from..nclasses-1, starting from the capacity before
+ * `from`; with inc, classes with a log and a snapshot by refill_class().
+ */
+static void waterfill_from(struct sim_fabric *fb, uint32_t from, bool inc)
 {
 	size_t np = fb->nports;
 
@@ -653,9 +887,15 @@ static void waterfill_from(struct sim_fabric *fb, uint32_t from)
 	else
 		memcpy(fb->free_bps, &fb->snap[(size_t)from * np], np * sizeof(*fb->free_bps));
 	for (uint32_t c = from; c < fb->nclasses; c++) {
+		struct fabric_class *fc = &fb->classes[c];
+
+		if (c < fb->snap_classes && inc && fc->logged) {
+			refill_class(fb, fc, &fb->snap[(size_t)c * np]);
+			continue;
+		}
 		if (c < fb->snap_classes)
 			memcpy(&fb->snap[(size_t)c * np], fb->free_bps, np * sizeof(*fb->free_bps));
-		waterfill_class(fb, &fb->classes[c]);
+		waterfill_class(fb, fc);
 	}
 }
 
@@ -675,7 +915,7 @@ void sim_fabric_allocate(struct sim_fabric *fb, struct cp_model *m, const struct
 	fb->dirty_class = CP_NONE;
 	fb->nemptied = 0;
 	fb->full_refill = o->full_refill;
-	waterfill_from(fb, 0);
+	waterfill_from(fb, 0, false);
 	for (uint32_t g = 0; g < fb->npairs; g++) {
 		const struct fabric_pair *pr = &fb->pairs[g];
 
@@ -736,7 +976,7 @@ static void refill_reference(struct sim_fabric *fb, fabric_pair_fn pair_rate, vo
 	}
 	fb->dirty_class = CP_NONE;
 	fb->nemptied = 0;
-	waterfill_from(fb, 0);
+	waterfill_from(fb, 0, false);
 	for (uint32_t g = 0; g < fb->npairs; g++) {
 		const struct fabric_pair *pr = &fb->pairs[g];
 
@@ -770,7 +1010,7 @@ void sim_fabric_update(struct sim_fabric *fb, struct cp_model *m, const uint32_t
 		fb->pairs[fb->emptied[i]].rate_bps = 0;
 	fb->nemptied = 0;
 	fb->tracking = true;
-	waterfill_from(fb, from);
+	waterfill_from(fb, from, true);
 	fb->tracking = false;
 	/* Changed pairs in index order (classes from `from` on), bits cleared. */
 	for (uint32_t w = fb->classes[from].pstart / 64; w <= (fb->npairs - 1) / 64; w++) {

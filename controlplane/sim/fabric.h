@@ -59,6 +59,8 @@ struct fabric_entry {
 struct fabric_class {
 	uint32_t pstart, pend; /* pairs */
 	uint32_t tstart, tend; /* entries in tports (ports this class touches) */
+	uint32_t nsteps;       /* bottleneck freezes of its last filling */
+	bool logged;           /* that filling kept its log (narrow class) */
 };
 
 /* Rate mode: called for every flow whose rate changes in sim_fabric_update(). */
@@ -100,6 +102,24 @@ struct sim_fabric {
 	uint32_t *ver;      /* per port: heap entry version */
 	uint32_t *pstamp;   /* per pair: frozen when == gen */
 	uint32_t gen;
+	/*
+	 * The log of each narrow class's last filling, so that an update can
+	 * replay it instead of filling again (fabric.c, refill_class()). Per
+	 * tports entry: the port's free capacity, unfrozen flows and fair share
+	 * (INFINITY without flows) as the filling left them, the step at which
+	 * it was the bottleneck (CP_NONE if never), and lg_n[e] records of its
+	 * changes in lg_*[tl_start[e] ..]: the pair frozen, at which step, and
+	 * the port's free capacity and flows after it. Per class, from tstart
+	 * on, its bottleneck at each step with the share and its pairs' rate.
+	 * Per pair: the step that froze it.
+	 */
+	double *efree, *ecnt, *ekey;
+	uint32_t *pickstep, *lg_n, *cnt0_last, *xmark, *xlist, *xcur;
+	uint32_t *lg_g, *lg_step;
+	double *lg_free, *lg_cnt;
+	uint32_t *pk_e;
+	double *pk_key, *pk_share;
+	uint32_t *fstep;
 	struct fabric_heap_ent *heap;
 	size_t heap_cap;
 	/*

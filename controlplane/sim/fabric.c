@@ -51,7 +51,10 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	fb->xmark = calloc(nfp, sizeof(*fb->xmark));
 	fb->xlist = calloc(nfp, sizeof(*fb->xlist));
 	fb->xcur = calloc(nfp, sizeof(*fb->xcur));
-	fb->lg_g = calloc(nfp, sizeof(*fb->lg_g));
+	fb->lg_pn = calloc(nfp, sizeof(*fb->lg_pn));
+	fb->pair_lrec = calloc(nfp, sizeof(*fb->pair_lrec));
+	fb->xbhead = calloc((size_t)np + 1, sizeof(*fb->xbhead));
+	fb->xbnext = calloc((size_t)np + 1, sizeof(*fb->xbnext));
 	fb->lg_step = calloc(nfp, sizeof(*fb->lg_step));
 	fb->lg_free = calloc(nfp, sizeof(*fb->lg_free));
 	fb->lg_cnt = calloc(nfp, sizeof(*fb->lg_cnt));
@@ -93,9 +96,9 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	    !fb->scratch || !fb->flow_cls || !fb->flow_dense || !fb->chg || !fb->cnt0 ||
 	    !fb->pair_ent || !fb->emptied || !fb->by_class || !fb->cls_start || !fb->cls_next ||
 	    !fb->class_scratch || !fb->efree || !fb->ecnt || !fb->ekey || !fb->pickstep ||
-	    !fb->lg_n || !fb->cnt0_last || !fb->xmark || !fb->xlist || !fb->xcur || !fb->lg_g ||
-	    !fb->lg_step || !fb->lg_free || !fb->lg_cnt || !fb->pk_e || !fb->pk_key ||
-	    !fb->pk_share || !fb->fstep) {
+	    !fb->lg_n || !fb->cnt0_last || !fb->xmark || !fb->xlist || !fb->xcur || !fb->lg_pn ||
+	    !fb->pair_lrec || !fb->xbhead || !fb->xbnext || !fb->lg_step || !fb->lg_free ||
+	    !fb->lg_cnt || !fb->pk_e || !fb->pk_key || !fb->pk_share || !fb->fstep) {
 		sim_fabric_done(fb);
 		return -ENOMEM;
 	}
@@ -134,7 +137,10 @@ void sim_fabric_done(struct sim_fabric *fb)
 	free(fb->xmark);
 	free(fb->xlist);
 	free(fb->xcur);
-	free(fb->lg_g);
+	free(fb->lg_pn);
+	free(fb->pair_lrec);
+	free(fb->xbhead);
+	free(fb->xbnext);
 	free(fb->lg_step);
 	free(fb->lg_free);
 	free(fb->lg_cnt);
@@ -684,8 +690,11 @@ static void fill_steps(struct sim_fabric *fb, struct fabric_class *c, uint32_t k
 				double f, cn;
 
 				/* the bottleneck's own capacity and flows go to 0 below */
-				if (e2 == eb)
+				if (e2 == eb) {
+					fb->pair_lrec[(size_t)g * TOPO_MAX_FLOW_PORTS + q] =
+						CP_NONE;
 					continue;
+				}
 				f = fb->efree[e2] - share * n;
 				if (f < 0)
 					f = 0;
@@ -694,7 +703,8 @@ static void fill_steps(struct sim_fabric *fb, struct fabric_class *c, uint32_t k
 				fb->ecnt[e2] = cn;
 				fb->ekey[e2] = share_of(f, cn);
 				l = fb->tl_start[e2] + fb->lg_n[e2]++;
-				fb->lg_g[l] = g;
+				fb->pair_lrec[(size_t)g * TOPO_MAX_FLOW_PORTS + q] = l;
+				fb->lg_pn[l] = pr->n;
 				fb->lg_step[l] = k;
 				fb->lg_free[l] = f;
 				fb->lg_cnt[l] = cn;
@@ -755,6 +765,16 @@ static void resume_at(struct sim_fabric *fb, struct fabric_class *c, uint32_t j,
 	fill_steps(fb, c, j, gen);
 }
 
+/* Of two ports of X (CP_NONE: none), the one with the smaller share, or the first. */
+static inline uint32_t x_first(const struct sim_fabric *fb, uint32_t a, uint32_t b)
+{
+	if (a == CP_NONE)
+		return b;
+	if (b == CP_NONE)
+		return a;
+	return fb->ekey[a] < fb->ekey[b] || (fb->ekey[a] == fb->ekey[b] && a < b) ? a : b;
+}
+
 /*
  * Class c again after an update: free_bps holds its new input, snap_in its
  * input at its last filling. The ports whose input capacity or flow count
@@ -765,12 +785,14 @@ static void resume_at(struct sim_fabric *fb, struct fabric_class *c, uint32_t j,
  * the class keeps its rates and passes on its logged capacities, X's
  * replayed. The same, bit for bit, as filling it again: every port
  * outside X has the same capacity and flows at each step, every port of
- * X goes through the same operations in the same order.
+ * X goes through the same operations in the same order. X's ports are
+ * visited only at the steps where the log has a change to them.
  */
 static void refill_class(struct sim_fabric *fb, struct fabric_class *c, double *snap_in)
 {
-	uint32_t gen = next_gen(fb), nx = 0, k;
-	uint32_t *xl = fb->xlist;
+	uint32_t gen = next_gen(fb), nx = 0, xmin = CP_NONE, k;
+	uint32_t *xl = fb->xlist, *bhead = fb->xbhead, *bnext = fb->xbnext;
+	bool xmin_stale = true;
 
 	for (uint32_t e = c->tstart; e < c->tend; e++) {
 		uint32_t p = fb->tports[e];
@@ -790,25 +812,43 @@ static void refill_class(struct sim_fabric *fb, struct fabric_class *c, double *
 			fb->free_bps[fb->tports[e]] = fb->efree[e];
 		return;
 	}
+	/*
+	 * X's ports by the step of their next logged change (bhead: a list
+	 * per step); xmin, X's port with the smallest share, found again when
+	 * its own share grows.
+	 */
+	for (k = 0; k < c->nsteps; k++)
+		bhead[k] = CP_NONE;
+	for (uint32_t i = 0; i < nx; i++) {
+		uint32_t x = xl[i];
+
+		if (fb->lg_n[x] == 0)
+			continue;
+		k = fb->lg_step[fb->tl_start[x]];
+		bnext[i] = bhead[k];
+		bhead[k] = i;
+	}
 	for (k = 0; k < c->nsteps; k++) {
 		uint32_t eb = fb->pk_e[c->tstart + k];
 		double bkey = fb->pk_key[c->tstart + k], share = fb->pk_share[c->tstart + k];
-		bool differs = fb->xmark[eb] == gen;
 
-		for (uint32_t i = 0; i < nx && !differs; i++) {
-			double kx = fb->ekey[xl[i]];
-
-			differs = kx < bkey || (kx == bkey && xl[i] < eb);
+		if (xmin_stale) {
+			xmin = CP_NONE;
+			for (uint32_t i = 0; i < nx; i++)
+				xmin = x_first(fb, xmin, xl[i]);
+			xmin_stale = false;
 		}
-		if (differs)
+		if (fb->xmark[eb] == gen ||
+		    (fb->ekey[xmin] < bkey || (fb->ekey[xmin] == bkey && xmin < eb)))
 			break;
-		for (uint32_t i = 0; i < nx; i++) {
-			uint32_t x = xl[i], l;
+		for (uint32_t i = bhead[k], inext; i != CP_NONE; i = inext) {
+			uint32_t x = xl[i], l = fb->tl_start[x] + fb->xcur[x], lend;
 			bool moved = false;
 
-			while (fb->xcur[x] < fb->lg_n[x] &&
-			       fb->lg_step[l = fb->tl_start[x] + fb->xcur[x]] == k) {
-				uint32_t n = fb->pairs[fb->lg_g[l]].n;
+			inext = bnext[i];
+			for (lend = fb->tl_start[x] + fb->lg_n[x]; l < lend && fb->lg_step[l] == k;
+			     l++) {
+				uint32_t n = fb->lg_pn[l];
 
 				if (n) {
 					double f = fb->efree[x] - share * n;
@@ -819,10 +859,23 @@ static void refill_class(struct sim_fabric *fb, struct fabric_class *c, double *
 				}
 				fb->lg_free[l] = fb->efree[x];
 				fb->lg_cnt[l] = fb->ecnt[x];
-				fb->xcur[x]++;
 			}
-			if (moved)
+			fb->xcur[x] = l - fb->tl_start[x];
+			if (moved) {
+				double was = fb->ekey[x];
+
 				fb->ekey[x] = share_of(fb->efree[x], fb->ecnt[x]);
+				if (x == xmin)
+					xmin_stale |= fb->ekey[x] > was;
+				else if (x_first(fb, xmin, x) == x)
+					xmin = x;
+			}
+			if (l < lend) {
+				uint32_t s = fb->lg_step[l];
+
+				bnext[i] = bhead[s];
+				bhead[s] = i;
+			}
 		}
 	}
 	if (k < c->nsteps) {
@@ -933,10 +986,18 @@ void sim_fabric_flow_gone(struct sim_fabric *fb, const struct cp_model *m, uint3
 		uint32_t g = fb->pair_of[f];
 		const struct fabric_pair *pr = &fb->pairs[g];
 
+		bool logged = fb->classes[pr->cls].logged;
+
 		if (pr->cls < fb->dirty_class)
 			fb->dirty_class = pr->cls;
-		for (uint32_t q = 0; q < pr->nports; q++)
+		for (uint32_t q = 0; q < pr->nports; q++) {
+			uint32_t l = fb->pair_lrec[(size_t)g * TOPO_MAX_FLOW_PORTS + q];
+
 			fb->cnt0[fb->pair_ent[(size_t)g * TOPO_MAX_FLOW_PORTS + q]]--;
+			/* the log's count of its flows, for refill_class()'s replay */
+			if (logged && l != CP_NONE)
+				fb->lg_pn[l] = pr->n;
+		}
 		if (pr->n == 0)
 			fb->emptied[fb->nemptied++] = g;
 		return;

@@ -16,9 +16,11 @@
  *     different source hosts, as loomd gives them. Flows of one class with the same
  *     src and dst always get the same max-min rate, so the water-fill runs
  *     over such pairs weighted by their number of unfinished flows; after
- *     completions it is re-run from the highest class that lost a flow,
- *     starting from per-port flow counts kept as flows finish, and only the
- *     pairs whose rate changed (noted as they are frozen) are reported.
+ *     completions the classes from the highest one that lost a flow are
+ *     re-filled, starting from per-port flow counts kept as flows finish:
+ *     each replays its logged filling on the ports whose input changed and
+ *     resumes at the first step that differs; only the pairs whose rate
+ *     changed (noted as they are frozen) are reported.
  */
 #ifndef LOOM_CONTROLPLANE_SIM_FABRIC_H
 #define LOOM_CONTROLPLANE_SIM_FABRIC_H
@@ -108,14 +110,17 @@ struct sim_fabric {
 	 * tports entry: the port's free capacity, unfrozen flows and fair share
 	 * (INFINITY without flows) as the filling left them, the step at which
 	 * it was the bottleneck (CP_NONE if never), and lg_n[e] records of its
-	 * changes in lg_*[tl_start[e] ..]: the pair frozen, at which step, and
-	 * the port's free capacity and flows after it. Per class, from tstart
-	 * on, its bottleneck at each step with the share and its pairs' rate.
-	 * Per pair: the step that froze it.
+	 * changes in lg_*[tl_start[e] ..]: at which step, the frozen pair's
+	 * flows (kept up to date as flows finish, through pair_lrec), and the
+	 * port's free capacity and flows after it. Per class, from tstart on,
+	 * its bottleneck at each step with the share and its pairs' rate. Per
+	 * pair: the step that froze it.
 	 */
 	double *efree, *ecnt, *ekey;
 	uint32_t *pickstep, *lg_n, *cnt0_last, *xmark, *xlist, *xcur;
-	uint32_t *lg_g, *lg_step;
+	uint32_t *lg_pn, *lg_step;
+	uint32_t *pair_lrec;       /* per pair and port: its record there (or CP_NONE) */
+	uint32_t *xbhead, *xbnext; /* refill_class() scratch */
 	double *lg_free, *lg_cnt;
 	uint32_t *pk_e;
 	double *pk_key, *pk_share;

@@ -8,7 +8,13 @@
  * event counts. Random generated workloads (several seeds) on a big switch
  * and on oversubscribed racks (three-port paths), each policy in classes
  * mode under every quantisation, and the order-only policies (water-filled
- * in ideal mode too) in ideal mode.
+ * in ideal mode too) in ideal mode. Then a workload made of ties: flows of
+ * a few equal sizes released together, several per (src, dst), so that
+ * ports share bottleneck shares exactly and flows finish at the same
+ * nanosecond, with 2, 4 and 64 classes (64: every coflow a class of its
+ * own), which takes the re-fill's replay through equal shares broken by
+ * port order, through classes whose input did not change, and through
+ * many classes below the one that lost flows.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -50,8 +56,8 @@ static void run(struct cp_model *m, const char *spec, const struct sim_opts *o, 
 }
 
 /* Runs spec incrementally and from scratch; every figure must match. */
-static void compare(struct cp_model *m, const char *what, const char *spec, enum sim_mode mode,
-		    enum sim_quantize q)
+static void compare_k(struct cp_model *m, const char *what, const char *spec, enum sim_mode mode,
+		      enum sim_quantize q, uint32_t k)
 {
 	struct sim_opts o;
 	struct outcome inc, ref;
@@ -59,16 +65,16 @@ static void compare(struct cp_model *m, const char *what, const char *spec, enum
 	sim_opts_default(&o);
 	o.mode = mode;
 	o.quantize = q;
-	o.classes = 4; /* fewer classes than coflows in flight: classes hold several */
+	o.classes = k;
 	run(m, spec, &o, &inc);
 	o.full_refill = true;
 	run(m, spec, &o, &ref);
 	for (uint32_t c = 0; c < m->ncoflows; c++)
 		if (inc.cf_finish[c] != ref.cf_finish[c])
 			fail_msg(
-				"%s, %s, %s/%s: coflow %u finished at %llu ns, from scratch %llu ns",
+				"%s, %s, %s/%s/K%u: coflow %u finished at %llu ns, from scratch %llu ns",
 				what, spec, mode == SIM_MODE_IDEAL ? "ideal" : "classes",
-				sim_quantize_name(q), c, (unsigned long long)inc.cf_finish[c],
+				sim_quantize_name(q), k, c, (unsigned long long)inc.cf_finish[c],
 				(unsigned long long)ref.cf_finish[c]);
 	for (uint32_t j = 0; j < m->njobs; j++)
 		assert_int_equal(inc.job_finish[j], ref.job_finish[j]);
@@ -81,6 +87,13 @@ static void compare(struct cp_model *m, const char *what, const char *spec, enum
 	free(inc.job_finish);
 	free(ref.cf_finish);
 	free(ref.job_finish);
+}
+
+/* Fewer classes than coflows in flight: classes hold several. */
+static void compare(struct cp_model *m, const char *what, const char *spec, enum sim_mode mode,
+		    enum sim_quantize q)
+{
+	compare_k(m, what, spec, mode, q, 4);
 }
 
 static void check_fabric(struct topo *t, const char *what)
@@ -130,11 +143,74 @@ static void test_racks(void **state)
 	check_fabric(topo_new_racks(5, 8, 1073741824ULL, 2.0), "racks");
 }
 
+/*
+ * 40 single-coflow jobs on 10 hosts, released in four bursts; each coflow
+ * 1 to 6 flows of 1 or 2 MB (a third of them repeating the previous flow's
+ * endpoints) from a fixed pseudo-random sequence.
+ */
+static struct cp_model *tie_workload(void)
+{
+	struct loom_err err = {{0}};
+	struct cp_builder *b = cp_builder_new(10);
+	uint64_t x = 88172645463325252ULL;
+	uint32_t src = 0, dst = 1;
+	struct cp_model *m;
+
+	assert_non_null(b);
+	for (uint64_t c = 0; c < 40; c++) {
+		uint32_t nf;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		assert_int_equal(cp_builder_add_job(b, c, (c % 4) * 5000000ULL, 1, &err), 0);
+		assert_int_equal(cp_builder_add_coflow(b, c, c, 0, &err), 0);
+		nf = 1 + (uint32_t)(x % 6);
+		for (uint32_t f = 0; f < nf; f++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			if (x % 3) {
+				src = (uint32_t)(x % 10);
+				dst = (uint32_t)((src + 1 + (x >> 8) % 9) % 10);
+			}
+			assert_int_equal(cp_builder_add_flow(b, c, src, dst,
+							     (1 + (x >> 20) % 2) * 1048576ULL,
+							     &err),
+					 0);
+		}
+	}
+	m = cp_builder_finish(b, &err);
+	if (!m)
+		fail_msg("tie workload: %s", err.msg);
+	return m;
+}
+
+static void test_ties(void **state)
+{
+	static const char *const classed[] = {"fifo", "fair", "sebf", "sincronia", "dclas"};
+	static const enum sim_quantize quants[] = {SIM_QUANT_CONFLICT, SIM_QUANT_PER_HOST,
+						   SIM_QUANT_TOP, SIM_QUANT_EVEN};
+	static const uint32_t ks[] = {2, 4, 64};
+	struct topo *t = topo_new_bigswitch(10, 1073741824ULL);
+	struct cp_model *m = tie_workload();
+
+	(void)state;
+	assert_non_null(t);
+	assert_int_equal(cp_model_bind(m, t), 0);
+	for (size_t i = 0; i < sizeof(classed) / sizeof(classed[0]); i++)
+		for (size_t q = 0; q < sizeof(quants) / sizeof(quants[0]); q++)
+			for (size_t k = 0; k < sizeof(ks) / sizeof(ks[0]); k++)
+				compare_k(m, "ties", classed[i], SIM_MODE_CLASSES, quants[q],
+					  ks[k]);
+	compare_k(m, "ties", "sincronia", SIM_MODE_IDEAL, SIM_QUANT_CONFLICT, 4);
+	compare_k(m, "ties", "fair", SIM_MODE_IDEAL, SIM_QUANT_CONFLICT, 4);
+	cp_model_free(m);
+	topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bigswitch),
 		cmocka_unit_test(test_racks),
+		cmocka_unit_test(test_ties),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,7 +28,7 @@
 #include <cmocka.h>
 #include <math.h>
 
-#include "../unit/gen_fixture.h"
+#include "tests/gen_fixture.h"
 #include "harness.h"
 
 #define NHOSTS  10

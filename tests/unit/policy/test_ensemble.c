@@ -19,7 +19,7 @@
 
 #include "controlplane/policy/policy.h"
 #include "controlplane/sim/sim.h"
-#include "tests/unit/gen_fixture.h"
+#include "tests/gen_fixture.h"
 
 #define MAX_CAND 8
 

@@ -32,7 +32,7 @@
 
 #include "controlplane/policy/coflow_features.h"
 #include "controlplane/sim/sim.h"
-#include "tests/unit/gen_fixture.h"
+#include "tests/gen_fixture.h"
 #include "gnn/gnn.h"
 
 struct fixture {
@@ -174,7 +174,7 @@ static void test_runs_deterministic(void **state)
 	assert_true(a == b);
 }
 
-/* The gnn suite's score tolerance (tests/unit/gnn/test_gnn_cuda.c). */
+/* The gnn suite's score tolerance (tests/gpu/test_gnn_cuda.c). */
 static bool score_close(float ref, float x)
 {
 	return fabsf(ref - x) <= 1e-4f * fmaxf(1e-3f, fabsf(ref));

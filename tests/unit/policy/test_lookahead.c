@@ -29,7 +29,7 @@
 #include "controlplane/policy/fluid.h"
 #include "controlplane/policy/policy.h"
 #include "controlplane/sim/sim.h"
-#include "tests/unit/gen_fixture.h"
+#include "tests/gen_fixture.h"
 
 #define PORT_BPS 8000ULL /* 1000 bytes/s: bytes read as milliseconds */
 #define NS       1000000000ULL

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The harness the CLI tests share (test_replay_cli.c, test_gen_cli.c,
- * tests/unit/learn/test_train_cli.c): runs a program with its stdout and
+ * The harness the CLI tests share (tests/sim/test_replay_cli.c,
+ * tests/sim/test_gen_cli.c, tests/learn/test_train_cli.c and
+ * tests/learn/test_train_mpi.c): runs a program with its stdout and
  * stderr in files of a fresh folder under /tmp, in its own process group,
  * killed if it hangs; plus helpers to read files and look for lines. Static
  * functions, those a test may not need marked unused: include it from one
  * test file each.
  */
-#ifndef LOOM_TESTS_UNIT_SIM_CLI_HARNESS_H
-#define LOOM_TESTS_UNIT_SIM_CLI_HARNESS_H
+#ifndef LOOM_TESTS_CLI_HARNESS_H
+#define LOOM_TESTS_CLI_HARNESS_H
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "controlplane/sim/sim.h"
-#include "tests/unit/gen_fixture.h"
+#include "tests/gen_fixture.h"
 
 #define RATE_BPS 1000000000ULL
 

@@ -15,7 +15,7 @@
  * is bounded by the harness (killed if it hangs) and its exit status
  * checked.
  */
-#include "tests/unit/sim/cli_harness.h"
+#include "tests/cli_harness.h"
 
 static char mpirun[4096];
 

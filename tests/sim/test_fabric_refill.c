@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "controlplane/sim/sim.h"
-#include "tests/unit/gen_fixture.h"
+#include "tests/gen_fixture.h"
 
 struct outcome {
 	uint64_t *cf_finish; /* per coflow */

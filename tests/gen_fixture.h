@@ -4,8 +4,8 @@
  * bundled TPC-H shapes and FB2010 trace, found under $LOOM_SRCDIR), bound to
  * its fabric. Shared by the tests that replay such a workload.
  */
-#ifndef LOOM_TESTS_UNIT_GEN_FIXTURE_H
-#define LOOM_TESTS_UNIT_GEN_FIXTURE_H
+#ifndef LOOM_TESTS_GEN_FIXTURE_H
+#define LOOM_TESTS_GEN_FIXTURE_H
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
  * to files in a fresh folder under /tmp (removed at the end) and is killed
  * if it hangs.
  */
-#include "tests/unit/sim/cli_harness.h"
+#include "tests/cli_harness.h"
 
 static int setup(void **state)
 {

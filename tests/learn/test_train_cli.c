@@ -15,7 +15,7 @@
  * writes its stdout and stderr to files in a fresh folder under /tmp
  * (removed at the end) and is killed if it hangs.
  */
-#include "tests/unit/sim/cli_harness.h"
+#include "tests/cli_harness.h"
 
 static const char *train_prog(void)
 {

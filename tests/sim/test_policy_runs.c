@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "controlplane/sim/sim.h"
-#include "tests/unit/gen_fixture.h"
+#include "tests/gen_fixture.h"
 
 struct fixture {
 	struct topo *t;

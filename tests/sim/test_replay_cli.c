@@ -12,7 +12,7 @@
  */
 #include "controlplane/policy/policy.h"
 #include "controlplane/sim/sim.h"
-#include "tests/unit/sim/cli_harness.h"
+#include "tests/cli_harness.h"
 
 static size_t count_char(const char *s, char c)
 {

@@ -8,11 +8,20 @@
  * long) exits 2 with "path:line: reason", in every spelling of -c; a file
  * with CRLF line endings is read as with LF.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmocka.h>
 
+#include "common/admin.h"
 #include "harness.h"
 #include "tests/precond.h"
 

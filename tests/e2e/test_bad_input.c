@@ -9,9 +9,15 @@
  * journal that cannot be opened) exit non-zero with a message naming the
  * key, the file and what is wrong.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmocka.h>
 
 #include "harness.h"

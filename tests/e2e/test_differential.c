@@ -22,14 +22,16 @@
  * the simulator serves each flow in must also be, at every decision, the
  * class loomd gave the flow's coflow on the flow's source host.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <cmocka.h>
-#include <math.h>
+#include <unistd.h>
 
-#include "tests/gen_fixture.h"
+#include <cmocka.h>
+
 #include "harness.h"
+#include "tests/gen_fixture.h"
 
 #define NHOSTS  10
 #define CLASSES 8

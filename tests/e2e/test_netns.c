@@ -29,13 +29,22 @@
  * 0-1 for the EAL; tc: tc(8), bpftool, BPF); once the tests run, an agent
  * that does not start, or does not stop cleanly, fails them.
  */
+#include <fcntl.h>
 #include <linux/bpf.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmocka.h>
 
+#include "common/admin.h"
+#include "harness.h"
 #include "netns.h"
 #include "tests/precond.h"
 

@@ -6,8 +6,12 @@
  * reconnects gets a full table equal to the one it had.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <string.h>
+#include <unistd.h>
+
 #include <cmocka.h>
 
 #include "harness.h"

@@ -19,12 +19,19 @@
  * group; a group that does not exist stops loomd. set-policy and dump are
  * logged with the caller's uid.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <cmocka.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include <grp.h>
+#include <cmocka.h>
 
 #include "controlplane/client/loom.h"
 #include "harness.h"

@@ -22,17 +22,23 @@
  *
  * Without the openssl CLI main() exits 77.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
-
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cmocka.h>
+
+#include "common/admin.h"
 #include "controlplane/client/loom.h"
 #include "harness.h"
 #include "tests/precond.h"

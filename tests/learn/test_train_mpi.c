@@ -15,6 +15,11 @@
  * is bounded by the harness (killed if it hangs) and its exit status
  * checked.
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "tests/cli_harness.h"
 
 static char mpirun[4096];

@@ -11,6 +11,11 @@
  * to files in a fresh folder under /tmp (removed at the end) and is killed
  * if it hangs.
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "tests/cli_harness.h"
 
 static int setup(void **state)

@@ -10,6 +10,11 @@
  * --no-progress, writes its stdout and stderr to files in a fresh folder
  * under /tmp (removed at the end) and is killed if it hangs.
  */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "controlplane/policy/policy.h"
 #include "controlplane/sim/sim.h"
 #include "tests/cli_harness.h"

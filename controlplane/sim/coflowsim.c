@@ -932,8 +932,6 @@ int sim_coflowsim_run(struct cp_model *m, enum sim_cfs_algo algo, const struct s
 		}
 		if (added)
 			reschedule(&s, epoch);
-		else if (algo == SIM_CFS_FAIR)
-			fair_rates(&s);
 		for (; t < epoch + s.epoch; t += s.quantum) {
 			bool flow_done = false;
 			uint32_t *act;

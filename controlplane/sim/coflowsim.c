@@ -19,7 +19,10 @@
  * CoflowSim's expressions in the same order (doubles), because the numbers
  * depend on it. Jumping k quanta at once (rem - k * b) rounds differently,
  * and on FB2010 the last-bit differences moved flows of the big coflows
- * across quanta and CCTs by up to 6% (SCF, FIFO). Stretches with nothing
+ * across quanta and CCTs by up to 6% (SCF, FIFO). With the arithmetic and
+ * the quirks (reducers done by their drifting bytes-left count, below) as
+ * CoflowSim has them, every coflow of FB2010 starts and ends at the
+ * millisecond CoflowSim gives it, under all seven algorithms. Stretches with nothing
  * admitted and unfinished are skipped epoch by epoch. The job's deadline
  * factor, which orders CoflowSim's work-conserving pass, comes from the
  * same generator as Java's java.util.Random(17).
@@ -59,6 +62,13 @@ struct cfs_red {
 	double left;              /* shuffleBytesLeft */
 	double rack_left;         /* the job's shuffleBytesPerRack[rack] */
 	bool done;
+	/*
+	 * Done by its bytes-left count (which drifts from its flows' sum) with
+	 * flows unfinished: CoflowSim keeps moving those until its next layout
+	 * of the flows (layoutFlowsInJobOrder(), which skips done reducers),
+	 * and keeps counting them in its rates.
+	 */
+	bool zombies_move;
 };
 
 struct cfs_job {
@@ -361,7 +371,7 @@ static uint32_t step(struct cfs *s, int64_t t, bool *ret_flow_done)
 
 		for (struct cfs_red *r = &s->reds[j->first_red];
 		     r < &s->reds[j->first_red + j->nred]; r++) {
-			if (r->done)
+			if (r->done && !r->zombies_move)
 				continue;
 			for (struct cfs_flow *f = &s->flows[r->first];
 			     f < &s->flows[r->first + r->n]; f++) {
@@ -384,9 +394,10 @@ static uint32_t step(struct cfs *s, int64_t t, bool *ret_flow_done)
 					r->rack_left = 0.0;
 				j->completed += moved;
 			}
-			if (r->alive == 0 || r->left <= CFS_ZERO) {
+			if (!r->done && (r->alive == 0 || r->left <= CFS_ZERO)) {
 				r->done = true;
 				r->left = 0.0;
+				r->zombies_move = r->alive > 0;
 				s->active_reds--;
 				if (--j->reds_left == 0) {
 					j->done = true;
@@ -790,6 +801,19 @@ static void admit(struct cfs *s, uint32_t ji, int64_t now)
 	s->norder++;
 }
 
+/* layoutFlowsInJobOrder(): the flows of done reducers stop moving. */
+static void relayout(struct cfs *s)
+{
+	uint32_t *act, n = active_jobs(s, &act);
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct cfs_job *j = &s->jobs[act[i]];
+
+		for (uint32_t ri = j->first_red; ri < j->first_red + j->nred; ri++)
+			s->reds[ri].zombies_move = false;
+	}
+}
+
 /* Re-decides after admissions or departures, as each CoflowSim simulator does. */
 static void reschedule(struct cfs *s, int64_t now)
 {
@@ -930,8 +954,11 @@ int sim_coflowsim_run(struct cp_model *m, enum sim_cfs_algo algo, const struct s
 			admit(&s, next++, epoch);
 			added++;
 		}
-		if (added)
+		if (added) {
+			if (algo != SIM_CFS_FAIR)
+				relayout(&s);
 			reschedule(&s, epoch);
+		}
 		for (; t < epoch + s.epoch; t += s.quantum) {
 			bool flow_done = false;
 			uint32_t *act;
@@ -942,9 +969,11 @@ int sim_coflowsim_run(struct cp_model *m, enum sim_cfs_algo algo, const struct s
 			 * CoflowSim re-decides after a quantum a job left in; FAIR's shares
 			 * follow the flow counts, which change when a flow finishes
 			 */
-			if (step(&s, t, &flow_done) > 0 && algo != SIM_CFS_FAIR)
+			if (step(&s, t, &flow_done) > 0 && algo != SIM_CFS_FAIR) {
+				if (algo == SIM_CFS_DARK) /* its afterJobDeparture() lays out too */
+					relayout(&s);
 				reschedule(&s, t);
-			else if (flow_done && algo == SIM_CFS_FAIR)
+			} else if (flow_done && algo == SIM_CFS_FAIR)
 				fair_rates(&s);
 			else if (flow_done && s.rerate)
 				reschedule(&s, t);

@@ -28,7 +28,6 @@
  * same generator as Java's java.util.Random(17).
  */
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +43,6 @@
 #define CFS_QUEUES 10               /* DARK */
 #define CFS_Q0     (1048576.0 * 10)
 #define CFS_QMULT  10.0
-#define CFS_NEVER  INT64_MAX
 #define NS_PER_MS  1000000ULL
 
 struct cfs_flow {
@@ -81,7 +79,6 @@ struct cfs_job {
 	double completed; /* shuffleBytesCompleted */
 	int64_t start, finish;
 	uint32_t queue; /* DARK: currentJobQueue */
-	bool admitted, done;
 };
 
 struct cfs {
@@ -267,15 +264,10 @@ static int cfs_init(struct cfs *s, struct cp_model *m, enum sim_cfs_algo algo)
 
 /* ---- flows in flight ------------------------------------------------------- */
 
-static void flow_set_b(struct cfs_flow *f, double b)
-{
-	f->b = b;
-}
-
 /* The coflow algorithms' bytes per quantum: currentBps over one quantum. */
 static void flow_set_rate(const struct cfs *s, struct cfs_flow *f)
 {
-	flow_set_b(f, (f->bps / 8) * (1.0 * (double)s->quantum / CFS_SECOND));
+	f->b = (f->bps / 8) * (1.0 * (double)s->quantum / CFS_SECOND);
 }
 
 /* Each unfinished flow f of job j, reducer r by reducer (rack order), by mapper rack. */
@@ -325,7 +317,7 @@ static void fair_rates(struct cfs *s)
 		{
 			double a = per_q / s->nred[f->dst], b = per_q / s->nmap[f->src];
 
-			flow_set_b(f, a < b ? a : b);
+			f->b = a < b ? a : b;
 		}
 	}
 }
@@ -335,8 +327,11 @@ static void remove_job(struct cfs *s, uint32_t ji)
 	uint32_t *list, *n;
 
 	if (s->algo == SIM_CFS_DARK) {
-		list = s->q[s->jobs[ji].queue < CFS_QUEUES ? s->jobs[ji].queue : CFS_QUEUES - 1];
-		n = &s->nq[s->jobs[ji].queue < CFS_QUEUES ? s->jobs[ji].queue : CFS_QUEUES - 1];
+		/* the last queue's jobs keep counting up (currentJobQueue) in place */
+		uint32_t q = s->jobs[ji].queue < CFS_QUEUES ? s->jobs[ji].queue : CFS_QUEUES - 1;
+
+		list = s->q[q];
+		n = &s->nq[q];
 	} else {
 		list = s->order;
 		n = &s->norder;
@@ -400,7 +395,6 @@ static uint32_t step(struct cfs *s, int64_t t, bool *ret_flow_done)
 				r->zombies_move = r->alive > 0;
 				s->active_reds--;
 				if (--j->reds_left == 0) {
-					j->done = true;
 					j->finish = fin;
 					gone[ndone++] = ji;
 				}
@@ -515,23 +509,24 @@ static void madd_job(struct cfs *s, struct cfs_job *j, double alpha)
 	take_used(s, j);
 }
 
-/* updateRatesFairShare(): the skipped jobs share what is left, per-port flow counts. */
+/*
+ * updateRatesFairShare() (the skipped jobs, whose rates are 0 already) and
+ * DARK's per-job updateRates(): the jobs share what is left by per-port flow
+ * counts; a flow with a full port at either end gets 0.
+ */
 static void fair_share(struct cfs *s, const uint32_t *jobs, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		struct cfs_job *j = &s->jobs[jobs[i]];
 
-		for (struct cfs_red *r = &s->reds[j->first_red];
-		     r < &s->reds[j->first_red + j->nred]; r++) {
-			if (s->recv_free[r->rack] <= CFS_ZERO)
+		FOR_JOB_FLOWS(s, j, r, f)
+		{
+			if (s->recv_free[r->rack] <= CFS_ZERO || s->send_free[f->src] <= CFS_ZERO) {
+				f->bps = 0;
 				continue;
-			for (struct cfs_flow *f = &s->flows[r->first];
-			     f < &s->flows[r->first + r->n]; f++) {
-				if (f->done || s->send_free[f->src] <= CFS_ZERO)
-					continue;
-				s->nmap[f->src]++;
-				s->nred[r->rack]++;
 			}
+			s->nmap[f->src]++;
+			s->nred[r->rack]++;
 		}
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -709,26 +704,7 @@ static void dark_rates(struct cfs *s)
 	for (int q = 0; q < CFS_QUEUES; q++) {
 		for (uint32_t x = 0; x < s->nq[q]; x++) {
 			uint32_t ji = s->q[q][x];
-			struct cfs_job *j = &s->jobs[ji];
 
-			for (struct cfs_red *r = &s->reds[j->first_red];
-			     r < &s->reds[j->first_red + j->nred]; r++) {
-				if (s->recv_free[r->rack] <= CFS_ZERO) {
-					for (struct cfs_flow *f = &s->flows[r->first];
-					     f < &s->flows[r->first + r->n]; f++)
-						if (!f->done)
-							f->bps = 0;
-				}
-			}
-			for (struct cfs_red *r = &s->reds[j->first_red];
-			     r < &s->reds[j->first_red + j->nred]; r++) {
-				if (s->recv_free[r->rack] <= CFS_ZERO)
-					continue;
-				for (struct cfs_flow *f = &s->flows[r->first];
-				     f < &s->flows[r->first + r->n]; f++)
-					if (!f->done && s->send_free[f->src] <= CFS_ZERO)
-						f->bps = 0;
-			}
 			fair_share(s, &ji, 1);
 		}
 	}
@@ -786,7 +762,6 @@ static void admit(struct cfs *s, uint32_t ji, int64_t now)
 	struct cfs_job *j = &s->jobs[ji];
 	uint32_t at = 0;
 
-	j->admitted = true;
 	j->start = now;
 	s->active_reds += j->nred;
 	if (s->algo == SIM_CFS_DARK) {

@@ -62,11 +62,11 @@ static void usage(FILE *f)
 		"                            (default %g)\n"
 		"      --rates R             the gnn policy's rates in training, validation and a\n"
 		"                            lookahead teacher's gnn base: auto (by the prior:\n"
-		"                            strict priority for sincronia, else MADD), madd or\n"
-		"                            priority (default auto)\n"
+		"                            strict priority for sincronia and blend, else\n"
+		"                            MADD), madd or priority (default auto)\n"
 		"      --prior NAME          residual scoring: scores are the network's output plus\n"
 		"                            the heuristic NAME's order (none, sincronia, sebf,\n"
-		"                            wsrjf, srjf, scf, lcf; default %s)\n"
+		"                            wsrjf, srjf, scf, lcf, blend; default %s)\n"
 		"      --prior-scale X       score per place of the prior's order (default %g)\n"
 		"  -k, --rollouts K          rollouts of each episode per iteration, >= 2 (default %u)\n"
 		"  -j, --threads T           worker threads (default %u; per rank with --mpi);\n"
@@ -367,7 +367,7 @@ static int parse_args(int argc, char **argv, struct train_args *a)
 			a->shape_given = true;
 			if (id < 0) {
 				log_err("--prior: unknown heuristic '%s' (valid: none, sincronia, "
-					"sebf, wsrjf, srjf, scf, lcf)",
+					"sebf, wsrjf, srjf, scf, lcf, blend)",
 					optarg);
 				return -EINVAL;
 			}

@@ -105,7 +105,7 @@ static void gnnp_free(struct gnnp *x)
 
 /* gnn_config.prior i > 0 is the heuristic prior_names[i]. */
 static const char *const prior_names[] = {"none", "sincronia", "sebf", "wsrjf",
-					  "srjf", "scf",       "lcf",  NULL};
+					  "srjf", "scf",       "lcf",  "blend", NULL};
 
 const char *policy_gnn_prior_name(uint32_t prior)
 {
@@ -166,7 +166,8 @@ static int gnn_init(struct policy *p, const struct cp_model *m)
 	if (p->opt[OPT_RATES] == 0 && p->params.gnn_rates != POLICY_GNN_RATES_PRIOR)
 		x->madd = p->params.gnn_rates == POLICY_GNN_RATES_MADD;
 	else if (p->opt[OPT_RATES] == 0)
-		x->madd = cfg->prior != (uint32_t)policy_gnn_prior_find("sincronia");
+		x->madd = cfg->prior != (uint32_t)policy_gnn_prior_find("sincronia") &&
+			  cfg->prior != (uint32_t)policy_gnn_prior_find("blend");
 	if (cfg->nfeatures != POLICY_NFEATURES) {
 		loom_err_set(&p->init_err, EINVAL,
 			     "model %s has %u input features per coflow, this policy computes %u "

@@ -450,12 +450,12 @@ static void prior_record(void *ctx, const struct policy_graph *g, const uint32_t
 static void test_residual_prior(void **state)
 {
 	/* every decision for four priors (srjf and scf are wsrjf's and sebf's unweighted kin) */
-	static const char *const priors[] = {"sincronia", "sebf", "wsrjf", "lcf"};
+	static const char *const priors[] = {"sincronia", "sebf", "wsrjf", "lcf", "blend"};
 	/*
 	 * rates=auto gives a residual model its prior's rates: MADD + backfill
-	 * for these, sincronia's strict priority for sincronia
+	 * for these, strict priority for sincronia and blend
 	 */
-	static const char *const exact[] = {"sincronia", "sebf", "wsrjf"};
+	static const char *const exact[] = {"sincronia", "sebf", "wsrjf", "blend"};
 	struct policy_params pp = {.classes = 8, .seed = 1};
 	struct loom_err err = {{0}};
 	char path[256];

@@ -3,7 +3,9 @@
  * loom-agent's loop (agent.h): the session with loomd on libevent, the
  * table, the enforcer, the admin socket. Connecting and the Hello exchange
  * are blocking with a deadline (the agent has nothing else to do until
- * then); the session afterwards is event driven.
+ * then); the session afterwards is event driven. This file moves frames;
+ * what they say is encoded and decoded in rpc_loomd.c (rpc_loomd.h), where
+ * protobuf-c stops.
  */
 #include "dataplane/agent.h"
 
@@ -24,6 +26,8 @@
 #include "common/admin.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "dataplane/rpc_loomd.h"
+#include "proto/frame.h"
 
 #ifdef LOOM_HAVE_TLS
 #include <event2/bufferevent_ssl.h>
@@ -237,43 +241,35 @@ static int tls_read_all(struct dp_agent *a, SSL *ssl, void *buf, size_t len, str
 }
 #endif
 
-/* Sends env on fd, or on ssl when not NULL; 0 or -errno with err. */
-static int sess_send(struct dp_agent *a, int fd, SSL *ssl, const Loom__Envelope *env,
+/* Sends a frame on fd, or on ssl when not NULL; 0 or -errno with err. */
+static int sess_send(struct dp_agent *a, int fd, SSL *ssl, const uint8_t *frame, size_t len,
 		     int timeout_ms, struct loom_err *err)
 {
 	int r;
 
 #ifdef LOOM_HAVE_TLS
-	if (ssl) {
-		uint8_t *buf;
-		size_t n;
-
-		r = wire_encode(env, WIRE_MAX_FRAME_DEFAULT, &buf, &n);
-		if (r < 0)
-			return loom_err_set(err, -r, "hello: %s", strerror(-r));
-		r = tls_write_all(a, ssl, buf, n, err);
-		free(buf);
-		return r;
-	}
+	if (ssl)
+		return tls_write_all(a, ssl, frame, len, err);
 #else
 	(void)ssl;
 #endif
-	r = wire_send(fd, env, WIRE_MAX_FRAME_DEFAULT, timeout_ms);
+	r = wire_write_all(fd, frame, len, timeout_ms);
 	if (r < 0)
 		return loom_err_set(err, -r, "hello to %s: %s", a->cfg.controller, strerror(-r));
 	return 0;
 }
 
-/* Receives one envelope from fd, or from ssl when not NULL; 0 or -errno with err. */
-static int sess_recv(struct dp_agent *a, int fd, SSL *ssl, int timeout_ms, Loom__Envelope **ret,
+/* Receives one message from fd, or from ssl when not NULL; 0 or -errno with err. */
+static int sess_recv(struct dp_agent *a, int fd, SSL *ssl, int timeout_ms, struct dp_rpc_msg *ret,
 		     struct loom_err *err)
 {
+	uint8_t *body;
+	uint32_t n;
 	int r;
 
 #ifdef LOOM_HAVE_TLS
 	if (ssl) {
-		uint8_t hdr[WIRE_HDR_BYTES], *body;
-		uint32_t n;
+		uint8_t hdr[WIRE_HDR_BYTES];
 
 		r = tls_read_all(a, ssl, hdr, sizeof(hdr), err);
 		if (r < 0)
@@ -285,17 +281,20 @@ static int sess_recv(struct dp_agent *a, int fd, SSL *ssl, int timeout_ms, Loom_
 		if (!body)
 			return loom_err_set(err, ENOMEM, "out of memory");
 		r = tls_read_all(a, ssl, body, n, err);
-		*ret = r == 0 ? wire_decode(body, n) : NULL;
+		if (r == 0 && dp_rpc_msg_decode(body, n, ret) < 0)
+			r = loom_err_set(err, EPROTO, "hello to %s: not an Envelope",
+					 a->cfg.controller);
 		free(body);
-		if (r == 0 && !*ret)
-			return loom_err_set(err, EPROTO, "hello to %s: not an Envelope",
-					    a->cfg.controller);
 		return r;
 	}
 #else
 	(void)ssl;
 #endif
-	r = wire_recv(fd, WIRE_MAX_FRAME_DEFAULT, timeout_ms, ret);
+	r = wire_recv_frame(fd, WIRE_MAX_FRAME_DEFAULT, timeout_ms, &body, &n);
+	if (r == 0) {
+		r = dp_rpc_msg_decode(body, n, ret);
+		free(body);
+	}
 	if (r < 0)
 		return loom_err_set(err, -r, "hello to %s: %s", a->cfg.controller, strerror(-r));
 	return 0;
@@ -304,96 +303,77 @@ static int sess_recv(struct dp_agent *a, int fd, SSL *ssl, int timeout_ms, Loom_
 /* Hello as this host's agent; 0 or -errno with err (loomd's message when it refused). */
 static int hello(struct dp_agent *a, int fd, SSL *ssl, int timeout_ms, struct loom_err *err)
 {
-	Loom__Envelope env = LOOM__ENVELOPE__INIT, *rep = NULL;
-	Loom__Hello h = LOOM__HELLO__INIT;
-	ProtobufCBinaryData addrs[DP_MAX_ADDRS];
+	struct dp_rpc_msg rep;
+	uint8_t *frame;
+	size_t len;
 	char name[64];
 	int r;
 
 	snprintf(name, sizeof(name), "loom-agent[%d]", (int)getpid());
-	for (uint32_t i = 0; i < a->cfg.naddrs; i++) {
-		addrs[i].data = a->cfg.addrs[i];
-		addrs[i].len = a->cfg.addr_family[i] == 4 ? 4 : 16;
-	}
-	h.version_min = WIRE_VERSION_MIN;
-	h.version_max = WIRE_VERSION_MAX;
-	h.role = LOOM__ROLE__AGENT;
-	h.name = name;
-	h.host_id = a->cfg.host_id;
-	h.link_bps = a->cfg.link_bps;
-	h.classes = a->cfg.classes;
-	h.enforcer = !strcmp(a->cfg.enforcer, "dpdk") ? LOOM__ENFORCER__ENFORCER_DPDK :
-		     !strcmp(a->cfg.enforcer, "tc")   ? LOOM__ENFORCER__ENFORCER_TC :
-							LOOM__ENFORCER__ENFORCER_NULL;
-	h.n_addresses = a->cfg.naddrs;
-	h.addresses = addrs;
-	env.seq = ++a->seq;
-	env.body_case = LOOM__ENVELOPE__BODY_HELLO;
-	env.hello = &h;
-	r = sess_send(a, fd, ssl, &env, timeout_ms, err);
+	r = dp_rpc_hello_encode(&a->cfg, name, ++a->seq, &frame, &len);
+	if (r < 0)
+		return loom_err_set(err, -r, "hello: %s", strerror(-r));
+	r = sess_send(a, fd, ssl, frame, len, timeout_ms, err);
+	free(frame);
 	if (r == 0)
 		r = sess_recv(a, fd, ssl, timeout_ms, &rep, err);
 	if (r < 0)
 		return r;
-	if (rep->body_case != LOOM__ENVELOPE__BODY_HELLO_REPLY) {
-		wire_free(rep);
+	if (rep.kind != DP_RPC_HELLO_REPLY) {
+		dp_rpc_msg_release(&rep);
 		return loom_err_set(err, EPROTO, "hello to %s: the answer is not a hello reply",
 				    a->cfg.controller);
 	}
-	if (rep->hello_reply->error && rep->hello_reply->error->code) {
-		r = wire_error_to_errno(rep->hello_reply->error->code);
-		loom_err_set(err, -r, "loomd refused this agent: %s",
-			     rep->hello_reply->error->message);
-		wire_free(rep);
+	if (rep.error) {
+		r = rep.error;
+		loom_err_set(err, -r, "loomd refused this agent: %s", rep.message);
+		dp_rpc_msg_release(&rep);
 		return r;
 	}
-	if (rep->hello_reply->controller_id != a->controller_id && a->controller_id)
+	if (rep.controller_id != a->controller_id && a->controller_id)
 		log_info("loomd restarted (a new controller id); its full table replaces ours");
-	a->controller_id = rep->hello_reply->controller_id;
-	wire_free(rep);
+	a->controller_id = rep.controller_id;
+	dp_rpc_msg_release(&rep);
 	return 0;
 }
 
 /* ---- the session ------------------------------------------------------------------------------ */
 
-static void send_env(struct dp_agent *a, Loom__Envelope *env)
+/* Writes a frame made by an encoder of rpc_loomd.h (r its result) to the session, if any. */
+static void send_frame(struct dp_agent *a, int r, uint8_t *frame, size_t len)
 {
-	uint8_t *buf;
-	size_t n;
-
-	if (!a->bev || wire_encode(env, WIRE_MAX_FRAME_DEFAULT, &buf, &n) < 0)
+	if (r < 0)
 		return;
-	bufferevent_write(a->bev, buf, n);
-	free(buf);
+	if (a->bev)
+		bufferevent_write(a->bev, frame, len);
+	free(frame);
 }
 
 static void send_resync(struct dp_agent *a)
 {
-	Loom__Envelope env = LOOM__ENVELOPE__INIT;
-	Loom__Resync rs = LOOM__RESYNC__INIT;
+	uint8_t *frame;
+	size_t len;
+	int r = dp_rpc_resync_encode(++a->seq, &frame, &len);
 
-	env.seq = ++a->seq;
-	env.body_case = LOOM__ENVELOPE__BODY_RESYNC;
-	env.resync = &rs;
 	a->resyncs++;
-	send_env(a, &env);
+	send_frame(a, r, frame, len);
 }
 
-static void handle_table(struct dp_agent *a, const Loom__PriorityTable *pb)
+static void handle_table(struct dp_agent *a, const struct dp_rpc_msg *m)
 {
-	struct dp_update u;
+	const struct dp_update *u = &m->table;
 	struct dp_snapshot *snap;
+	uint8_t *frame;
+	size_t len;
 	int r;
 
 	a->tables++;
-	r = dp_update_from_pb(pb, &u);
-	if (r == 0) {
-		r = dp_table_apply(a->table, &u);
-		dp_update_release(&u);
-	}
+	r = m->error;
+	if (r == 0)
+		r = dp_table_apply(a->table, u);
 	if (r == -ESTALE) {
 		log_info("table %llu does not follow ours (%llu): asking for a full one",
-			 (unsigned long long)pb->version,
+			 (unsigned long long)u->version,
 			 (unsigned long long)dp_table_version(a->table));
 		send_resync(a);
 		return;
@@ -401,26 +381,18 @@ static void handle_table(struct dp_agent *a, const Loom__PriorityTable *pb)
 	if (r < 0) {
 		a->bad_tables++;
 		log_warn("table %llu refused (%s); asking for a full one",
-			 (unsigned long long)pb->version, strerror(-r));
+			 (unsigned long long)u->version, strerror(-r));
 		send_resync(a);
 		return;
 	}
 	snap = dp_table_snapshot(a->table);
 	if (!snap || a->enf.cls->apply(&a->enf, snap) < 0) {
 		log_err("enforcer %s could not take table %llu", a->enf.cls->name,
-			(unsigned long long)pb->version);
+			(unsigned long long)u->version);
 		return;
 	}
-	{
-		Loom__Envelope env = LOOM__ENVELOPE__INIT;
-		Loom__TableAck ack = LOOM__TABLE_ACK__INIT;
-
-		ack.version = pb->version;
-		env.seq = ++a->seq;
-		env.body_case = LOOM__ENVELOPE__BODY_TABLE_ACK;
-		env.table_ack = &ack;
-		send_env(a, &env);
-	}
+	r = dp_rpc_ack_encode(++a->seq, u->version, &frame, &len);
+	send_frame(a, r, frame, len);
 }
 
 static void schedule_reconnect(struct dp_agent *a);
@@ -445,8 +417,9 @@ static void read_cb(struct bufferevent *bev, void *arg)
 
 	for (;;) {
 		uint8_t hdr[WIRE_HDR_BYTES], *body;
-		Loom__Envelope *env;
+		struct dp_rpc_msg m;
 		uint32_t n;
+		int r;
 
 		if (evbuffer_get_length(in) < WIRE_HDR_BYTES)
 			return;
@@ -458,18 +431,17 @@ static void read_cb(struct bufferevent *bev, void *arg)
 		if (evbuffer_get_length(in) < WIRE_HDR_BYTES + (size_t)n)
 			return;
 		body = evbuffer_pullup(in, WIRE_HDR_BYTES + (ssize_t)n);
-		env = body ? wire_decode(body + WIRE_HDR_BYTES, n) : NULL;
+		r = body ? dp_rpc_msg_decode(body + WIRE_HDR_BYTES, n, &m) : -ENOMEM;
 		evbuffer_drain(in, WIRE_HDR_BYTES + (size_t)n);
-		if (!env) {
+		if (r < 0) {
 			drop_session(a, "a frame that is not an Envelope");
 			return;
 		}
-		if (env->body_case == LOOM__ENVELOPE__BODY_TABLE)
-			handle_table(a, env->table);
-		else if (env->body_case == LOOM__ENVELOPE__BODY_REPLY && env->reply->error &&
-			 env->reply->error->code)
-			log_warn("loomd: %s", env->reply->error->message);
-		wire_free(env);
+		if (m.kind == DP_RPC_TABLE)
+			handle_table(a, &m);
+		else if (m.kind == DP_RPC_REPLY && m.error)
+			log_warn("loomd: %s", m.message);
+		dp_rpc_msg_release(&m);
 	}
 }
 
@@ -573,10 +545,7 @@ static void schedule_reconnect(struct dp_agent *a)
 }
 
 struct stats_batch {
-	Loom__FlowStat *st;
-	Loom__FlowStat **stp;
-	Loom__FiveTuple *pt;
-	struct wire_tuple *t;
+	struct dp_flow_stat *st;
 	size_t n, cap;
 };
 
@@ -586,22 +555,14 @@ static void on_counter(void *ctx, const struct wire_tuple *t, uint64_t bytes, bo
 
 	if (b->n == b->cap) {
 		size_t ncap = b->cap * 2;
-		Loom__FlowStat *st = realloc(b->st, ncap * sizeof(*st));
-		struct wire_tuple *tt;
+		struct dp_flow_stat *st = realloc(b->st, ncap * sizeof(*st));
 
 		if (!st)
 			return; /* out of memory: this interval's counts for the rest are lost */
 		b->st = st;
-		tt = realloc(b->t, ncap * sizeof(*tt));
-		if (!tt)
-			return;
-		b->t = tt;
 		b->cap = ncap;
 	}
-	b->t[b->n] = *t;
-	loom__flow_stat__init(&b->st[b->n]);
-	b->st[b->n].bytes_sent = bytes;
-	b->st[b->n].done = done;
+	b->st[b->n] = (struct dp_flow_stat){.tuple = *t, .bytes = bytes, .done = done};
 	b->n++;
 }
 
@@ -614,57 +575,33 @@ static void stats_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	b.st = calloc(cap, sizeof(*b.st));
-	b.stp = calloc(cap, sizeof(*b.stp));
-	b.pt = calloc(cap, sizeof(*b.pt));
-	b.t = calloc(cap, sizeof(*b.t));
-	if (b.st && b.stp && b.pt && b.t) {
+	if (b.st) {
 		/* counters are collected even while disconnected (and then dropped) */
 		a->enf.cls->collect(&a->enf, on_counter, &b);
-		Loom__FlowStat **stp = b.n ? realloc(b.stp, b.n * sizeof(*stp)) : b.stp;
-		Loom__FiveTuple *pt = b.n ? realloc(b.pt, b.n * sizeof(*pt)) : b.pt;
+		if (b.n && a->bev) {
+			uint8_t *frame;
+			size_t len;
+			int r = dp_rpc_stats_encode(++a->seq, b.st, b.n, &frame, &len);
 
-		if (stp)
-			b.stp = stp;
-		if (pt)
-			b.pt = pt;
-		if (b.n && a->bev && stp && pt) {
-			Loom__Envelope env = LOOM__ENVELOPE__INIT;
-			Loom__FlowStats fs = LOOM__FLOW_STATS__INIT;
-
-			for (size_t i = 0; i < b.n; i++) {
-				wire_tuple_to_pb(&b.t[i], &b.pt[i]);
-				b.st[i].tuple = &b.pt[i];
-				b.stp[i] = &b.st[i];
-			}
-			fs.n_flows = b.n;
-			fs.flows = b.stp;
-			env.seq = ++a->seq;
-			env.body_case = LOOM__ENVELOPE__BODY_FLOW_STATS;
-			env.flow_stats = &fs;
-			send_env(a, &env);
+			send_frame(a, r, frame, len);
 			a->stats_sent++;
 			a->flows_reported += b.n;
 		}
 	}
 	free(b.st);
-	free(b.stp);
-	free(b.pt);
-	free(b.t);
 }
 
 static void hb_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dp_agent *a = arg;
-	Loom__Envelope env = LOOM__ENVELOPE__INIT;
-	Loom__Heartbeat hb = LOOM__HEARTBEAT__INIT;
+	uint8_t *frame;
+	size_t len;
+	int r;
 
 	(void)fd;
 	(void)what;
-	hb.time_ns = loom_clock_wall_ns();
-	env.seq = ++a->seq;
-	env.body_case = LOOM__ENVELOPE__BODY_HEARTBEAT;
-	env.heartbeat = &hb;
-	send_env(a, &env);
+	r = dp_rpc_heartbeat_encode(++a->seq, loom_clock_wall_ns(), &frame, &len);
+	send_frame(a, r, frame, len);
 }
 
 static void signal_cb(evutil_socket_t sig, short what, void *arg)

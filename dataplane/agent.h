@@ -25,7 +25,7 @@
 
 #include "common/errors.h"
 #include "dataplane/table.h"
-#include "proto/wire.h"
+#include "proto/tuple.h"
 
 #define DP_MAX_ADDRS 16
 
@@ -128,13 +128,5 @@ int dp_agent_run(struct dp_agent *a);
 void dp_agent_stop(struct dp_agent *a);
 /* Stops the enforcer (which removes what it installed) and frees everything. */
 struct dp_agent *dp_agent_free(struct dp_agent *a);
-
-/*
- * rpc_loomd.c: PriorityTable (wire) -> dp_update (ours). The update's arrays
- * are allocated into *ret (free with dp_update_release). 0 or -EINVAL (a
- * malformed tuple) / -ENOMEM.
- */
-int dp_update_from_pb(const Loom__PriorityTable *pb, struct dp_update *ret);
-void dp_update_release(struct dp_update *u);
 
 #endif

@@ -36,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/wire.h"
+#include "proto/tuple.h"
 
 struct dp_table;
 

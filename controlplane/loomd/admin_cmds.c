@@ -37,14 +37,14 @@ static const char *admin_peer(const struct cp_server *s, char *buf, size_t size)
 	return buf;
 }
 
-static const char *enforcer_name(int e)
+static const char *enforcer_name(enum cp_enforcer e)
 {
 	switch (e) {
-	case LOOM__ENFORCER__ENFORCER_NULL:
+	case CP_ENFORCER_NULL:
 		return "null";
-	case LOOM__ENFORCER__ENFORCER_DPDK:
+	case CP_ENFORCER_DPDK:
 		return "dpdk";
-	case LOOM__ENFORCER__ENFORCER_TC:
+	case CP_ENFORCER_TC:
 		return "tc";
 	default:
 		return "unspecified";

@@ -12,7 +12,7 @@
 #include "common/kvfile.h"
 #include "common/log.h"
 #include "common/units.h"
-#include "proto/wire.h"
+#include "proto/frame.h"
 
 void cp_config_default(struct cp_config *c)
 {

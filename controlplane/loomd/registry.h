@@ -15,7 +15,7 @@
 
 #include "common/errors.h"
 #include "controlplane/model/model.h"
-#include "proto/wire.h"
+#include "proto/tuple.h"
 #include "topo/topo.h"
 
 #define CP_NAME_MAX 64

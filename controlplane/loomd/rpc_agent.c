@@ -7,7 +7,7 @@
  * (added or changed entries, removed ones), as one versioned delta. A new
  * agent, or one that asks (Resync), gets a full table.
  */
-#include "controlplane/loomd/rpc.h"
+#include "controlplane/loomd/rpc_wire.h"
 
 #include <errno.h>
 #include <event2/buffer.h>
@@ -72,9 +72,24 @@ static void table_clear(struct cp_conn *c)
 	map_free_all(&c->coflows);
 }
 
+static enum cp_enforcer enforcer_from_pb(Loom__Enforcer e)
+{
+	switch (e) {
+	case LOOM__ENFORCER__ENFORCER_NULL:
+		return CP_ENFORCER_NULL;
+	case LOOM__ENFORCER__ENFORCER_DPDK:
+		return CP_ENFORCER_DPDK;
+	case LOOM__ENFORCER__ENFORCER_TC:
+		return CP_ENFORCER_TC;
+	default:
+		return CP_ENFORCER_UNSPECIFIED;
+	}
+}
+
 int cp_agent_hello(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err)
 {
 	struct cp_server *s = c->srv;
+	struct cp_host_addr addrs[CP_MAX_HOST_ADDRS];
 	struct cp_conn *old;
 	struct timeval tv;
 
@@ -97,10 +112,12 @@ int cp_agent_hello(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err
 			return loom_err_set(err, EINVAL,
 					    "address %zu is %zu bytes (4 or 16 expected)", i,
 					    a->len);
+		addrs[i].len = (uint8_t)a->len;
+		memcpy(addrs[i].bytes, a->data, a->len);
 	}
 	if (c->tls) {
 		/* the certificate is the agent's identity: it must name the host and its addresses */
-		int r = cp_conn_tls_check_agent(c, h->host_id, h, err);
+		int r = cp_conn_tls_check_agent(c, h->host_id, addrs, h->n_addresses, err);
 
 		if (r < 0)
 			return r;
@@ -118,13 +135,13 @@ int cp_agent_hello(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err
 	/* the host's addresses are the ones this hello gives */
 	cp_registry_clear_host_addrs(s->reg, h->host_id);
 	for (size_t i = 0; i < h->n_addresses; i++)
-		cp_registry_set_host_addr(s->reg, h->host_id, h->addresses[i].data,
-					  h->addresses[i].len == 4 ? 4 : 6);
+		cp_registry_set_host_addr(s->reg, h->host_id, addrs[i].bytes,
+					  addrs[i].len == 4 ? 4 : 6);
 	c->role = CP_ROLE_AGENT;
 	c->host = h->host_id;
 	c->link_bps = h->link_bps;
 	c->classes = h->classes;
-	c->enforcer = (int)h->enforcer;
+	c->enforcer = enforcer_from_pb(h->enforcer);
 	c->need_full = true;
 	s->agent_of_host[c->host] = c;
 	s->nagents++;
@@ -482,7 +499,7 @@ static int send_frame(struct cp_conn *c, const struct delta *d, bool full, size_
 		r = -EMSGSIZE;
 		goto out;
 	}
-	cp_conn_send_now(c, &env);
+	cp_rpc_send_now(c, &env);
 	c->table_version = t.version;
 	slot = (uint32_t)(t.version % CP_PUSH_RING);
 	c->push_version[slot] = t.version;

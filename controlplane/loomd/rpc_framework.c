@@ -5,7 +5,7 @@
  * journaled with the request's own bytes; replay at start-up goes through the
  * same functions with journal = false.
  */
-#include "controlplane/loomd/rpc.h"
+#include "controlplane/loomd/rpc_wire.h"
 
 #include <errno.h>
 #include <math.h>
@@ -35,7 +35,7 @@ void cp_rpc_reply(struct cp_conn *c, uint64_t seq, int r, const struct loom_err 
 		rep.error = &e;
 		c->srv->st.errors++;
 	}
-	cp_conn_send(c, &env);
+	cp_rpc_send(c, &env);
 }
 
 /* A journal append failing means the disk is gone: stop rather than diverge. */

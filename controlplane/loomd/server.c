@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * loomd's event loop (libevent): listeners, connections and framing, the
- * Hello handshake, group commit of the journal, scheduling passes, timers
- * and signals. Only this thread touches the registry.
+ * loomd's event loop (libevent): listeners, connections and framing, group
+ * commit of the journal, scheduling passes, timers and signals. Only this
+ * thread touches the registry. The frames' contents (the Hello handshake
+ * included) are rpc_*.c's: protobuf-c stops there (rpc.h).
  *
  * Group commit: a handler that changes the registry journals the change and
  * queues its reply on the connection's pending buffer; the commit event, run
@@ -40,6 +41,7 @@
 #include "controlplane/loomd/rpc.h"
 #include "controlplane/loomd/sched.h"
 #include "controlplane/loomd/tenants.h"
+#include "proto/frame.h"
 
 #ifdef LOOM_HAVE_TLS
 #include <event2/bufferevent_ssl.h>
@@ -91,8 +93,7 @@ static void conn_free(struct cp_conn *c)
 	free(c);
 }
 
-/* Closes once the output has drained (freed by the read or write callback, never here). */
-static void conn_close(struct cp_conn *c)
+void cp_conn_close(struct cp_conn *c)
 {
 	c->closing = true;
 	if (c->bev)
@@ -138,23 +139,21 @@ static void conn_write_now(struct cp_conn *c)
 		evbuffer_write(out, bufferevent_getfd(c->bev));
 }
 
-static int encode_into(struct evbuffer *out, const Loom__Envelope *env, uint32_t max_frame)
+/* Appends one frame to out: its header, then fill's body_len bytes. 0 or -errno. */
+static int frame_into(struct evbuffer *out, size_t body_len, cp_frame_fill_fn fill, const void *ctx,
+		      uint32_t max_frame)
 {
-	size_t n = loom__envelope__get_packed_size(env);
 	struct evbuffer_iovec v;
 	uint8_t *p;
 
-	if (n == 0 || n > max_frame)
+	if (body_len == 0 || body_len > max_frame)
 		return -EMSGSIZE;
-	if (evbuffer_reserve_space(out, n + WIRE_HDR_BYTES, &v, 1) < 1)
+	if (evbuffer_reserve_space(out, body_len + WIRE_HDR_BYTES, &v, 1) < 1)
 		return -ENOMEM;
 	p = v.iov_base;
-	p[0] = (uint8_t)(n >> 24);
-	p[1] = (uint8_t)(n >> 16);
-	p[2] = (uint8_t)(n >> 8);
-	p[3] = (uint8_t)n;
-	loom__envelope__pack(env, p + WIRE_HDR_BYTES);
-	v.iov_len = n + WIRE_HDR_BYTES;
+	wire_hdr_put(p, (uint32_t)body_len);
+	fill(ctx, p + WIRE_HDR_BYTES);
+	v.iov_len = body_len + WIRE_HDR_BYTES;
 	return evbuffer_commit_space(out, &v, 1) == 0 ? 0 : -ENOMEM;
 }
 
@@ -164,11 +163,12 @@ static void conn_overflow_check(struct cp_conn *c)
 		log_warn("%s (%s): not reading its replies (%u MiB queued); disconnected", c->peer,
 			 c->name[0] ? c->name : "?", CP_MAX_OUTPUT_BYTES >> 20);
 		c->overflow = true; /* freed by the next tick or pass */
-		conn_close(c);
+		cp_conn_close(c);
 	}
 }
 
-void cp_conn_send_now(struct cp_conn *c, const Loom__Envelope *env)
+void cp_conn_send_now(struct cp_conn *c, const char *what, size_t body_len, cp_frame_fill_fn fill,
+		      const void *ctx)
 {
 	int r;
 
@@ -177,30 +177,30 @@ void cp_conn_send_now(struct cp_conn *c, const Loom__Envelope *env)
 		struct evbuffer *sink = evbuffer_new();
 
 		if (sink) {
-			encode_into(sink, env, c->srv->cfg.max_frame);
+			frame_into(sink, body_len, fill, ctx, c->srv->cfg.max_frame);
 			evbuffer_free(sink);
 		}
 		return;
 	}
-	r = encode_into(bufferevent_get_output(c->bev), env, c->srv->cfg.max_frame);
+	r = frame_into(bufferevent_get_output(c->bev), body_len, fill, ctx, c->srv->cfg.max_frame);
 	if (r < 0)
-		log_warn("%s: cannot send %s: %s", c->peer, wire_type_name(env->body_case),
-			 strerror(-r));
+		log_warn("%s: cannot send %s: %s", c->peer, what, strerror(-r));
 	conn_write_now(c);
 	conn_overflow_check(c);
 }
 
-void cp_conn_send(struct cp_conn *c, const Loom__Envelope *env)
+void cp_conn_send(struct cp_conn *c, const char *what, size_t body_len, cp_frame_fill_fn fill,
+		  const void *ctx)
 {
 	struct cp_server *s = c->srv;
 
 	if (!cp_journal_pending(s->journal) && !c->dirty) {
-		cp_conn_send_now(c, env);
+		cp_conn_send_now(c, what, body_len, fill, ctx);
 		return;
 	}
 	if (!c->pending)
 		c->pending = evbuffer_new();
-	if (!c->pending || encode_into(c->pending, env, s->cfg.max_frame) < 0) {
+	if (!c->pending || frame_into(c->pending, body_len, fill, ctx, s->cfg.max_frame) < 0) {
 		log_warn("%s: cannot queue a reply; disconnecting", c->peer);
 		c->closing = true;
 		return;
@@ -252,125 +252,6 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-static void send_hello_reply(struct cp_conn *c, uint64_t seq, int r, const char *msg)
-{
-	Loom__Envelope env = LOOM__ENVELOPE__INIT;
-	Loom__HelloReply hr = LOOM__HELLO_REPLY__INIT;
-	Loom__Error e = LOOM__ERROR__INIT;
-
-	env.seq = seq;
-	env.body_case = LOOM__ENVELOPE__BODY_HELLO_REPLY;
-	env.hello_reply = &hr;
-	e.code = wire_errno_to_error(r);
-	e.message = (char *)(msg ? msg : "");
-	hr.error = &e;
-	hr.version = c->version;
-	hr.classes = cp_sched_classes(c->srv->sched);
-	hr.controller_id = c->srv->controller_id;
-	cp_conn_send_now(c, &env);
-}
-
-static void handle_hello(struct cp_conn *c, const Loom__Envelope *env)
-{
-	const Loom__Hello *h = env->hello;
-	struct loom_err err = {{0}};
-	uint32_t lo = h->version_min, hi = h->version_max;
-	int r;
-
-	if (c->role != CP_ROLE_NONE) {
-		loom_err_set(&err, EINVAL, "a second hello on one connection");
-		cp_rpc_reply(c, env->seq, -EINVAL, &err, 0);
-		return;
-	}
-	if (hi < lo || hi < WIRE_VERSION_MIN || lo > WIRE_VERSION_MAX) {
-		char msg[160];
-
-		snprintf(msg, sizeof(msg),
-			 "no protocol version in common: the client speaks %u..%u, loomd %u..%u",
-			 lo, hi, WIRE_VERSION_MIN, WIRE_VERSION_MAX);
-		log_info("%s: %s", c->peer, msg);
-		send_hello_reply(c, env->seq, -EPROTONOSUPPORT, msg);
-		conn_close(c);
-		return;
-	}
-	c->version = hi < WIRE_VERSION_MAX ? hi : WIRE_VERSION_MAX;
-	snprintf(c->name, sizeof(c->name), "%s", h->name ? h->name : "");
-	switch (h->role) {
-	case LOOM__ROLE__FRAMEWORK:
-		r = cp_conn_auth_framework(c, h, &err);
-		if (r < 0) {
-			log_info("%s: framework '%s' refused: %s", c->peer, c->name,
-				 loom_err_str(&err));
-			send_hello_reply(c, env->seq, r, loom_err_str(&err));
-			conn_close(c);
-			return;
-		}
-		c->role = CP_ROLE_FRAMEWORK;
-		c->srv->nframeworks++;
-		if (c->bev)
-			bufferevent_set_timeouts(c->bev, NULL, NULL);
-		send_hello_reply(c, env->seq, 0, NULL);
-		log_debug("%s: framework '%s' connected (tenant %s)", c->peer, c->name,
-			  c->srv->tenants[c->tenant].name);
-		return;
-	case LOOM__ROLE__AGENT:
-		r = cp_agent_hello(c, h, &err);
-		if (r < 0) {
-			log_info("%s: agent refused: %s", c->peer, loom_err_str(&err));
-			send_hello_reply(c, env->seq, r, loom_err_str(&err));
-			conn_close(c);
-			return;
-		}
-		send_hello_reply(c, env->seq, 0, NULL);
-		cp_server_schedule_pass(c->srv);
-		return;
-	default:
-		send_hello_reply(c, env->seq, -EINVAL, "hello: role must be FRAMEWORK or AGENT");
-		conn_close(c);
-		return;
-	}
-}
-
-static void dispatch(struct cp_conn *c, const Loom__Envelope *env)
-{
-	struct loom_err err = {{0}};
-
-	c->srv->st.requests++;
-	if (env->body_case == LOOM__ENVELOPE__BODY_HELLO) {
-		handle_hello(c, env);
-		return;
-	}
-	if (env->body_case == LOOM__ENVELOPE__BODY__NOT_SET) {
-		loom_err_set(&err, EBADMSG, "message type %s is not one loomd knows (protocol %u)",
-			     "unset or unknown", c->version ? c->version : WIRE_VERSION_MAX);
-		cp_rpc_reply(c, env->seq, -EBADMSG, &err, 0);
-		return;
-	}
-	if (env->body_case == LOOM__ENVELOPE__BODY_HEARTBEAT) {
-		Loom__Envelope out = LOOM__ENVELOPE__INIT;
-		Loom__Heartbeat hb = LOOM__HEARTBEAT__INIT;
-
-		hb.time_ns = cp_server_now_ns(c->srv);
-		out.seq = env->seq;
-		out.body_case = LOOM__ENVELOPE__BODY_HEARTBEAT;
-		out.heartbeat = &hb;
-		cp_conn_send_now(c, &out);
-		return;
-	}
-	switch (c->role) {
-	case CP_ROLE_NONE:
-		loom_err_set(&err, ENOTCONN, "%s before hello", wire_type_name(env->body_case));
-		cp_rpc_reply(c, env->seq, -ENOTCONN, &err, 0);
-		return;
-	case CP_ROLE_FRAMEWORK:
-		cp_rpc_framework(c, env);
-		return;
-	case CP_ROLE_AGENT:
-		cp_rpc_agent(c, env);
-		return;
-	}
-}
-
 /*
  * Takes every whole frame off in and dispatches it. Returns 0, or -1 when the
  * connection must be dropped at once (a framing error, logged here).
@@ -381,9 +262,9 @@ static int process_input(struct cp_conn *c, struct evbuffer *in)
 
 	while (!c->closing) {
 		uint8_t hdr[WIRE_HDR_BYTES];
-		Loom__Envelope *env;
 		uint32_t n;
 		uint8_t *body;
+		int r;
 
 		if (evbuffer_get_length(in) < WIRE_HDR_BYTES)
 			break;
@@ -401,17 +282,16 @@ static int process_input(struct cp_conn *c, struct evbuffer *in)
 		if (evbuffer_get_length(in) < WIRE_HDR_BYTES + (size_t)n)
 			break;
 		body = evbuffer_pullup(in, WIRE_HDR_BYTES + (ssize_t)n);
-		env = body ? wire_decode(body + WIRE_HDR_BYTES, n) : NULL;
+		/* decoded before anything is handled: the frame may go at once */
+		r = body ? cp_rpc_frame(c, body + WIRE_HDR_BYTES, n) : -EBADMSG;
 		evbuffer_drain(in, WIRE_HDR_BYTES + (size_t)n);
-		if (!env) {
+		if (r < 0) {
 			log_warn("%s (%s): a %u-byte frame that is not a loom.Envelope; connection "
 				 "closed",
 				 c->peer, c->name[0] ? c->name : "no hello", n);
 			c->srv->st.frames_bad++;
 			return -1;
 		}
-		dispatch(c, env);
-		wire_free(env);
 	}
 	return 0;
 }
@@ -631,8 +511,8 @@ static void tls_log_failure(struct cp_conn *c)
 }
 #endif
 
-int cp_conn_tls_check_agent(struct cp_conn *c, uint32_t host, const Loom__Hello *h,
-			    struct loom_err *err)
+int cp_conn_tls_check_agent(struct cp_conn *c, uint32_t host, const struct cp_host_addr *addrs,
+			    size_t naddrs, struct loom_err *err)
 {
 #ifdef LOOM_HAVE_TLS
 	SSL *ssl = c->bev ? bufferevent_openssl_get_ssl(c->bev) : NULL;
@@ -651,13 +531,13 @@ int cp_conn_tls_check_agent(struct cp_conn *c, uint32_t host, const Loom__Hello 
 				 host, name, names);
 		goto out;
 	}
-	for (size_t i = 0; i < h->n_addresses; i++) {
-		const ProtobufCBinaryData *a = &h->addresses[i];
+	for (size_t i = 0; i < naddrs; i++) {
+		const struct cp_host_addr *a = &addrs[i];
 		char ip[INET6_ADDRSTRLEN] = "?";
 
-		if (X509_check_ip(cert, a->data, a->len, 0) == 1)
+		if (X509_check_ip(cert, a->bytes, a->len, 0) == 1)
 			continue;
-		inet_ntop(a->len == 4 ? AF_INET : AF_INET6, a->data, ip, sizeof(ip));
+		inet_ntop(a->len == 4 ? AF_INET : AF_INET6, a->bytes, ip, sizeof(ip));
 		r = loom_err_set(err, EPERM,
 				 "host %u: address %s is not an IP subjectAltName of the client "
 				 "certificate (it names %s)",
@@ -670,7 +550,8 @@ out:
 #else
 	(void)c;
 	(void)host;
-	(void)h;
+	(void)addrs;
+	(void)naddrs;
 	return loom_err_set(err, ENOTSUP, "this loomd was built without TLS");
 #endif
 }
@@ -731,14 +612,15 @@ static int tls_tenant(struct cp_conn *c, char *buf, size_t size, struct loom_err
 #endif
 }
 
-int cp_conn_auth_framework(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err)
+int cp_conn_auth_framework(struct cp_conn *c, const char *token, struct loom_err *err)
 {
 	struct cp_server *s = c->srv;
-	const char *token = h->token && h->token[0] ? h->token : NULL;
 	const struct cp_token_entry *e = NULL;
 	char name[CP_TENANT_MAX] = CP_TENANT_DEFAULT;
 	int r;
 
+	if (token && !token[0])
+		token = NULL;
 	/* the token is a secret: no message quotes it */
 	if (token && !s->tokens)
 		return loom_err_set(err, EACCES,
@@ -777,7 +659,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && c->bev &&
 	    evbuffer_get_length(bufferevent_get_output(c->bev))) {
 		/* half-closed: the peer still reads what it is owed, then write_cb frees */
-		conn_close(c);
+		cp_conn_close(c);
 		return;
 	} else if ((what & BEV_EVENT_ERROR) && c->tls) {
 		tls_log_failure(c);

@@ -4,7 +4,9 @@
  * framing, agents' tables and their deltas, timers, the admin commands,
  * metrics. struct cp_server holds the daemon's parts (config.h, registry.h,
  * sched.h, journal.h, tenants.h, metrics.h); the requests themselves are
- * handled in rpc.h's functions, the admin commands in admin_cmds.h's.
+ * handled in rpc.h's functions, the admin commands in admin_cmds.h's. The
+ * server moves frames; it never reads or writes their protobuf-c contents
+ * (rpc_wire.h's functions do).
  *
  * Threads: one loop thread owns everything here; the metrics HTTP thread
  * only reads text the loop publishes (metrics.h).
@@ -25,7 +27,7 @@
 #include "controlplane/loomd/registry.h"
 #include "controlplane/loomd/sched.h"
 #include "controlplane/loomd/tenants.h"
-#include "proto/wire.h"
+#include "proto/tuple.h"
 #include "topo/topo.h"
 
 struct event_base;
@@ -40,6 +42,20 @@ enum cp_role {
 	CP_ROLE_NONE = 0, /* before Hello */
 	CP_ROLE_FRAMEWORK,
 	CP_ROLE_AGENT,
+};
+
+/* The enforcer an agent says (Hello) it runs; an unknown one is UNSPECIFIED. */
+enum cp_enforcer {
+	CP_ENFORCER_UNSPECIFIED = 0,
+	CP_ENFORCER_NULL,
+	CP_ENFORCER_DPDK,
+	CP_ENFORCER_TC,
+};
+
+/* A host's address as its agent announces it: 4 (IPv4) or 16 (IPv6) bytes, network order. */
+struct cp_host_addr {
+	uint8_t len;
+	uint8_t bytes[16];
 };
 
 /* What an agent has been sent (its table), for deltas. */
@@ -86,7 +102,7 @@ struct cp_conn {
 	uint32_t host;
 	uint64_t link_bps;
 	uint32_t classes;
-	int enforcer;
+	enum cp_enforcer enforcer;
 	uint64_t table_version, acked_version;
 	bool need_full;
 	/* tuple hash -> struct cp_agent_flow, coflow id -> cp_agent_coflow (rpc_agent.c); owned */
@@ -158,31 +174,42 @@ uint64_t cp_server_now_ns(const struct cp_server *s);
 void cp_server_schedule_pass(struct cp_server *s);
 /* Runs one pass now (admin 'decide'); 0 or -errno with err. */
 int cp_server_pass(struct cp_server *s, struct loom_err *err);
-/* Queues a reply envelope on c (held until the journal commits). */
-void cp_conn_send(struct cp_conn *c, const Loom__Envelope *env);
-/* Sends now, bypassing the journal hold (tables, hello replies without changes). */
-void cp_conn_send_now(struct cp_conn *c, const Loom__Envelope *env);
+/* Writes a frame's body of the length announced (rpc_*.c: packs an envelope there). */
+typedef void (*cp_frame_fill_fn)(const void *ctx, uint8_t *body);
+/*
+ * Queues one frame on c, held until the journal commits when a change is
+ * pending (replies): its header here, its body_len bytes by fill(ctx, body).
+ * what names it in the log ("reply"). A frame of 0 bytes or over max_frame,
+ * or no memory: logged; a reply that cannot be held closes c.
+ */
+void cp_conn_send(struct cp_conn *c, const char *what, size_t body_len, cp_frame_fill_fn fill,
+		  const void *ctx);
+/* The same, sent now, bypassing the journal hold (tables, hello replies without changes). */
+void cp_conn_send_now(struct cp_conn *c, const char *what, size_t body_len, cp_frame_fill_fn fill,
+		      const void *ctx);
+/* Closes c once its output has drained (freed by a callback of the loop, never here). */
+void cp_conn_close(struct cp_conn *c);
 /* Makes sure pending journal writes are committed before replies go out. */
 void cp_server_need_commit(struct cp_server *s);
 
 /*
  * server.c: whether the certificate of c (a TLS connection) names the agent
  * of host (subjectAltName DNS, or the subject's CN without one, "host-N")
- * and holds every address of h as an IP subjectAltName. 0, or -EPERM (wire
- * code WRONG_ROLE) with
- * err saying what the certificate names instead.
+ * and holds every one of the naddrs addresses its Hello gave as an IP
+ * subjectAltName. 0, or -EPERM (wire code WRONG_ROLE) with err saying what
+ * the certificate names instead.
  */
-int cp_conn_tls_check_agent(struct cp_conn *c, uint32_t host, const Loom__Hello *h,
-			    struct loom_err *err);
+int cp_conn_tls_check_agent(struct cp_conn *c, uint32_t host, const struct cp_host_addr *addrs,
+			    size_t naddrs, struct loom_err *err);
 
 /*
- * server.c: who a framework saying Hello h on c is. Sets c->tenant, or
- * returns -EACCES (wire DENIED: a token that is not in the tokens file, a
- * token where loomd has none, none where it needs one, a token of another
- * tenant than the certificate's) or -EPERM (an agent's certificate, host-N)
- * with err saying which.
+ * server.c: who a framework saying Hello with token (NULL or "": none) on c
+ * is. Sets c->tenant, or returns -EACCES (wire DENIED: a token that is not
+ * in the tokens file, a token where loomd has none, none where it needs
+ * one, a token of another tenant than the certificate's) or -EPERM (an
+ * agent's certificate, host-N) with err saying which.
  */
-int cp_conn_auth_framework(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err);
+int cp_conn_auth_framework(struct cp_conn *c, const char *token, struct loom_err *err);
 
 /* ---- for tests and fuzz targets ----------------------------------------------------------- */
 

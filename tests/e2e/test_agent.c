@@ -179,6 +179,28 @@ static void test_table_fail_static_resync(void **state)
 	AGENT = start_agent((const char *const[]){"--host-id", "1", "--address", "10.0.0.1",
 						  "--stats-interval", "50", NULL});
 	wait_stat("connected", 1);
+	{
+		/* loomd took the agent's Hello as sent: its name, enforcer and classes */
+		json_t *ags = h_admin(&H, "agents", 0, NULL), *v;
+		size_t i;
+		int found = 0;
+
+		assert_non_null(ags);
+		json_array_foreach(ags, i, v)
+		{
+			if (json_integer_value(json_object_get(v, "host")) != 1)
+				continue;
+			found++;
+			assert_string_equal(json_string_value(json_object_get(v, "enforcer")),
+					    "null");
+			assert_int_equal(json_integer_value(json_object_get(v, "classes")), 8);
+			assert_int_equal(strncmp(json_string_value(json_object_get(v, "name")),
+						 "loom-agent[", 11),
+					 0);
+		}
+		assert_int_equal(found, 1);
+		json_decref(ags);
+	}
 	assert_int_equal(register_job(7), 0);
 	wait_stat("flows", 2);
 	t = agent_admin("table");

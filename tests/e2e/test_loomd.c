@@ -353,9 +353,13 @@ static void test_socket_flow_and_agent(void **state)
 		ags = loomctl_json("agents", NULL);
 		json_array_foreach(ags, i, v)
 		{
-			if (json_integer_value(json_object_get(v, "host")) == 5)
-				assert_int_equal(
-					json_integer_value(json_object_get(v, "unknown_flows")), 1);
+			if (json_integer_value(json_object_get(v, "host")) != 5)
+				continue;
+			assert_int_equal(json_integer_value(json_object_get(v, "unknown_flows")),
+					 1);
+			/* the harness's Hello names no enforcer */
+			assert_string_equal(json_string_value(json_object_get(v, "enforcer")),
+					    "unspecified");
 		}
 		json_decref(ags);
 	}

@@ -33,6 +33,7 @@
 #include "controlplane/loomd/registry.h"
 #include "controlplane/loomd/rpc.h"
 #include "controlplane/loomd/server.h"
+#include "proto/wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

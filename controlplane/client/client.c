@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * libloom: the framework side of loom.proto (see loom.h). This file is the
- * RPC edge of the client: the caller's structs become protobuf-c messages
- * here and nowhere else.
+ * libloom: the framework side of loom.proto (see loom.h). This file keeps
+ * the connection: addresses, TLS, the lock, deadlines, reconnecting, and
+ * the bytes of frames; rpc_client.c is the RPC edge, where the caller's
+ * structs become protobuf-c messages and loomd's answers ours.
  *
  * One connection per client, taken by one call at a time for a whole
  * request and its reply, so replies come back in the order requests went
@@ -12,6 +13,7 @@
  * position is unknown); the next call opens a new one.
  */
 #include "controlplane/client/loom.h"
+#include "controlplane/client/rpc_client.h"
 #include "controlplane/client/sockaddr.h"
 
 #include <errno.h>
@@ -32,7 +34,7 @@
 
 #include "common/addr.h"
 #include "common/clock.h"
-#include "proto/wire.h"
+#include "proto/frame.h"
 
 #ifdef LOOM_HAVE_TLS
 #include <openssl/err.h>
@@ -67,7 +69,7 @@ struct loom_client {
 
 /* ---- the calling thread's last error ------------------------------------------------- */
 
-static _Thread_local char err_buf[512];
+static _Thread_local char err_buf[LOOM_CLIENT_ERR_MAX];
 static _Thread_local bool err_set;
 
 __attribute__((format(printf, 2, 3))) static int fail(int neg_errno, const char *fmt, ...)
@@ -331,34 +333,41 @@ static int tls_setup(struct loom_client *c, const char *cert, const char *key, c
 }
 #endif
 
-/* Encodes and sends env on c before deadline (no SIGPIPE); 0 or -errno. */
-static int env_send(struct loom_client *c, const Loom__Envelope *env, int64_t deadline)
+/* Frames m with seq and sends it on c before deadline (no SIGPIPE); 0 or -errno. */
+static int msg_send(struct loom_client *c, struct loom_client_msg *m, uint64_t seq,
+		    int64_t deadline)
 {
-#ifdef LOOM_HAVE_TLS
-	if (c->ssl) {
-		uint8_t *buf;
-		size_t len;
-		int r = wire_encode(env, WIRE_MAX_FRAME_DEFAULT, &buf, &len);
+	uint8_t *buf;
+	size_t len;
+	int r = loom_client_rpc_frame(m, seq, &buf, &len);
 
-		if (r < 0)
-			return r;
-		r = tls_write_all(c, buf, len, deadline);
-		free(buf);
+	if (r < 0)
 		return r;
-	}
+#ifdef LOOM_HAVE_TLS
+	if (c->ssl)
+		r = tls_write_all(c, buf, len, deadline);
+	else
 #endif
-	return wire_send(c->fd, env, WIRE_MAX_FRAME_DEFAULT, left_ms(deadline));
+		r = wire_write_all(c->fd, buf, len, left_ms(deadline));
+	free(buf);
+	return r;
 }
 
-/* Receives one envelope from c before deadline; 0 or -errno as wire_recv(). */
-static int env_recv(struct loom_client *c, int64_t deadline, Loom__Envelope **ret_env)
+/*
+ * Receives one answer from c before deadline; 0, or -errno as
+ * wire_recv_frame() says, or -EBADMSG (not a loom.Envelope).
+ */
+static int reply_recv(struct loom_client *c, int64_t deadline, struct loom_client_reply *ret)
 {
+	uint8_t *body = NULL;
+	uint32_t n;
+	int r;
+
 #ifdef LOOM_HAVE_TLS
 	if (c->ssl) {
-		uint8_t hdr[WIRE_HDR_BYTES], *body;
-		uint32_t n;
-		int r = tls_read_all(c, hdr, sizeof(hdr), deadline);
+		uint8_t hdr[WIRE_HDR_BYTES];
 
+		r = tls_read_all(c, hdr, sizeof(hdr), deadline);
 		if (r < 0)
 			return r;
 		r = wire_hdr_parse(hdr, WIRE_MAX_FRAME_DEFAULT, &n);
@@ -368,14 +377,13 @@ static int env_recv(struct loom_client *c, int64_t deadline, Loom__Envelope **re
 		if (!body)
 			return -ENOMEM;
 		r = tls_read_all(c, body, n, deadline);
-		*ret_env = r == 0 ? wire_decode(body, n) : NULL;
-		free(body);
-		if (r == 0 && !*ret_env)
-			return -EBADMSG;
-		return r;
-	}
+	} else
 #endif
-	return wire_recv(c->fd, WIRE_MAX_FRAME_DEFAULT, left_ms(deadline), ret_env);
+		r = wire_recv_frame(c->fd, WIRE_MAX_FRAME_DEFAULT, left_ms(deadline), &body, &n);
+	if (r == 0)
+		r = loom_client_rpc_decode(body, n, ret);
+	free(body);
+	return r;
 }
 
 /* The errors after which the connection is gone and a new one may work. */
@@ -391,24 +399,18 @@ static bool is_broken(int r)
  */
 static int client_hello(struct loom_client *c, int64_t deadline)
 {
-	Loom__Envelope env = LOOM__ENVELOPE__INIT, *rep = NULL;
-	Loom__Hello hello = LOOM__HELLO__INIT;
-	const Loom__HelloReply *hr;
+	struct loom_client_msg *hello = NULL;
+	struct loom_client_reply rep;
 	uint64_t seq = ++c->seq;
 	int r;
 
-	hello.version_min = WIRE_VERSION_MIN;
-	hello.version_max = WIRE_VERSION_MAX;
-	hello.role = LOOM__ROLE__FRAMEWORK;
-	hello.name = c->name;
-	if (c->token)
-		hello.token = c->token;
-	env.seq = seq;
-	env.body_case = LOOM__ENVELOPE__BODY_HELLO;
-	env.hello = &hello;
-	r = env_send(c, &env, deadline);
+	r = loom_client_rpc_hello_new(c->name, c->token, &hello);
+	if (r < 0)
+		return fail(r, "hello to %s: %s", c->address, ERRSTR(r));
+	r = msg_send(c, hello, seq, deadline);
+	loom_client_rpc_free(hello);
 	if (r == 0)
-		r = env_recv(c, deadline, &rep);
+		r = reply_recv(c, deadline, &rep);
 	if (r < 0 && c->ssl && r != -ETIMEDOUT && r != -EMSGSIZE && r != -EBADMSG)
 		/* loomd checks our certificate after our handshake returned (TLS 1.3) */
 		return fail(-EPROTO,
@@ -427,33 +429,23 @@ static int client_hello(struct loom_client *c, int64_t deadline)
 				    ERRSTR(r));
 		return fail(r, "hello to %s: %s", c->address, ERRSTR(r));
 	}
-	if (rep->body_case != LOOM__ENVELOPE__BODY_HELLO_REPLY || rep->seq != seq) {
-		r = fail(-EPROTO, "hello to %s: expected hello_reply seq %llu, got %s seq %llu",
-			 c->address, (unsigned long long)seq, wire_type_name(rep->body_case),
-			 (unsigned long long)rep->seq);
-		goto out;
+	if (rep.kind != LOOM_CLIENT_REPLY_HELLO || rep.seq != seq)
+		return fail(-EPROTO, "hello to %s: expected hello_reply seq %llu, got %s seq %llu",
+			    c->address, (unsigned long long)seq, rep.type,
+			    (unsigned long long)rep.seq);
+	if (rep.error) {
+		if (rep.message[0])
+			return fail(rep.error, "%s", rep.message);
+		return fail(rep.error, "hello to %s: refused by the controller (%s)", c->address,
+			    rep.error_name);
 	}
-	hr = rep->hello_reply;
-	if (hr->error && hr->error->code != LOOM__ERROR_CODE__OK) {
-		r = wire_error_to_errno(hr->error->code);
-		if (hr->error->message && hr->error->message[0])
-			fail(r, "%s", hr->error->message);
-		else
-			fail(r, "hello to %s: refused by the controller (%s)", c->address,
-			     wire_error_name(hr->error->code));
-		goto out;
-	}
-	if (hr->version < WIRE_VERSION_MIN || hr->version > WIRE_VERSION_MAX) {
-		r = fail(-EPROTONOSUPPORT,
-			 "hello to %s: the controller chose protocol version %u, we speak %u..%u",
-			 c->address, hr->version, WIRE_VERSION_MIN, WIRE_VERSION_MAX);
-		goto out;
-	}
-	__atomic_store_n(&c->version, hr->version, __ATOMIC_RELAXED);
-	r = 0;
-out:
-	wire_free(rep);
-	return r;
+	if (rep.version < WIRE_VERSION_MIN || rep.version > WIRE_VERSION_MAX)
+		return fail(
+			-EPROTONOSUPPORT,
+			"hello to %s: the controller chose protocol version %u, we speak %u..%u",
+			c->address, rep.version, WIRE_VERSION_MIN, WIRE_VERSION_MAX);
+	__atomic_store_n(&c->version, rep.version, __ATOMIC_RELAXED);
+	return 0;
 }
 
 /* Connects and says Hello; on success c->fd is the new connection. */
@@ -600,17 +592,16 @@ static int call_connect(struct loom_client *c, const char *op, int64_t deadline,
 }
 
 /* Receives until the answer to seq or later, skipping late answers to earlier requests. */
-static int recv_reply(struct loom_client *c, uint64_t seq, int64_t deadline, Loom__Envelope **rep)
+static int recv_reply(struct loom_client *c, uint64_t seq, int64_t deadline,
+		      struct loom_client_reply *rep)
 {
 	int r;
 
 	for (;;) {
-		r = env_recv(c, deadline, rep);
-		if (r < 0 || (*rep)->seq >= seq)
+		r = reply_recv(c, deadline, rep);
+		if (r < 0 || rep->seq >= seq)
 			return r;
 		/* A late answer to a request of an earlier connection state: skip. */
-		wire_free(*rep);
-		*rep = NULL;
 	}
 }
 
@@ -636,34 +627,37 @@ static int recv_fail(const struct loom_client *c, int r, const char *op)
 }
 
 /*
- * Sends req and receives its answer in *rep (the caller frees it), over a
- * new connection when there is none or it broke (once per call; *resent
- * when the request may have gone out twice). Returns 0, or -errno with the
- * message set.
+ * Sends req and receives its answer in *rep, over a new connection when
+ * there is none or it broke (once per call; *resent when the request may
+ * have gone out twice); *ret_seq is the seq req last went out with.
+ * Returns 0, or -errno with the message set.
  */
-static int call_exchange(struct loom_client *c, Loom__Envelope *req, const char *op,
-			 int64_t deadline, Loom__Envelope **rep, bool *resent)
+static int call_exchange(struct loom_client *c, struct loom_client_msg *req, const char *op,
+			 int64_t deadline, struct loom_client_reply *rep, bool *resent,
+			 uint64_t *ret_seq)
 {
 	bool reconnected = false;
 	int r;
 
 	for (;;) {
+		uint64_t seq;
+
 		r = call_connect(c, op, deadline, &reconnected);
 		if (r < 0)
 			return r;
-		req->seq = ++c->seq;
-		r = env_send(c, req, deadline);
+		seq = ++c->seq;
+		*ret_seq = seq;
+		r = msg_send(c, req, seq, deadline);
 		if (r == -EMSGSIZE)
 			return fail(r, "%s: request of %zu bytes is over the %u-byte frame limit",
-				    op, loom__envelope__get_packed_size(req),
-				    WIRE_MAX_FRAME_DEFAULT);
+				    op, loom_client_rpc_size(req), WIRE_MAX_FRAME_DEFAULT);
 		if (r < 0) {
 			client_close_fd(c);
 			if (is_broken(r) && !reconnected)
 				continue;
 			return send_fail(c, r, op);
 		}
-		r = recv_reply(c, req->seq, deadline, rep);
+		r = recv_reply(c, seq, deadline, rep);
 		if (r < 0) {
 			client_close_fd(c);
 			if (is_broken(r) && !reconnected) {
@@ -676,71 +670,67 @@ static int call_exchange(struct loom_client *c, Loom__Envelope *req, const char 
 	}
 }
 
-/* 0 if rep is the Reply to req; else closes the connection, -EPROTO with the message set. */
-static int expect_reply(struct loom_client *c, const Loom__Envelope *req, const Loom__Envelope *rep,
+/* 0 if rep is the Reply to seq; else closes the connection, -EPROTO with the message set. */
+static int expect_reply(struct loom_client *c, uint64_t seq, const struct loom_client_reply *rep,
 			const char *op)
 {
-	if (rep->seq == req->seq && rep->body_case == LOOM__ENVELOPE__BODY_REPLY)
+	if (rep->seq == seq && rep->kind == LOOM_CLIENT_REPLY_REPLY)
 		return 0;
 	client_close_fd(c);
 	return fail(-EPROTO, "%s: expected reply seq %llu from %s, got %s seq %llu", op,
-		    (unsigned long long)req->seq, c->address, wire_type_name(rep->body_case),
-		    (unsigned long long)rep->seq);
+		    (unsigned long long)seq, c->address, rep->type, (unsigned long long)rep->seq);
 }
 
 /*
  * The controller's refusal in reply as -errno with the message set, or 0 if
  * it accepted. A refusal for being unavailable closes the connection.
  */
-static int reply_error(struct loom_client *c, const Loom__Reply *reply, const char *op, bool resent)
+static int reply_error(struct loom_client *c, const struct loom_client_reply *reply, const char *op,
+		       bool resent)
 {
 	const char *note =
 		resent ? " (after a reconnect; the first attempt may have been applied)" : "";
-	const char *msg;
-	int r;
 
-	if (!reply->error || reply->error->code == LOOM__ERROR_CODE__OK)
+	if (!reply->error)
 		return 0;
-	msg = reply->error->message;
-	r = wire_error_to_errno(reply->error->code);
-	if (msg && msg[0])
-		fail(r, "%s%s", msg, note);
+	if (reply->message[0])
+		fail(reply->error, "%s%s", reply->message, note);
 	else
-		fail(r, "%s: refused by the controller: %s%s", op,
-		     wire_error_name(reply->error->code), note);
-	/* The controller is going away: do not keep its connection. */
-	if (reply->error->code == LOOM__ERROR_CODE__UNAVAILABLE)
+		fail(reply->error, "%s: refused by the controller: %s%s", op, reply->error_name,
+		     note);
+	/* The controller is going away (UNAVAILABLE): do not keep its connection. */
+	if (reply->error == -ESHUTDOWN)
 		client_close_fd(c);
-	return r;
+	return reply->error;
 }
 
 /*
- * Sends req (its seq is set here) and waits for its Reply. Returns 0 with
+ * Sends req (framed with a new seq each time) and waits for its Reply. Returns 0 with
  * *ret_accepted (may be NULL), or -errno with the message set. A broken
  * connection, found before sending or while waiting, is replaced by a new
  * one once and the request sent again.
  */
-static int client_call(struct loom_client *c, Loom__Envelope *req, const char *op,
+static int client_call(struct loom_client *c, struct loom_client_msg *req, const char *op,
 		       uint32_t *ret_accepted)
 {
 	int64_t deadline = now_ms() + c->timeout_ms;
-	Loom__Envelope *rep = NULL;
+	struct loom_client_reply rep;
 	bool resent = false;
+	uint64_t seq = 0;
 	int r;
 
 	client_check_fork(c);
 	r = client_acquire(c, deadline, op);
 	if (r < 0)
 		return r;
-	r = call_exchange(c, req, op, deadline, &rep, &resent);
+	r = call_exchange(c, req, op, deadline, &rep, &resent, &seq);
 	if (r == 0)
-		r = expect_reply(c, req, rep, op);
+		r = expect_reply(c, seq, &rep, op);
 	if (r == 0) {
-		r = reply_error(c, rep->reply, op, resent);
+		r = reply_error(c, &rep, op, resent);
 		if (ret_accepted)
-			*ret_accepted = rep->reply->accepted;
+			*ret_accepted = rep.accepted;
 	}
-	wire_free(rep);
 	client_release(c);
 	return r;
 }
@@ -874,39 +864,11 @@ static int flow_check(const struct loom_client_flow *f, bool need_tuple, const c
 	return 0;
 }
 
-/* Fills pb (and tpb, the tuple's storage) from f; addresses are borrowed from f. */
-static void flow_to_pb(const struct loom_client_flow *f, Loom__FlowSpec *pb, Loom__FiveTuple *tpb)
-{
-	loom__flow_spec__init(pb);
-	pb->src_host = f->src_host;
-	pb->dst_host = f->dst_host;
-	pb->bytes = f->bytes;
-	pb->by_address = f->by_address;
-	if (f->tuple.family) {
-		size_t alen = f->tuple.family == 4 ? 4 : 16;
-
-		loom__five_tuple__init(tpb);
-		tpb->src_addr.data = (uint8_t *)f->tuple.src;
-		tpb->src_addr.len = alen;
-		tpb->dst_addr.data = (uint8_t *)f->tuple.dst;
-		tpb->dst_addr.len = alen;
-		tpb->src_port = f->tuple.src_port;
-		tpb->dst_port = f->tuple.dst_port;
-		tpb->protocol = f->tuple.protocol;
-		pb->tuple = tpb;
-	}
-}
-
 int loom_client_job_register(struct loom_client *c, const struct loom_client_job *job)
 {
 	static const char op[] = "register_job";
-	Loom__Envelope env = LOOM__ENVELOPE__INIT;
-	Loom__RegisterJob rj = LOOM__REGISTER_JOB__INIT;
-	Loom__CoflowSpec *cfs = NULL, **cfp = NULL;
-	Loom__FlowSpec *fs = NULL, **fsp = NULL;
-	Loom__FiveTuple *ts = NULL;
-	Loom__Edge *es = NULL, **esp = NULL;
-	size_t n_flows = 0, k = 0;
+	struct loom_client_msg *req;
+	size_t n_flows = 0;
 	int r;
 
 	if (!c || !job)
@@ -935,57 +897,10 @@ int loom_client_job_register(struct loom_client *c, const struct loom_client_job
 		n_flows += cf->n_flows;
 	}
 
-	cfs = calloc(job->n_coflows ? job->n_coflows : 1, sizeof(*cfs));
-	cfp = calloc(job->n_coflows ? job->n_coflows : 1, sizeof(*cfp));
-	fs = calloc(n_flows ? n_flows : 1, sizeof(*fs));
-	fsp = calloc(n_flows ? n_flows : 1, sizeof(*fsp));
-	ts = calloc(n_flows ? n_flows : 1, sizeof(*ts));
-	es = calloc(job->n_edges ? job->n_edges : 1, sizeof(*es));
-	esp = calloc(job->n_edges ? job->n_edges : 1, sizeof(*esp));
-	if (!cfs || !cfp || !fs || !fsp || !ts || !es || !esp) {
-		r = fail(-ENOMEM, "%s: out of memory", op);
-		goto out;
-	}
-	for (size_t i = 0; i < job->n_coflows; i++) {
-		const struct loom_client_coflow *cf = &job->coflows[i];
-
-		loom__coflow_spec__init(&cfs[i]);
-		cfs[i].id = cf->id;
-		cfs[i].release_offset_ns = cf->release_offset_ns;
-		cfs[i].expected_flows = cf->expected_flows;
-		cfs[i].n_flows = cf->n_flows;
-		cfs[i].flows = cf->n_flows ? &fsp[k] : NULL;
-		for (size_t j = 0; j < cf->n_flows; j++, k++) {
-			flow_to_pb(&cf->flows[j], &fs[k], &ts[k]);
-			fsp[k] = &fs[k];
-		}
-		cfp[i] = &cfs[i];
-	}
-	for (size_t i = 0; i < job->n_edges; i++) {
-		loom__edge__init(&es[i]);
-		es[i].parent = job->edges[i].parent;
-		es[i].child = job->edges[i].child;
-		es[i].delay_ns = job->edges[i].delay_ns;
-		esp[i] = &es[i];
-	}
-	rj.job_id = job->id;
-	rj.weight = job->weight;
-	rj.name = (char *)(job->name ? job->name : "");
-	rj.n_coflows = job->n_coflows;
-	rj.coflows = job->n_coflows ? cfp : NULL;
-	rj.n_edges = job->n_edges;
-	rj.edges = job->n_edges ? esp : NULL;
-	env.body_case = LOOM__ENVELOPE__BODY_REGISTER_JOB;
-	env.register_job = &rj;
-	r = client_call(c, &env, op, NULL);
-out:
-	free(cfs);
-	free(cfp);
-	free(fs);
-	free(fsp);
-	free(ts);
-	free(es);
-	free(esp);
+	if (loom_client_rpc_register_new(job, &req) < 0)
+		return fail(-ENOMEM, "%s: out of memory", op);
+	r = client_call(c, req, op, NULL);
+	loom_client_rpc_free(req);
 	return r;
 }
 
@@ -993,11 +908,7 @@ int loom_client_flows_announce(struct loom_client *c, const struct loom_client_a
 			       size_t n)
 {
 	static const char op[] = "announce_flows";
-	Loom__Envelope env = LOOM__ENVELOPE__INIT;
-	Loom__AnnounceFlows af = LOOM__ANNOUNCE_FLOWS__INIT;
-	Loom__AnnounceFlow *a = NULL, **ap = NULL;
-	Loom__FlowSpec *fs = NULL;
-	Loom__FiveTuple *ts = NULL;
+	struct loom_client_msg *req;
 	uint32_t accepted = 0;
 	int r;
 
@@ -1018,31 +929,10 @@ int loom_client_flows_announce(struct loom_client *c, const struct loom_client_a
 		if (r < 0)
 			return r;
 	}
-	a = calloc(n, sizeof(*a));
-	ap = calloc(n, sizeof(*ap));
-	fs = calloc(n, sizeof(*fs));
-	ts = calloc(n, sizeof(*ts));
-	if (!a || !ap || !fs || !ts) {
-		r = fail(-ENOMEM, "%s: out of memory", op);
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		loom__announce_flow__init(&a[i]);
-		a[i].coflow_id = flows[i].coflow_id;
-		flow_to_pb(&flows[i].flow, &fs[i], &ts[i]);
-		a[i].flow = &fs[i];
-		ap[i] = &a[i];
-	}
-	af.n_flows = n;
-	af.flows = ap;
-	env.body_case = LOOM__ENVELOPE__BODY_ANNOUNCE_FLOWS;
-	env.announce_flows = &af;
-	r = client_call(c, &env, op, &accepted);
-out:
-	free(a);
-	free(ap);
-	free(fs);
-	free(ts);
+	if (loom_client_rpc_announce_new(flows, n, &req) < 0)
+		return fail(-ENOMEM, "%s: out of memory", op);
+	r = client_call(c, req, op, &accepted);
+	loom_client_rpc_free(req);
 	if (r == 0)
 		return (int)n;
 	if (accepted > 0 && accepted < n) {
@@ -1140,46 +1030,33 @@ int loom_client_socket_announce(struct loom_client *c, int fd, uint64_t coflow_i
 	return r < 0 ? r : 0;
 }
 
-/* One request whose body is a single id. */
-static int client_simple(struct loom_client *c, Loom__Envelope__BodyCase body, uint64_t id,
-			 const char *op)
+/* One request whose body is a single id, made by make. */
+static int client_simple(struct loom_client *c, int (*make)(uint64_t, struct loom_client_msg **),
+			 uint64_t id, const char *op)
 {
-	Loom__Envelope env = LOOM__ENVELOPE__INIT;
-	Loom__CoflowDone cd = LOOM__COFLOW_DONE__INIT;
-	Loom__JobDone jd = LOOM__JOB_DONE__INIT;
-	Loom__Unregister un = LOOM__UNREGISTER__INIT;
+	struct loom_client_msg *req;
+	int r;
 
 	if (!c)
 		return fail(-EINVAL, "%s: client is NULL", op);
-	env.body_case = body;
-	switch (body) {
-	case LOOM__ENVELOPE__BODY_COFLOW_DONE:
-		cd.coflow_id = id;
-		env.coflow_done = &cd;
-		break;
-	case LOOM__ENVELOPE__BODY_JOB_DONE:
-		jd.job_id = id;
-		env.job_done = &jd;
-		break;
-	default:
-		un.job_id = id;
-		env.unregister = &un;
-		break;
-	}
-	return client_call(c, &env, op, NULL);
+	if (make(id, &req) < 0)
+		return fail(-ENOMEM, "%s: out of memory", op);
+	r = client_call(c, req, op, NULL);
+	loom_client_rpc_free(req);
+	return r;
 }
 
 int loom_client_coflow_done(struct loom_client *c, uint64_t coflow_id)
 {
-	return client_simple(c, LOOM__ENVELOPE__BODY_COFLOW_DONE, coflow_id, "coflow_done");
+	return client_simple(c, loom_client_rpc_coflow_done_new, coflow_id, "coflow_done");
 }
 
 int loom_client_job_done(struct loom_client *c, uint64_t job_id)
 {
-	return client_simple(c, LOOM__ENVELOPE__BODY_JOB_DONE, job_id, "job_done");
+	return client_simple(c, loom_client_rpc_job_done_new, job_id, "job_done");
 }
 
 int loom_client_job_unregister(struct loom_client *c, uint64_t job_id)
 {
-	return client_simple(c, LOOM__ENVELOPE__BODY_UNREGISTER, job_id, "unregister");
+	return client_simple(c, loom_client_rpc_unregister_new, job_id, "unregister");
 }

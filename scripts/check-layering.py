@@ -12,9 +12,18 @@ folder of ALLOWED) and reports "file:line: <folder> may not include <target>"
 for every edge the table does not allow. Quoted includes without a folder
 ("x.h", generated headers) and headers outside our folders are not checked.
 The pure layers may also not include the system headers in FORBIDDEN_SYSTEM.
+
+protobuf-c stops at the RPC edge (docs/style.md, convention 7): outside the
+files of PROTO_ALLOWED, a file may not include "proto/wire.h", "loom.pb-c.h"
+(with or without a folder) or <protobuf-c/protobuf-c.h>, and may not name a
+protobuf-c type, function or constant (Loom__*, LOOM__*, loom__*,
+ProtobufC*, protobuf_c_*) outside comments and strings, so that a header
+that pulls them in indirectly cannot sneak them in either. proto/frame.h and
+proto/tuple.h are the parts of proto/ without protobuf-c.
 Exits 0 when clean, 1 listing the violations. Python 3 standard library only.
 """
 
+import fnmatch
 import os
 import re
 import sys
@@ -58,6 +67,23 @@ FORBIDDEN_SYSTEM = {
     "controlplane/learn": _SOCKETS,
 }
 
+# The RPC edge: the only files (fnmatch patterns, '*' crossing folders) that
+# may include protobuf-c's headers and name its types. tests/ and bench/ are
+# not scanned, and may. Keep in step with docs/architecture.md ("Layering").
+PROTO_ALLOWED = (
+    "proto/*",
+    "controlplane/loomd/rpc_*.c",
+    "controlplane/loomd/rpc*.h",  # rpc_wire.h: what loomd's rpc_*.c share
+    "controlplane/client/rpc_*.c",
+    "dataplane/rpc_loomd.c",
+    "tests/*",
+    "bench/*",
+)
+PROTO_HEADERS = {"proto/wire.h", "protobuf-c/protobuf-c.h"}
+PROTO_NAME_RE = re.compile(r"\b(?:Loom__|LOOM__|loom__|ProtobufC|protobuf_c_)\w*")
+PROTO_EDGE = ("proto/, controlplane/loomd/rpc_*.c and rpc*.h, controlplane/client/rpc_*.c, "
+              "dataplane/rpc_loomd.c")
+
 SOURCE_SUFFIXES = (".c", ".h", ".cu", ".cuh")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
 
@@ -87,6 +113,68 @@ def source_files(root):
                     yield os.path.relpath(full, root).replace(os.sep, "/")
 
 
+def proto_allowed(rel):
+    """Whether rel (relative, '/'-separated) is part of the RPC edge (PROTO_ALLOWED)."""
+    return any(fnmatch.fnmatchcase(rel, pat) for pat in PROTO_ALLOWED)
+
+
+def is_proto_header(target):
+    """Whether an include target is one of protobuf-c's or the generated loom.pb-c.h."""
+    return target in PROTO_HEADERS or target.split("/")[-1] == "loom.pb-c.h"
+
+
+def blank_comments_and_strings(text):
+    """Returns text with its comments and string and character literals blanked
+    (newlines kept, so line numbers stay), for scanning the code's own names."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            j = min(j + 1, n)
+            out.append(c + re.sub(r"[^\n]", " ", text[i + 1:j - 1]) + text[j - 1:j])
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def check_proto(rel, lines):
+    """Returns the protobuf-c violations of one file outside the RPC edge."""
+    if proto_allowed(rel):
+        return []
+    problems = []
+    for lineno, line in enumerate(lines, 1):
+        m = INCLUDE_RE.match(line)
+        if m and is_proto_header(m.group(2).strip()):
+            problems.append("%s:%d: includes %s%s%s, protobuf-c, outside the RPC edge (%s)"
+                            % (rel, lineno, m.group(1), m.group(2).strip(),
+                               ">" if m.group(1) == "<" else '"', PROTO_EDGE))
+    code = blank_comments_and_strings("".join(lines))
+    for lineno, line in enumerate(code.split("\n"), 1):
+        if INCLUDE_RE.match(line):
+            continue
+        m = PROTO_NAME_RE.search(line)
+        if m:
+            problems.append("%s:%d: names %s, protobuf-c, outside the RPC edge (%s)"
+                            % (rel, lineno, m.group(0), PROTO_EDGE))
+    return problems
+
+
 def check_file(root, rel):
     """Returns the violations in one file as 'file:line: message' strings."""
     problems = []
@@ -102,6 +190,7 @@ def check_file(root, rel):
             lines = f.readlines()
     except OSError as e:
         return ["%s:1: cannot read: %s" % (rel, e.strerror)]
+    problems.extend(check_proto(rel, lines))
     for lineno, line in enumerate(lines, 1):
         m = INCLUDE_RE.match(line)
         if not m:
@@ -149,12 +238,64 @@ def self_test():
         "controlplane/policy/q.c": '#include "topo/topo.h"\n# include <pthread.h>\n',
         # not a source file: ignored
         "controlplane/model/notes.txt": '#include "controlplane/sim/sim.h"\n',
+        # protobuf-c at the RPC edge: allowed
+        "proto/wire.h": '#include "loom.pb-c.h"\nint wire_x(Loom__Envelope *e);\n',
+        "controlplane/loomd/rpc_agent.c": (
+            '#include "controlplane/loomd/rpc_wire.h"\n'
+            '#include "proto/wire.h"\n'
+            "static void f(const Loom__Hello *h) { ProtobufCBinaryData d; (void)h; }\n"
+        ),
+        "controlplane/loomd/rpc_wire.h": '#include "proto/wire.h"\nvoid g(Loom__Envelope *e);\n',
+        "controlplane/client/rpc_client.c": '#include "proto/wire.h"\nLoom__Reply *r;\n',
+        "dataplane/rpc_loomd.c": (
+            '#include "proto/wire.h"\n'
+            "static Loom__Envelope env = LOOM__ENVELOPE__INIT;\n"
+            "static void h(void) { loom__envelope__pack(&env, 0); }\n"
+        ),
+        # protobuf-c names only in comments and strings, and the headers without it: allowed
+        "dataplane/table.h": (
+            '#include "proto/tuple.h"\n'
+            "/* as loom.proto's PriorityTable (Loom__PriorityTable) says */\n"
+            'static const char *s = "Loom__Envelope \\" LOOM__X";\n'
+            "// loom__envelope__pack()\n"
+            "static const char c = '\"'; /* a quote in a char literal */\n"
+        ),
+        "controlplane/loomd/server.c": (
+            '#include "controlplane/loomd/rpc.h"\n#include "proto/frame.h"\n'
+        ),
+        # protobuf-c outside the RPC edge: included, or named after an indirect include
+        "dataplane/agent.c": (
+            '#include "dataplane/agent.h"\n'
+            '#include "proto/wire.h"\n'
+            "static const char *q = \"'\"; static Loom__Envelope *e; /* Loom__Hello */\n"
+        ),
+        "controlplane/loomd/admin_cmds.c": '#include "loom.pb-c.h"\n',
+        "controlplane/loomd/config.c": '#include "proto/loom.pb-c.h"\n',
+        "controlplane/client/client.c": (
+            '#include "controlplane/client/rpc_client.h"\n'
+            "#include <protobuf-c/protobuf-c.h>\n"
+            "int k = LOOM__ROLE__FRAMEWORK;\n"
+            "void m(void) { protobuf_c_message_pack(0, 0); }\n"
+        ),
+        "controlplane/client/rpc_client.h": '#include "proto/wire.h"\n',
+        "dataplane/rpc_other.c": "void z(loom__five_tuple x);\n",
     }
+    edge = " outside the RPC edge (%s)" % PROTO_EDGE
     want = [
         "controlplane/model/m.c:3: controlplane/model may not include "
         "controlplane/policy/policy.h",
         "controlplane/policy/q.c:2: controlplane/policy may not include <pthread.h>",
+        'dataplane/agent.c:2: includes "proto/wire.h", protobuf-c,' + edge,
+        "dataplane/agent.c:3: names Loom__Envelope, protobuf-c," + edge,
+        'controlplane/loomd/admin_cmds.c:1: includes "loom.pb-c.h", protobuf-c,' + edge,
+        'controlplane/loomd/config.c:1: includes "proto/loom.pb-c.h", protobuf-c,' + edge,
+        "controlplane/client/client.c:2: includes <protobuf-c/protobuf-c.h>, protobuf-c," + edge,
+        "controlplane/client/client.c:3: names LOOM__ROLE__FRAMEWORK, protobuf-c," + edge,
+        "controlplane/client/client.c:4: names protobuf_c_message_pack, protobuf-c," + edge,
+        'controlplane/client/rpc_client.h:1: includes "proto/wire.h", protobuf-c,' + edge,
+        "dataplane/rpc_other.c:1: names loom__five_tuple, protobuf-c," + edge,
     ]
+    nfiles = len([f for f in files if f.endswith(SOURCE_SUFFIXES)])
     with tempfile.TemporaryDirectory(prefix="loom-layering-") as root:
         for rel, text in files.items():
             path = os.path.join(root, rel)
@@ -162,9 +303,9 @@ def self_test():
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
         n, got = check_tree(root)
-    if sorted(got) != sorted(want) or n != 6:
+    if sorted(got) != sorted(want) or n != nfiles:
         print("check-layering self-test: FAILED")
-        print("  files checked: %d (want 6)" % n)
+        print("  files checked: %d (want %d)" % (n, nfiles))
         print("  got:\n    " + "\n    ".join(got or ["(nothing)"]))
         print("  want:\n    " + "\n    ".join(want))
         return 1
@@ -187,8 +328,9 @@ def main(argv):
     for p in problems:
         print(p)
     if problems:
-        print("check-layering: %d forbidden include(s) in %d files; see docs/style.md, "
-              "\"Layout and who may use whom\"" % (len(problems), n))
+        print("check-layering: %d violation(s) in %d files; see docs/style.md, "
+              "\"Layout and who may use whom\", and docs/architecture.md, \"Layering\""
+              % (len(problems), n))
         return 1
     print("check-layering: %d files OK" % n)
     return 0

@@ -104,8 +104,8 @@ static void gnnp_free(struct gnnp *x)
 }
 
 /* gnn_config.prior i > 0 is the heuristic prior_names[i]. */
-static const char *const prior_names[] = {"none", "sincronia", "sebf", "wsrjf",
-					  "srjf", "scf",       "lcf",  "blend", NULL};
+static const char *const prior_names[] = {"none", "sincronia", "sebf",  "wsrjf", "srjf",
+					  "scf",  "lcf",       "blend", NULL};
 
 const char *policy_gnn_prior_name(uint32_t prior)
 {

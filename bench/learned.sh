@@ -10,7 +10,7 @@
 #     (its episodes have bit 40 set, its validation seeds are 1000001..) --
 #     replayed in ideal mode under every heuristic, gnn (the shipped model),
 #     ensemble and lookahead, and under an untrained residual model on the
-#     shipped model's prior (sincronia, scale 2: what training added to it): avg weighted JCT normalised to the best heuristic of each
+#     shipped model's prior (blend, scale 2: what training added to it): avg weighted JCT normalised to the best heuristic of each
 #     workload, with the critical-path isolation bound;
 #  2. FB2010 (single-stage coflows): sebf, sincronia, gnn, ensemble;
 #  3. the gnn policy's decision latency (features + forward + sort + MADD)
@@ -62,9 +62,11 @@ core() { # core N: taskset prefix for job slot N, empty when there is no taskset
 } >"$out/machine.txt"
 
 # The shipped model's prior alone: a residual model one step of 1e-30 from its
-# initialisation (a zero last layer), i.e. sincronia's order with MADD rates.
+# initialisation (a zero last layer), i.e. the blend's order with its strict-
+# priority rates (rates=auto): what training added is gnn against this row.
+prior=blend
 "$train" --out "$out/prior-model" --iters 1 --imitate-iters 1 --lr 1e-30 --eval-every 0 \
-	--jobs-min 2 --jobs-max 2 --threads 1 --prior sincronia --prior-scale 2 --no-progress \
+	--jobs-min 2 --jobs-max 2 --threads 1 --prior "$prior" --prior-scale 2 --no-progress \
 	>"$out/prior-model.log" 2>&1
 
 # ---- 1. held-out multi-stage workloads ------------------------------------------

@@ -11,6 +11,7 @@
 
 #include "common/cleanup.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "controlplane/learn/learn_mpi.h"
 #include "controlplane/policy/coflow_features.h"
 #include "controlplane/policy/policy.h"
@@ -1557,6 +1558,35 @@ static int evaluate_and_keep(struct learn *L, uint32_t it, struct loom_err *err)
 	return agree(L, rc, err);
 }
 
+/*
+ * A residual model (one with a prior) starts as its prior's heuristic: it is
+ * validated before the first iteration and kept as best.lgw, so that the
+ * model a run keeps is never worse on validation than where it started.
+ */
+static int evaluate_start(struct learn *L, struct loom_err *err)
+{
+	struct gnn_err gerr = {{0}};
+	double v;
+	int rc;
+
+	rc = evaluate(L, &v, err);
+	if (rc < 0)
+		return rc;
+	L->best = v;
+	if (L->rank == 0)
+		log_info("validation before training: %.4f x the best heuristic (the prior %s)", v,
+			 policy_gnn_prior_name(gnn_model_config(L->w[0].model)->prior));
+	if (L->o->out_dir && L->rank == 0) {
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s/best.lgw", L->o->out_dir);
+		rc = gnn_save(L->w[0].model, path, &gerr);
+		if (rc < 0)
+			loom_err_from(err, -rc, gerr.msg);
+	}
+	return agree(L, rc, err);
+}
+
 /* One row of learning.csv. */
 static void csv_write_row(FILE *csv, const struct learn_progress *pr)
 {
@@ -1676,6 +1706,8 @@ int learn_run(const struct learn_opts *o, struct gnn_model **ret_model, struct l
 	rc = workers_init(L, err);
 	if (rc == 0)
 		rc = learn_prepare(L, err);
+	if (rc == 0 && o->eval_every && L->start == 0 && gnn_model_config(L->w[0].model)->prior)
+		rc = evaluate_start(L, err);
 	for (uint32_t it = L->start; rc == 0 && it < o->iters; it++)
 		rc = learn_iter(L, it, err);
 	if (rc == 0) {

@@ -215,6 +215,53 @@ static void test_residual_dagger(void **state)
 }
 
 /*
+ * A residual model is validated before training and kept as best.lgw until
+ * a trained one beats it: taught the worst order by cpf, the final model is
+ * worse than its prior, and best.lgw is still the untrained prior.
+ */
+static void test_best_starts_at_prior(void **state)
+{
+	struct topo *t = topo_new_bigswitch(4, 1073741824ULL);
+	struct loom_err err = {{0}};
+	struct gnn_err gerr = {{0}};
+	struct gnn_model *final = NULL, *best;
+	char dir[] = "/tmp/loom-train-best-XXXXXX", path[128], cmd[160];
+	struct learn_opts o;
+	double share_final, share_best;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	tiny_opts(&o, t);
+	o.cfg.prior = (uint32_t)policy_gnn_prior_find("sebf");
+	o.cfg.prior_scale = 2;
+	o.teacher = "cpf";
+	o.dagger = true;
+	o.label_prob = 1;
+	o.lr = 3e-3f;
+	o.iters = o.imitate_iters = 60;
+	o.eval_every = 20;
+	o.eval_workloads = 2;
+	o.out_dir = dir;
+	if (learn_run(&o, &final, &err) < 0)
+		fail_msg("learn_run: %s", err.msg);
+	snprintf(path, sizeof(path), "%s/best.lgw", dir);
+	best = gnn_model_load(path, "cpu", &gerr);
+	if (!best)
+		fail_msg("%s: %s", path, gerr.msg);
+	share_final = greedy_optimal_share(final, t, 40);
+	share_best = greedy_optimal_share(best, t, 40);
+	print_message("smallest-first share: final %.2f, best.lgw %.2f\n", share_final,
+		      share_best);
+	assert_true(share_final <= 0.2);
+	assert_true(share_best == 1.0);
+	gnn_model_free(best);
+	gnn_model_free(final);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	topo_free(t);
+}
+
+/*
  * --agree-weight 0: decisions the model already gets right weigh nothing, so
  * a residual model on sebf taught by sebf itself does not move at all, while
  * with the default weight 1 the same run sharpens it (its parameters change).
@@ -444,6 +491,7 @@ int main(void)
 		cmocka_unit_test(test_deterministic_and_resume),
 		cmocka_unit_test(test_converges_to_smallest_first),
 		cmocka_unit_test(test_residual_dagger),
+		cmocka_unit_test(test_best_starts_at_prior),
 		cmocka_unit_test(test_expert_iteration),
 		cmocka_unit_test(test_agree_weight),
 	};

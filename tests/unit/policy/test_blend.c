@@ -135,7 +135,7 @@ static void test_every_decision_is_the_vote(void **state)
 	so.check = true;
 	so.on_decision = check_vote;
 	so.decision_ctx = &c;
-	run("blend:sincronia=1:wsrjf=2", &so);
+	run("blend:sincronia=1:wsrjf=2:sebf=0:lcf=0", &so);
 	print_message("%u decisions, %u with more than two coflows\n", c.decisions, c.checked);
 	assert_true(c.checked > 10);
 	free(c.score);
@@ -150,9 +150,9 @@ static void test_every_decision_is_the_vote(void **state)
 static void test_one_heuristic_is_itself(void **state)
 {
 	static const char *const pairs[][2] = {
-		{"blend:wsrjf=0", "sincronia"},
-		{"blend:sincronia=0:wsrjf=0:sebf=1:rates=madd", "sebf"},
-		{"blend:sincronia=0:rates=madd", "wsrjf"},
+		{"blend:wsrjf=0:sebf=0:lcf=0", "sincronia"},
+		{"blend:sincronia=0:wsrjf=0:sebf=1:lcf=0:rates=madd", "sebf"},
+		{"blend:sincronia=0:sebf=0:lcf=0:rates=madd", "wsrjf"},
 	};
 	struct sim_opts so;
 

@@ -250,8 +250,7 @@ static void test_best_starts_at_prior(void **state)
 		fail_msg("%s: %s", path, gerr.msg);
 	share_final = greedy_optimal_share(final, t, 40);
 	share_best = greedy_optimal_share(best, t, 40);
-	print_message("smallest-first share: final %.2f, best.lgw %.2f\n", share_final,
-		      share_best);
+	print_message("smallest-first share: final %.2f, best.lgw %.2f\n", share_final, share_best);
 	assert_true(share_final <= 0.2);
 	assert_true(share_best == 1.0);
 	gnn_model_free(best);

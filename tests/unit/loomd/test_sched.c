@@ -1,0 +1,560 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Unit tests for controlplane/loomd/sched.c, the scheduling pass of loomd,
+ * on an 8-host big switch with jobs registered through the registry API (no
+ * sockets): policy specs refused at creation and at set-policy with a
+ * message, a pass over an empty registry, the classes each host gets under
+ * per-host and conflict assignment, the K-classes cap, a policy's own
+ * classes, releases and the next wake-up, finished coflows leaving the
+ * order, a policy switch taking effect on the next pass, and a pass over an
+ * unchanged registry deciding the same.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "controlplane/loomd/registry.h"
+#include "controlplane/loomd/sched.h"
+#include "topo/topo.h"
+
+#define NHOSTS 8
+
+/* ---- job specs ------------------------------------------------------------------------------ */
+
+#define JB_COFLOWS 6
+#define JB_FLOWS   6
+
+struct jb {
+	struct cp_job_spec s;
+	struct cp_coflow_spec c[JB_COFLOWS];
+	struct cp_flow_spec f[JB_COFLOWS][JB_FLOWS];
+};
+
+/* The n-th test tuple: 10.1.x.y:1000+n -> 10.2.x.y:80, TCP. */
+static struct wire_tuple tup(uint32_t n)
+{
+	struct wire_tuple t;
+
+	memset(&t, 0, sizeof(t));
+	t.family = 4;
+	t.protocol = 6;
+	t.src[0] = 10;
+	t.src[1] = 1;
+	t.src[2] = (uint8_t)(n >> 8);
+	t.src[3] = (uint8_t)n;
+	t.dst[0] = 10;
+	t.dst[1] = 2;
+	t.dst[2] = (uint8_t)(n >> 8);
+	t.dst[3] = (uint8_t)n;
+	t.src_port = (uint16_t)(1000 + n);
+	t.dst_port = 80;
+	return t;
+}
+
+static void jb_init(struct jb *j, uint64_t id)
+{
+	memset(j, 0, sizeof(*j));
+	j->s.id = id;
+	j->s.weight = 1.0;
+	snprintf(j->s.name, sizeof(j->s.name), "job%llu", (unsigned long long)id);
+}
+
+/* Adds a root coflow released offset_ns after the job arrives; returns its index in the spec. */
+static uint32_t jb_coflow(struct jb *j, uint64_t id, uint64_t offset_ns)
+{
+	uint32_t i = j->s.ncoflows++;
+
+	assert_true(i < JB_COFLOWS);
+	j->c[i].id = id;
+	j->c[i].release_offset_ns = offset_ns;
+	return i;
+}
+
+/* Adds flow src -> dst of bytes with test tuple n to coflow ci (all its flows are listed). */
+static void jb_flow(struct jb *j, uint32_t ci, uint32_t src, uint32_t dst, uint64_t bytes,
+		    uint32_t n)
+{
+	struct cp_flow_spec *f = &j->f[ci][j->c[ci].nflows++];
+
+	assert_true(j->c[ci].nflows <= JB_FLOWS);
+	f->src = src;
+	f->dst = dst;
+	f->bytes = bytes;
+	f->has_tuple = true;
+	f->tuple = tup(n);
+	j->c[ci].expected_flows = j->c[ci].nflows;
+}
+
+static void jb_add_ok(struct cp_registry *r, struct jb *j, uint64_t now_ns)
+{
+	struct loom_err err = {{0}};
+	int rc;
+
+	j->s.coflows = j->c;
+	for (uint32_t i = 0; i < j->s.ncoflows; i++)
+		j->c[i].flows = j->f[i];
+	rc = cp_registry_add_job(r, &j->s, now_ns, &err);
+	if (rc != 0)
+		fail_msg("add_job %llu: %d %s", (unsigned long long)j->s.id, rc, err.msg);
+}
+
+/* ---- fixture and helpers -------------------------------------------------------------------- */
+
+struct fx {
+	struct topo *t;
+	struct cp_registry *r;
+	struct cp_sched *s;
+};
+
+static int setup(void **state)
+{
+	struct cp_registry_limits lim = {100, 1000, 1000, 1u << 20};
+	struct fx *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	f->t = topo_new_bigswitch(NHOSTS, TOPO_DEFAULT_BPS);
+	if (!f->t)
+		return -1;
+	f->r = cp_registry_new(f->t, &lim);
+	if (!f->r)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	cp_sched_free(f->s);
+	cp_registry_free(f->r);
+	topo_free(f->t);
+	free(f);
+	return 0;
+}
+
+static void assert_contains(const char *hay, const char *needle)
+{
+	if (!strstr(hay, needle))
+		fail_msg("'%s' does not contain '%s'", hay, needle);
+}
+
+/* Makes fx's scheduler, which must succeed. */
+static struct cp_sched *new_sched(struct fx *fx, const char *spec, uint32_t k,
+				  enum policy_class_assign a)
+{
+	struct loom_err err = {{0}};
+
+	fx->s = cp_sched_new(fx->r, fx->t, spec, NULL, k, a, 1, &err);
+	if (!fx->s)
+		fail_msg("cp_sched_new '%s': %s", spec, err.msg);
+	return fx->s;
+}
+
+static struct cp_sched_result pass_ok(struct cp_sched *s, uint64_t now_ns)
+{
+	struct loom_err err = {{0}};
+	struct cp_sched_result res;
+	int rc;
+
+	memset(&res, 0xa5, sizeof(res));
+	rc = cp_sched_pass(s, now_ns, &res, &err);
+	if (rc != 0)
+		fail_msg("pass at %llu: %d %s", (unsigned long long)now_ns, rc, err.msg);
+	return res;
+}
+
+/* The class of the flow with test tuple n on its source host, in the last pass. */
+static uint32_t cls(const struct fx *fx, uint32_t n)
+{
+	struct wire_tuple t = tup(n);
+	const struct cp_rflow *f = cp_registry_flow(fx->r, &t);
+
+	assert_non_null(f);
+	assert_true(f->view != CP_NONE);
+	return cp_sched_flow_class(fx->s, f->view);
+}
+
+/* The position of coflow id in the last order (CP_NONE: not ordered). */
+static uint32_t rank_of(const struct fx *fx, uint64_t id)
+{
+	const struct cp_rcoflow *c = cp_registry_coflow(fx->r, id);
+
+	assert_non_null(c);
+	assert_true(c->view != CP_NONE);
+	return cp_sched_rank(fx->s, c->view);
+}
+
+/*
+ * Job 1 with three coflows released 0, 10 and 20 ns after it arrives at 0
+ * (so fifo orders them A, B, C):
+ *   A (id 10): 0 -> 1 (tuple 1), 2 -> 3 (tuple 2)
+ *   B (id 11): 0 -> 4 (tuple 3)
+ *   C (id 12): 2 -> 5 (tuple 4), 6 -> 7 (tuple 5)
+ * B meets A at host 0's uplink, C meets A at host 2's; host 6 carries only C.
+ */
+static void add_abc(struct fx *fx)
+{
+	struct jb j;
+
+	jb_init(&j, 1);
+	jb_coflow(&j, 10, 0);
+	jb_coflow(&j, 11, 10);
+	jb_coflow(&j, 12, 20);
+	jb_flow(&j, 0, 0, 1, 1000, 1);
+	jb_flow(&j, 0, 2, 3, 1000, 2);
+	jb_flow(&j, 1, 0, 4, 1000, 3);
+	jb_flow(&j, 2, 2, 5, 1000, 4);
+	jb_flow(&j, 2, 6, 7, 1000, 5);
+	jb_add_ok(fx->r, &j, 0);
+}
+
+/* ---- creation and policy specs --------------------------------------------------------------- */
+
+/*
+ * A bad spec (unknown policy, unknown option) or an unloadable weights file fails
+ * cp_sched_new with errno and a message, not a crash; K = 0 becomes one class.
+ */
+static void test_new_refusals(void **state)
+{
+	struct fx *fx = *state;
+	struct loom_err err = {{0}};
+	struct cp_sched *s;
+
+	errno = 0;
+	s = cp_sched_new(fx->r, fx->t, "nosuch", NULL, 4, POLICY_CLASSES_CONFLICT, 1, &err);
+	assert_null(s);
+	assert_int_equal(errno, ENOENT);
+	assert_contains(err.msg, "unknown policy 'nosuch'");
+
+	memset(&err, 0, sizeof(err));
+	errno = 0;
+	s = cp_sched_new(fx->r, fx->t, "fifo:nosuchopt=1", NULL, 4, POLICY_CLASSES_CONFLICT, 1,
+			 &err);
+	assert_null(s);
+	assert_int_not_equal(errno, 0);
+	assert_contains(err.msg, "nosuchopt");
+
+	memset(&err, 0, sizeof(err));
+	errno = 0;
+	s = cp_sched_new(fx->r, fx->t, "fifo", "/nonexistent/loom-weights.bin", 4,
+			 POLICY_CLASSES_CONFLICT, 1, &err);
+	assert_null(s);
+	assert_int_not_equal(errno, 0);
+	assert_contains(err.msg, "weights: ");
+
+	s = new_sched(fx, "fifo", 0, POLICY_CLASSES_CONFLICT);
+	assert_int_equal(cp_sched_classes(s), 1);
+	assert_string_equal(cp_sched_policy(s), "fifo");
+}
+
+/*
+ * set-policy refuses an unknown policy, a bad option and an over-long spec with a
+ * message and keeps the old policy, which still schedules; a good spec is taken.
+ */
+static void test_set_policy(void **state)
+{
+	struct fx *fx = *state;
+	struct loom_err err = {{0}};
+	char longspec[POLICY_SPEC_MAX + 8];
+	struct cp_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
+
+	add_abc(fx);
+	assert_int_equal(cp_sched_set_policy(s, "nosuch", &err), -ENOENT);
+	assert_contains(err.msg, "unknown policy 'nosuch'");
+	assert_string_equal(cp_sched_policy(s), "fifo");
+
+	memset(&err, 0, sizeof(err));
+	assert_true(cp_sched_set_policy(s, "scf:nosuchopt=2", &err) < 0);
+	assert_contains(err.msg, "nosuchopt");
+	assert_string_equal(cp_sched_policy(s), "fifo");
+
+	memset(longspec, 'x', sizeof(longspec) - 1);
+	longspec[sizeof(longspec) - 1] = '\0';
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(cp_sched_set_policy(s, longspec, &err), -EINVAL);
+	assert_contains(err.msg, "longer than");
+	assert_string_equal(cp_sched_policy(s), "fifo");
+
+	/* the old policy still decides */
+	assert_true(pass_ok(s, 100).decided);
+	assert_int_equal(cp_sched_decisions(s), 1);
+
+	assert_int_equal(cp_sched_set_policy(s, "scf", &err), 0);
+	assert_string_equal(cp_sched_policy(s), "scf");
+	assert_true(pass_ok(s, 100).decided);
+}
+
+/* ---- passes --------------------------------------------------------------------------------- */
+
+/*
+ * With nothing registered a pass decides nothing and leaves no view or decision (the
+ * agents' tables empty out); so does a pass after the last job is unregistered.
+ */
+static void test_empty_registry(void **state)
+{
+	struct fx *fx = *state;
+	struct loom_err err = {{0}};
+	struct cp_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_CONFLICT);
+	struct cp_sched_result res = pass_ok(s, 0);
+
+	assert_false(res.decided);
+	assert_int_equal(res.released, 0);
+	assert_true(res.next_ns == CP_TIME_NEVER);
+	assert_null(cp_sched_view(s));
+	assert_null(cp_sched_decision(s));
+	assert_int_equal(cp_sched_decisions(s), 0);
+
+	add_abc(fx);
+	res = pass_ok(s, 100);
+	assert_true(res.decided);
+	assert_non_null(cp_sched_view(s));
+	assert_non_null(cp_sched_decision(s));
+	assert_int_equal(cp_sched_decision(s)->norder, 3);
+
+	assert_int_equal(cp_registry_unregister(fx->r, 1, &err), 0);
+	res = pass_ok(s, 200);
+	assert_false(res.decided);
+	assert_null(cp_sched_view(s));
+	assert_null(cp_sched_decision(s));
+}
+
+/*
+ * Per-host: walking the policy's order, the i-th coflow with a flow from host h gets
+ * class i there, so C is class 1 on host 2 (after A) but class 0 on host 6.
+ */
+static void test_per_host_classes(void **state)
+{
+	struct fx *fx = *state;
+	struct cp_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
+	struct cp_sched_result res;
+
+	add_abc(fx);
+	res = pass_ok(s, 100);
+	assert_true(res.decided);
+	assert_int_equal(cp_sched_decision(s)->norder, 3);
+	assert_int_equal(rank_of(fx, 10), 0);
+	assert_int_equal(rank_of(fx, 11), 1);
+	assert_int_equal(rank_of(fx, 12), 2);
+	assert_int_equal(cls(fx, 1), 0); /* A on host 0 */
+	assert_int_equal(cls(fx, 2), 0); /* A on host 2 */
+	assert_int_equal(cls(fx, 3), 1); /* B on host 0, after A */
+	assert_int_equal(cls(fx, 4), 1); /* C on host 2, after A */
+	assert_int_equal(cls(fx, 5), 0); /* C on host 6, alone */
+}
+
+/*
+ * Conflict: a coflow gets one class above every earlier coflow it shares a port with,
+ * the same on every host, so C is class 1 on host 6 too.
+ */
+static void test_conflict_classes(void **state)
+{
+	struct fx *fx = *state;
+	struct cp_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_CONFLICT);
+
+	add_abc(fx);
+	assert_true(pass_ok(s, 100).decided);
+	assert_int_equal(cls(fx, 1), 0);
+	assert_int_equal(cls(fx, 2), 0);
+	assert_int_equal(cls(fx, 3), 1);
+	assert_int_equal(cls(fx, 4), 1);
+	assert_int_equal(cls(fx, 5), 1); /* C meets A at host 2: class 1 on every host */
+}
+
+/*
+ * With K classes no flow gets a class above K-1, in either mode; flows outside the
+ * view get K-1.
+ */
+static void test_k_cap(void **state)
+{
+	struct fx *fx = *state;
+	static const enum policy_class_assign modes[] = {POLICY_CLASSES_PER_HOST,
+							 POLICY_CLASSES_CONFLICT};
+	struct jb j;
+
+	/* four coflows, all from host 0 to host 1, released in turn */
+	jb_init(&j, 1);
+	for (uint32_t i = 0; i < 4; i++) {
+		jb_coflow(&j, 10 + i, 10 * i);
+		jb_flow(&j, i, 0, 1, 1000, 1 + i);
+	}
+	jb_add_ok(fx->r, &j, 0);
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		struct cp_sched *s = new_sched(fx, "fifo", 2, modes[m]);
+
+		assert_true(pass_ok(s, 100).decided);
+		assert_int_equal(rank_of(fx, 13), 3);
+		assert_int_equal(cls(fx, 1), 0);
+		assert_int_equal(cls(fx, 2), 1);
+		assert_int_equal(cls(fx, 3), 1);
+		assert_int_equal(cls(fx, 4), 1);
+		assert_int_equal(cp_sched_flow_class(s, 1000000), 1);
+		assert_int_equal(cp_sched_rank(s, 1000000), CP_NONE);
+		fx->s = cp_sched_free(s);
+	}
+}
+
+/*
+ * A policy that gives its own classes (fair: all in class 0) keeps them on every
+ * host: B stays in class 0 on host 0 although A comes first there.
+ */
+static void test_policy_classes_kept(void **state)
+{
+	struct fx *fx = *state;
+	struct cp_sched *s = new_sched(fx, "fair", 4, POLICY_CLASSES_PER_HOST);
+
+	add_abc(fx);
+	assert_true(pass_ok(s, 100).decided);
+	for (uint32_t n = 1; n <= 5; n++)
+		assert_int_equal(cls(fx, n), 0);
+}
+
+/*
+ * A coflow is ordered only from its release: before it the pass reports the next
+ * release time, and the pass at that time releases and ranks it.
+ */
+static void test_release_and_next(void **state)
+{
+	struct fx *fx = *state;
+	struct cp_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
+	struct cp_sched_result res;
+	struct jb j;
+
+	jb_init(&j, 1);
+	jb_coflow(&j, 10, 1000);
+	jb_coflow(&j, 11, 6000);
+	jb_flow(&j, 0, 0, 1, 1000, 1);
+	jb_flow(&j, 1, 0, 2, 1000, 2);
+	jb_add_ok(fx->r, &j, 0);
+
+	/* the first view is made at time 0: both releases come from the pass */
+	res = pass_ok(s, 1000);
+	assert_true(res.decided);
+	assert_int_equal(res.released, 1);
+	assert_true(res.next_ns == 6000);
+	assert_int_equal(cp_sched_decision(s)->norder, 1);
+	assert_int_equal(rank_of(fx, 10), 0);
+	assert_int_equal(rank_of(fx, 11), CP_NONE);
+	assert_int_equal(cls(fx, 2), 3); /* not released: the lowest class */
+
+	res = pass_ok(s, 6000);
+	assert_int_equal(res.released, 1);
+	assert_true(res.next_ns == CP_TIME_NEVER);
+	assert_int_equal(rank_of(fx, 11), 1);
+	assert_int_equal(cls(fx, 2), 1);
+}
+
+/*
+ * A coflow that finished leaves the order: its flows fall to K-1 and the coflows
+ * behind it move up on its hosts.
+ */
+static void test_finished_coflow(void **state)
+{
+	struct fx *fx = *state;
+	struct cp_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
+	struct wire_tuple t1 = tup(1), t2 = tup(2);
+
+	add_abc(fx);
+	assert_true(pass_ok(s, 100).decided);
+	assert_int_equal(cls(fx, 3), 1);
+
+	assert_int_equal(cp_registry_flow_stat(fx->r, &t1, 1000, true, 150), 0);
+	assert_int_equal(cp_registry_flow_stat(fx->r, &t2, 1000, true, 150), 0);
+	assert_true(pass_ok(s, 200).decided);
+	assert_int_equal(cp_sched_decision(s)->norder, 2);
+	assert_int_equal(rank_of(fx, 10), CP_NONE);
+	assert_int_equal(rank_of(fx, 11), 0);
+	assert_int_equal(rank_of(fx, 12), 1);
+	assert_int_equal(cls(fx, 1), 3);
+	assert_int_equal(cls(fx, 2), 3);
+	assert_int_equal(cls(fx, 3), 0); /* B: first on host 0 now */
+	assert_int_equal(cls(fx, 4), 0); /* C: first on host 2 now */
+}
+
+/*
+ * A pass over an unchanged registry keeps the view (no rebuild) and decides the same
+ * order and classes; only the decision count moves.
+ */
+static void test_pass_unchanged(void **state)
+{
+	struct fx *fx = *state;
+	struct cp_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
+	uint32_t before[5], order[3];
+	const struct cp_model *v;
+	struct cp_sched_result res;
+
+	add_abc(fx);
+	assert_true(pass_ok(s, 100).decided);
+	v = cp_sched_view(s);
+	memcpy(order, cp_sched_decision(s)->order, sizeof(order));
+	for (uint32_t n = 1; n <= 5; n++)
+		before[n - 1] = cls(fx, n);
+
+	res = pass_ok(s, 100);
+	assert_true(res.decided);
+	assert_int_equal(res.released, 0);
+	assert_ptr_equal(cp_sched_view(s), v);
+	assert_int_equal(cp_sched_decision(s)->norder, 3);
+	assert_memory_equal(cp_sched_decision(s)->order, order, sizeof(order));
+	for (uint32_t n = 1; n <= 5; n++)
+		assert_int_equal(cls(fx, n), before[n - 1]);
+	assert_int_equal(cp_sched_decisions(s), 2);
+}
+
+/*
+ * A policy switched between passes orders the next pass: fifo puts the early big
+ * coflow first, scf the later small one.
+ */
+static void test_switch_policy(void **state)
+{
+	struct fx *fx = *state;
+	struct loom_err err = {{0}};
+	struct cp_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
+	struct jb j;
+
+	jb_init(&j, 1);
+	jb_coflow(&j, 10, 0);
+	jb_coflow(&j, 11, 10);
+	jb_flow(&j, 0, 0, 1, 1000000, 1);
+	jb_flow(&j, 1, 0, 2, 1000, 2);
+	jb_add_ok(fx->r, &j, 0);
+
+	assert_true(pass_ok(s, 100).decided);
+	assert_int_equal(rank_of(fx, 10), 0);
+	assert_int_equal(cls(fx, 2), 1);
+
+	assert_int_equal(cp_sched_set_policy(s, "scf", &err), 0);
+	assert_true(pass_ok(s, 200).decided);
+	assert_int_equal(rank_of(fx, 11), 0);
+	assert_int_equal(rank_of(fx, 10), 1);
+	assert_int_equal(cls(fx, 2), 0);
+	assert_int_equal(cls(fx, 1), 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_new_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_set_policy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty_registry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_per_host_classes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_conflict_classes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_k_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_policy_classes_kept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_release_and_next, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_finished_coflow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pass_unchanged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_policy, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

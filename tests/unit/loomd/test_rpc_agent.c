@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Unit tests for controlplane/loomd/rpc_agent.c: the priority tables loomd
+ * keeps for its agents and the versioned deltas it sends them. A server with
+ * no listeners, no journal and a virtual clock (8 hosts, fifo, 4 classes
+ * per host), agents on socketless test connections (cp_server_test_conn),
+ * jobs put straight into the registry, passes run by cp_server_pass(); the
+ * tables are read from the agents' connections. Checked: a Hello for a host
+ * out of range is refused; an agent's table holds exactly its host's flows,
+ * with the classes of the order, capped at the agent's own classes; a pass
+ * that changes nothing sends no table; a finished coflow's entries go in one
+ * delta; Resync gets a full table; with no job left every table empties.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/log.h"
+#include "controlplane/loomd/config.h"
+#include "controlplane/loomd/registry.h"
+#include "controlplane/loomd/rpc.h"
+#include "controlplane/loomd/rpc_wire.h"
+#include "controlplane/loomd/server.h"
+#include "proto/wire.h"
+
+#define NHOSTS 8
+
+/* ---- server and agents ---------------------------------------------------------------------- */
+
+static int setup(void **state)
+{
+	struct cp_server *s = calloc(1, sizeof(*s));
+	struct cp_config cfg;
+	struct loom_err err = {{0}};
+
+	if (!s)
+		return -1;
+	loom_log_set_level(LOOM_LOG_ERR);
+	cp_config_default(&cfg);
+	cfg.listen_unix[0] = 0;
+	cfg.listen_tcp[0] = 0;
+	cfg.admin_socket[0] = 0;
+	cfg.metrics[0] = 0;
+	cfg.journal[0] = 0;
+	cfg.hosts = NHOSTS;
+	cfg.classes = 4;
+	snprintf(cfg.policy, sizeof(cfg.policy), "fifo");
+	snprintf(cfg.class_assign, sizeof(cfg.class_assign), "per-host");
+	cfg.virtual_clock = true;
+	/* a test connection has no bufferevent to arm the agent timeout on */
+	cfg.agent_timeout_ns = 0;
+	if (cp_server_init(s, &cfg, &err) < 0) {
+		fprintf(stderr, "cp_server_init: %s\n", err.msg);
+		free(s);
+		return -1;
+	}
+	*state = s;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct cp_server *s = *state;
+
+	cp_server_done(s);
+	free(s);
+	return 0;
+}
+
+static Loom__Hello agent_hello(uint32_t host, uint32_t classes)
+{
+	Loom__Hello h = LOOM__HELLO__INIT;
+
+	h.version_min = WIRE_VERSION_MIN;
+	h.version_max = WIRE_VERSION_MAX;
+	h.role = LOOM__ROLE__AGENT;
+	h.name = "test-agent";
+	h.host_id = host;
+	h.enforcer = LOOM__ENFORCER__ENFORCER_NULL;
+	h.classes = classes;
+	return h;
+}
+
+/* An agent of host with classes classes, said hello through the wire. */
+static struct cp_conn *agent(struct cp_server *s, uint32_t host, uint32_t classes)
+{
+	Loom__Envelope env = LOOM__ENVELOPE__INIT;
+	Loom__Hello h = agent_hello(host, classes);
+	struct cp_conn *c = cp_server_test_conn(s);
+	uint8_t *buf;
+	size_t len;
+
+	assert_non_null(c);
+	env.seq = 1;
+	env.body_case = LOOM__ENVELOPE__BODY_HELLO;
+	env.hello = &h;
+	assert_int_equal(wire_encode(&env, s->cfg.max_frame, &buf, &len), 0);
+	assert_int_equal(cp_conn_feed(c, buf, len), 0);
+	free(buf);
+	assert_int_equal(c->role, CP_ROLE_AGENT);
+	assert_ptr_equal(s->agent_of_host[host], c);
+	return c;
+}
+
+static void pass_ok(struct cp_server *s)
+{
+	struct loom_err err = {{0}};
+
+	if (cp_server_pass(s, &err) < 0)
+		fail_msg("pass: %s", err.msg);
+}
+
+/* The n-th test tuple: 10.1.x.y:1000+n -> 10.2.x.y:80, TCP. */
+static struct wire_tuple tup(uint32_t n)
+{
+	struct wire_tuple t;
+
+	memset(&t, 0, sizeof(t));
+	t.family = 4;
+	t.protocol = 6;
+	t.src[0] = 10;
+	t.src[1] = 1;
+	t.src[2] = (uint8_t)(n >> 8);
+	t.src[3] = (uint8_t)n;
+	t.dst[0] = 10;
+	t.dst[1] = 2;
+	t.dst[2] = (uint8_t)(n >> 8);
+	t.dst[3] = (uint8_t)n;
+	t.src_port = (uint16_t)(1000 + n);
+	t.dst_port = 80;
+	return t;
+}
+
+/*
+ * Job 1, arriving at 0, with three coflows released at 0, 10 and 20 ns (fifo
+ * orders them A, B, C), each flow 1 MB:
+ *   A (id 10): 0 -> 1 (tuple 1), 2 -> 3 (tuple 2)
+ *   B (id 11): 0 -> 4 (tuple 3)
+ *   C (id 12): 0 -> 5 (tuple 4), 6 -> 7 (tuple 5)
+ * Host 0 sends a flow of each, in classes 0, 1, 2 there.
+ */
+static void add_abc(struct cp_server *s)
+{
+	static const uint32_t hosts[5][3] = {
+		{0, 0, 1}, {0, 2, 3}, {1, 0, 4}, {2, 0, 5}, {2, 6, 7}}; /* coflow, src, dst */
+	struct cp_flow_spec f[5];
+	struct cp_coflow_spec c[3];
+	struct cp_job_spec j;
+	struct loom_err err = {{0}};
+	int rc;
+
+	memset(&j, 0, sizeof(j));
+	memset(c, 0, sizeof(c));
+	memset(f, 0, sizeof(f));
+	for (uint32_t i = 0; i < 5; i++) {
+		f[i].src = hosts[i][1];
+		f[i].dst = hosts[i][2];
+		f[i].bytes = 1000000;
+		f[i].has_tuple = true;
+		f[i].tuple = tup(i + 1);
+	}
+	for (uint32_t i = 0; i < 3; i++) {
+		c[i].id = 10 + i;
+		c[i].release_offset_ns = 10 * i;
+	}
+	c[0].flows = &f[0];
+	c[0].nflows = c[0].expected_flows = 2;
+	c[1].flows = &f[2];
+	c[1].nflows = c[1].expected_flows = 1;
+	c[2].flows = &f[3];
+	c[2].nflows = c[2].expected_flows = 2;
+	j.id = 1;
+	j.weight = 1.0;
+	snprintf(j.name, sizeof(j.name), "job1");
+	j.ncoflows = 3;
+	j.coflows = c;
+	rc = cp_registry_add_job(s->reg, &j, 0, &err);
+	if (rc != 0)
+		fail_msg("add_job: %d %s", rc, err.msg);
+	assert_int_equal(loom_vclock_advance_to(&s->vclock, 100), 0);
+}
+
+/* ---- reading an agent's table --------------------------------------------------------------- */
+
+/* The class agent c has for coflow id, or -1 when it has no entry. */
+static int64_t table_class(const struct cp_conn *c, uint64_t id)
+{
+	uint64_t v;
+
+	if (!loom_hmap_get(&c->coflows, id, &v))
+		return -1;
+	return ((const struct cp_agent_coflow *)(uintptr_t)v)->cls;
+}
+
+/* The coflow agent c maps the flow with test tuple n to, or 0 when it has no entry. */
+static uint64_t table_flow(const struct cp_conn *c, uint32_t n)
+{
+	struct wire_tuple t = tup(n);
+	struct loom_hmap_iter it;
+	uint64_t v;
+
+	loom_hmap_iter_init(&c->flows, &it);
+	while (loom_hmap_iter_next(&c->flows, &it, NULL, &v)) {
+		const struct cp_agent_flow *e = (const struct cp_agent_flow *)(uintptr_t)v;
+
+		if (wire_tuple_eq(&e->tuple, &t))
+			return e->coflow_id;
+	}
+	return 0;
+}
+
+/* ---- tests ---------------------------------------------------------------------------------- */
+
+/*
+ * A Hello naming a host the fabric does not have is refused with a message, and
+ * makes no agent.
+ */
+static void test_hello_bad_host(void **state)
+{
+	struct cp_server *s = *state;
+	struct cp_conn *c = cp_server_test_conn(s);
+	Loom__Hello h = agent_hello(NHOSTS, 4);
+	struct loom_err err = {{0}};
+
+	assert_non_null(c);
+	assert_int_equal(cp_agent_hello(c, &h, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "out of range"));
+	assert_int_equal(s->nagents, 0);
+	assert_int_not_equal(c->role, CP_ROLE_AGENT);
+}
+
+/*
+ * The first table an agent gets is version 1 and holds exactly the flows its host
+ * sends, mapped to their coflows, and those coflows in the classes of the order.
+ */
+static void test_first_table(void **state)
+{
+	struct cp_server *s = *state;
+	struct cp_conn *a0 = agent(s, 0, 4), *a6 = agent(s, 6, 4);
+
+	add_abc(s);
+	pass_ok(s);
+	assert_int_equal(a0->table_version, 1);
+	assert_false(a0->need_full);
+	assert_int_equal(loom_hmap_count(&a0->flows), 3);
+	assert_int_equal(table_flow(a0, 1), 10);
+	assert_int_equal(table_flow(a0, 3), 11);
+	assert_int_equal(table_flow(a0, 4), 12);
+	assert_int_equal(table_flow(a0, 2), 0); /* host 2's */
+	assert_int_equal(loom_hmap_count(&a0->coflows), 3);
+	assert_int_equal(table_class(a0, 10), 0);
+	assert_int_equal(table_class(a0, 11), 1);
+	assert_int_equal(table_class(a0, 12), 2);
+
+	/* host 6 sends only C's flow 5: C is its first coflow */
+	assert_int_equal(a6->table_version, 1);
+	assert_int_equal(loom_hmap_count(&a6->flows), 1);
+	assert_int_equal(table_flow(a6, 5), 12);
+	assert_int_equal(loom_hmap_count(&a6->coflows), 1);
+	assert_int_equal(table_class(a6, 12), 0);
+}
+
+/* An agent with fewer classes than loomd gets them capped at its lowest. */
+static void test_agent_classes_cap(void **state)
+{
+	struct cp_server *s = *state;
+	struct cp_conn *a0 = agent(s, 0, 2);
+
+	add_abc(s);
+	pass_ok(s);
+	assert_int_equal(table_class(a0, 10), 0);
+	assert_int_equal(table_class(a0, 11), 1);
+	assert_int_equal(table_class(a0, 12), 1);
+}
+
+/*
+ * A pass that changes nothing sends no table: versions and the count of tables
+ * sent stay where they were.
+ */
+static void test_unchanged_pass_sends_nothing(void **state)
+{
+	struct cp_server *s = *state;
+	struct cp_conn *a0 = agent(s, 0, 4);
+	uint64_t sent;
+
+	add_abc(s);
+	pass_ok(s);
+	assert_int_equal(a0->table_version, 1);
+	sent = s->st.tables_sent;
+	assert_true(sent >= 1);
+	pass_ok(s);
+	pass_ok(s);
+	assert_int_equal(a0->table_version, 1);
+	assert_int_equal(s->st.tables_sent, sent);
+}
+
+/*
+ * When a coflow finishes, one delta removes its entries and moves up the coflows
+ * behind it; other entries stay.
+ */
+static void test_finished_coflow_delta(void **state)
+{
+	struct cp_server *s = *state;
+	struct cp_conn *a0 = agent(s, 0, 4);
+	struct wire_tuple t1 = tup(1), t2 = tup(2);
+	uint64_t sent;
+
+	add_abc(s);
+	pass_ok(s);
+	sent = s->st.tables_sent;
+	assert_int_equal(cp_registry_flow_stat(s->reg, &t1, 1000000, true, 150), 0);
+	assert_int_equal(cp_registry_flow_stat(s->reg, &t2, 1000000, true, 150), 0);
+	assert_int_equal(loom_vclock_advance_to(&s->vclock, 200), 0);
+	pass_ok(s);
+	assert_int_equal(a0->table_version, 2);
+	assert_int_equal(s->st.tables_sent, sent + 1);
+	assert_int_equal(table_flow(a0, 1), 0);
+	assert_int_equal(table_class(a0, 10), -1);
+	assert_int_equal(loom_hmap_count(&a0->flows), 2);
+	assert_int_equal(table_flow(a0, 3), 11);
+	assert_int_equal(table_class(a0, 11), 0);
+	assert_int_equal(table_class(a0, 12), 1);
+}
+
+/*
+ * Resync makes the next pass send a full table (a new version) even though
+ * nothing changed.
+ */
+static void test_resync(void **state)
+{
+	struct cp_server *s = *state;
+	struct cp_conn *a0 = agent(s, 0, 4);
+	Loom__Envelope env = LOOM__ENVELOPE__INIT;
+	Loom__Resync rs = LOOM__RESYNC__INIT;
+
+	add_abc(s);
+	pass_ok(s);
+	assert_int_equal(a0->table_version, 1);
+	env.body_case = LOOM__ENVELOPE__BODY_RESYNC;
+	env.resync = &rs;
+	cp_rpc_agent(a0, &env);
+	assert_true(a0->need_full);
+	pass_ok(s);
+	assert_int_equal(a0->table_version, 2);
+	assert_false(a0->need_full);
+	assert_int_equal(loom_hmap_count(&a0->flows), 3);
+}
+
+/* With the last job unregistered, the next pass empties every agent's table. */
+static void test_no_jobs_empties_tables(void **state)
+{
+	struct cp_server *s = *state;
+	struct cp_conn *a0 = agent(s, 0, 4);
+	struct loom_err err = {{0}};
+
+	add_abc(s);
+	pass_ok(s);
+	assert_int_equal(loom_hmap_count(&a0->flows), 3);
+	assert_int_equal(cp_registry_unregister(s->reg, 1, &err), 0);
+	pass_ok(s);
+	assert_int_equal(a0->table_version, 2);
+	assert_int_equal(loom_hmap_count(&a0->flows), 0);
+	assert_int_equal(loom_hmap_count(&a0->coflows), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_hello_bad_host, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_first_table, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_classes_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unchanged_pass_sends_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_finished_coflow_delta, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resync, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_jobs_empties_tables, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -326,15 +326,20 @@ int cp_sched_pass(struct cp_sched *s, uint64_t now_ns, struct cp_sched_result *r
 	r = policy_decide(s->p, m, now_ns, &s->d);
 	res.decide_ns = loom_clock_mono_ns() - t0;
 	s->decisions++;
-	if (r < 0)
+	if (r < 0) {
+		/* an empty order, never a half-made one, for readers (admin priorities) */
+		policy_decision_clear(&s->d);
 		return loom_err_set(err, -r, "policy '%s' failed", s->spec);
+	}
 	if (++s->stamp_gen == 0) {
 		memset(s->stamp, 0, s->cap_coflows * sizeof(*s->stamp));
 		s->stamp_gen = 1;
 	}
 	r = policy_decision_validate(&s->d, m, s->stamp, s->stamp_gen, err);
-	if (r < 0)
+	if (r < 0) {
+		policy_decision_clear(&s->d);
 		return r;
+	}
 	compute_classes(s, m);
 	res.decided = true;
 	res.watches = s->d.nwatch > 0;

@@ -25,7 +25,7 @@
 static const char *const state_names[] = {"waiting", "ready", "active", "done"};
 
 /* "uid 1000, pid 42": who runs the current admin command (SO_PEERCRED), for the log. */
-static const char *admin_peer(const struct cp_server *s, char *buf, size_t size)
+static const char *admin_peer(const struct loomd_server *s, char *buf, size_t size)
 {
 	uid_t uid;
 	pid_t pid;
@@ -37,14 +37,14 @@ static const char *admin_peer(const struct cp_server *s, char *buf, size_t size)
 	return buf;
 }
 
-static const char *enforcer_name(enum cp_enforcer e)
+static const char *enforcer_name(enum loomd_enforcer e)
 {
 	switch (e) {
-	case CP_ENFORCER_NULL:
+	case LOOMD_ENFORCER_NULL:
 		return "null";
-	case CP_ENFORCER_DPDK:
+	case LOOMD_ENFORCER_DPDK:
 		return "dpdk";
-	case CP_ENFORCER_TC:
+	case LOOMD_ENFORCER_TC:
 		return "tc";
 	default:
 		return "unspecified";
@@ -64,9 +64,9 @@ static uint64_t rss_bytes(void)
 	return rss * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-static double age_s(const struct cp_server *s, uint64_t t_ns)
+static double age_s(const struct loomd_server *s, uint64_t t_ns)
 {
-	uint64_t now = cp_server_now_ns(s);
+	uint64_t now = loomd_server_now_ns(s);
 
 	return now > t_ns ? (double)(now - t_ns) * 1e-9 : 0;
 }
@@ -74,28 +74,29 @@ static double age_s(const struct cp_server *s, uint64_t t_ns)
 static int cmd_stats(void *ctx, int argc, const char *const *argv, json_t **ret,
 		     struct loom_err *err)
 {
-	struct cp_server *s = ctx;
-	struct cp_registry_counts n;
+	struct loomd_server *s = ctx;
+	struct loomd_registry_counts n;
 
 	(void)argc;
 	(void)argv;
 	(void)err;
-	cp_registry_counts(s->reg, &n);
+	loomd_registry_counts(s->reg, &n);
 	*ret = json_pack(
 		"{s:s, s:f, s:s, s:i, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, "
 		"s:f, s:f, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
 		"version", "0.1.0", "uptime_s",
 		(double)(loom_clock_mono_ns() - s->start_mono_ns) * 1e-9, "policy",
-		cp_sched_policy(s->sched), "classes", (int)cp_sched_classes(s->sched), "tick_ms",
-		(double)s->cfg.tick_ns * 1e-6, "jobs", (json_int_t)n.jobs, "jobs_done",
+		loomd_sched_policy(s->sched), "classes", (int)loomd_sched_classes(s->sched),
+		"tick_ms", (double)s->cfg.tick_ns * 1e-6, "jobs", (json_int_t)n.jobs, "jobs_done",
 		(json_int_t)n.jobs_done, "coflows", (json_int_t)n.coflows, "coflows_active",
 		(json_int_t)n.coflows_active, "flows", (json_int_t)n.flows, "flows_done",
 		(json_int_t)n.flows_done, "agents", (json_int_t)s->nagents, "frameworks",
-		(json_int_t)s->nframeworks, "decisions", (json_int_t)cp_sched_decisions(s->sched),
-		"decision_p50_us", cp_hist_quantile(&s->st.decide_hist, 0.5) * 1e6,
-		"decision_p99_us", cp_hist_quantile(&s->st.decide_hist, 0.99) * 1e6, "push_p50_us",
-		cp_hist_quantile(&s->st.push_hist, 0.5) * 1e6, "push_p99_us",
-		cp_hist_quantile(&s->st.push_hist, 0.99) * 1e6, "journal",
+		(json_int_t)s->nframeworks, "decisions",
+		(json_int_t)loomd_sched_decisions(s->sched), "decision_p50_us",
+		loomd_hist_quantile(&s->st.decide_hist, 0.5) * 1e6, "decision_p99_us",
+		loomd_hist_quantile(&s->st.decide_hist, 0.99) * 1e6, "push_p50_us",
+		loomd_hist_quantile(&s->st.push_hist, 0.5) * 1e6, "push_p99_us",
+		loomd_hist_quantile(&s->st.push_hist, 0.99) * 1e6, "journal",
 		s->cfg.journal[0] ? s->cfg.journal : "", "rss_bytes", (json_int_t)rss_bytes(),
 		"requests", (json_int_t)s->st.requests, "errors", (json_int_t)s->st.errors,
 		"flows_announced", (json_int_t)s->st.flows_announced, "tables_sent",
@@ -104,7 +105,7 @@ static int cmd_stats(void *ctx, int argc, const char *const *argv, json_t **ret,
 	return *ret ? 0 : -ENOMEM;
 }
 
-static json_t *job_json(const struct cp_server *s, const struct cp_rjob *j)
+static json_t *job_json(const struct loomd_server *s, const struct loomd_rjob *j)
 {
 	uint64_t flows = 0;
 
@@ -122,26 +123,26 @@ static json_t *job_json(const struct cp_server *s, const struct cp_rjob *j)
 static int cmd_jobs(void *ctx, int argc, const char *const *argv, json_t **ret,
 		    struct loom_err *err)
 {
-	struct cp_server *s = ctx;
-	struct cp_rjob *const *jobs;
+	struct loomd_server *s = ctx;
+	struct loomd_rjob *const *jobs;
 	uint32_t n;
 	json_t *a = json_array();
 
 	(void)argc;
 	(void)argv;
 	(void)err;
-	jobs = cp_registry_jobs(s->reg, &n);
+	jobs = loomd_registry_jobs(s->reg, &n);
 	for (uint32_t i = 0; i < n; i++)
 		json_array_append_new(a, job_json(s, jobs[i]));
 	*ret = a;
 	return 0;
 }
 
-static json_t *coflow_json(const struct cp_server *s, const struct cp_rcoflow *c)
+static json_t *coflow_json(const struct loomd_server *s, const struct loomd_rcoflow *c)
 {
 	uint64_t expected = 0;
 	bool known = true;
-	uint32_t rank = c->view != CP_NONE ? cp_sched_rank(s->sched, c->view) : CP_NONE;
+	uint32_t rank = c->view != CP_NONE ? loomd_sched_rank(s->sched, c->view) : CP_NONE;
 
 	for (uint32_t f = 0; f < c->nflows; f++) {
 		expected += c->flows[f]->bytes;
@@ -149,17 +150,18 @@ static json_t *coflow_json(const struct cp_server *s, const struct cp_rcoflow *c
 	}
 	return json_pack("{s:I, s:I, s:s, s:i, s:i, s:I, s:I, s:I, s:b}", "id", (json_int_t)c->id,
 			 "job", (json_int_t)c->job->id, "state",
-			 state_names[cp_registry_coflow_state(s->reg, c)], "flows", (int)c->nflows,
-			 "flows_done", (int)c->flows_done, "bytes_sent", (json_int_t)c->sent_bytes,
-			 "bytes_expected", (json_int_t)(known ? expected : 0), "rank",
+			 state_names[loomd_registry_coflow_state(s->reg, c)], "flows",
+			 (int)c->nflows, "flows_done", (int)c->flows_done, "bytes_sent",
+			 (json_int_t)c->sent_bytes, "bytes_expected",
+			 (json_int_t)(known ? expected : 0), "rank",
 			 (json_int_t)(rank == CP_NONE ? -1 : (json_int_t)rank), "open", c->open);
 }
 
 static int cmd_coflows(void *ctx, int argc, const char *const *argv, json_t **ret,
 		       struct loom_err *err)
 {
-	struct cp_server *s = ctx;
-	struct cp_rjob *const *jobs;
+	struct loomd_server *s = ctx;
+	struct loomd_rjob *const *jobs;
 	unsigned long long want = 0;
 	uint32_t n;
 	json_t *a;
@@ -168,10 +170,10 @@ static int cmd_coflows(void *ctx, int argc, const char *const *argv, json_t **re
 		return loom_err_set(err, EINVAL, "usage: coflows [JOB]");
 	if (argc == 1 && loom_parse_u64(argv[0], &want) < 0)
 		return loom_err_set(err, EINVAL, "'%s' is not a job id", argv[0]);
-	if (argc == 1 && !cp_registry_job(s->reg, want))
+	if (argc == 1 && !loomd_registry_job(s->reg, want))
 		return loom_err_set(err, ENOENT, "no job %llu", want);
 	a = json_array();
-	jobs = cp_registry_jobs(s->reg, &n);
+	jobs = loomd_registry_jobs(s->reg, &n);
 	for (uint32_t i = 0; i < n; i++) {
 		if (argc == 1 && jobs[i]->id != want)
 			continue;
@@ -185,14 +187,14 @@ static int cmd_coflows(void *ctx, int argc, const char *const *argv, json_t **re
 static int cmd_agents(void *ctx, int argc, const char *const *argv, json_t **ret,
 		      struct loom_err *err)
 {
-	struct cp_server *s = ctx;
+	struct loomd_server *s = ctx;
 	json_t *a = json_array();
 
 	(void)argc;
 	(void)argv;
 	(void)err;
 	for (uint32_t h = 0; h < s->topo->nhosts; h++) {
-		const struct cp_conn *c = s->agent_of_host[h];
+		const struct loomd_conn *c = s->agent_of_host[h];
 
 		if (!c)
 			continue;
@@ -215,7 +217,7 @@ static int cmd_agents(void *ctx, int argc, const char *const *argv, json_t **ret
 static int cmd_unknown(void *ctx, int argc, const char *const *argv, json_t **ret,
 		       struct loom_err *err)
 {
-	struct cp_server *s = ctx;
+	struct loomd_server *s = ctx;
 	unsigned long long want = 0;
 	uint64_t now = loom_clock_mono_ns();
 	json_t *a;
@@ -227,15 +229,15 @@ static int cmd_unknown(void *ctx, int argc, const char *const *argv, json_t **re
 				    s->topo->nhosts - 1);
 	a = json_array();
 	for (uint32_t h = 0; h < s->topo->nhosts; h++) {
-		const struct cp_conn *c = s->agent_of_host[h];
-		uint32_t order[CP_UNKNOWN_MAX];
+		const struct loomd_conn *c = s->agent_of_host[h];
+		uint32_t order[LOOMD_UNKNOWN_MAX];
 
 		if (!c || (argc == 1 && h != want))
 			continue;
 		for (uint32_t i = 0; i < c->nunknown; i++) {
 			uint32_t j = i;
 
-			/* insertion sort, most recent first (at most CP_UNKNOWN_MAX) */
+			/* insertion sort, most recent first (at most LOOMD_UNKNOWN_MAX) */
 			while (j > 0 &&
 			       c->unknown[order[j - 1]].last_mono_ns < c->unknown[i].last_mono_ns) {
 				order[j] = order[j - 1];
@@ -244,7 +246,7 @@ static int cmd_unknown(void *ctx, int argc, const char *const *argv, json_t **re
 			order[j] = i;
 		}
 		for (uint32_t i = 0; i < c->nunknown; i++) {
-			const struct cp_unknown_flow *u = &c->unknown[order[i]];
+			const struct loomd_unknown_flow *u = &c->unknown[order[i]];
 			char t[128];
 
 			json_array_append_new(
@@ -262,9 +264,9 @@ static int cmd_unknown(void *ctx, int argc, const char *const *argv, json_t **re
 static int cmd_priorities(void *ctx, int argc, const char *const *argv, json_t **ret,
 			  struct loom_err *err)
 {
-	struct cp_server *s = ctx;
-	const struct policy_decision *d = cp_sched_decision(s->sched);
-	const struct cp_model *m = cp_sched_view(s->sched);
+	struct loomd_server *s = ctx;
+	const struct policy_decision *d = loomd_sched_decision(s->sched);
+	const struct cp_model *m = loomd_sched_view(s->sched);
 	unsigned long long host = 0;
 	uint8_t *seen;
 	json_t *a;
@@ -290,7 +292,7 @@ static int cmd_priorities(void *ctx, int argc, const char *const *argv, json_t *
 				nh++;
 			}
 			if (h == host)
-				cls = cp_sched_flow_class(s->sched, slot[q]);
+				cls = loomd_sched_flow_class(s->sched, slot[q]);
 		}
 		if (argc == 1) {
 			if (cls != CP_NONE)
@@ -300,8 +302,8 @@ static int cmd_priorities(void *ctx, int argc, const char *const *argv, json_t *
 			continue;
 		}
 		gcls = d->has_classes ? d->class_of[i] : i;
-		if (gcls >= cp_sched_classes(s->sched))
-			gcls = cp_sched_classes(s->sched) - 1;
+		if (gcls >= loomd_sched_classes(s->sched))
+			gcls = loomd_sched_classes(s->sched) - 1;
 		json_array_append_new(a, json_pack("{s:i, s:I, s:I, s:i, s:i}", "rank", (int)i,
 						   "coflow", (json_int_t)cf->ext_id, "job",
 						   (json_int_t)m->jobs[cf->job].ext_id, "class",
@@ -318,26 +320,26 @@ static int cmd_priorities(void *ctx, int argc, const char *const *argv, json_t *
 static int cmd_policy(void *ctx, int argc, const char *const *argv, json_t **ret,
 		      struct loom_err *err)
 {
-	struct cp_server *s = ctx;
+	struct loomd_server *s = ctx;
 
 	(void)argv;
 	if (argc)
 		return loom_err_set(err, EINVAL, "usage: policy");
-	*ret = json_pack("{s:s}", "policy", cp_sched_policy(s->sched));
+	*ret = json_pack("{s:s}", "policy", loomd_sched_policy(s->sched));
 	return 0;
 }
 
 static int cmd_set_policy(void *ctx, int argc, const char *const *argv, json_t **ret,
 			  struct loom_err *err)
 {
-	struct cp_server *s = ctx;
+	struct loomd_server *s = ctx;
 	char prev[POLICY_SPEC_MAX], who[64];
 	int r;
 
 	if (argc != 1)
 		return loom_err_set(err, EINVAL, "usage: set-policy SPEC");
-	snprintf(prev, sizeof(prev), "%s", cp_sched_policy(s->sched));
-	r = cp_sched_set_policy(s->sched, argv[0], err);
+	snprintf(prev, sizeof(prev), "%s", loomd_sched_policy(s->sched));
+	r = loomd_sched_set_policy(s->sched, argv[0], err);
 	if (r < 0) {
 		log_info("admin set-policy %s (%s): refused: %s", argv[0],
 			 admin_peer(s, who, sizeof(who)), loom_err_str(err));
@@ -345,7 +347,7 @@ static int cmd_set_policy(void *ctx, int argc, const char *const *argv, json_t *
 	}
 	log_info("policy: %s -> %s (admin set-policy, %s)", prev, argv[0],
 		 admin_peer(s, who, sizeof(who)));
-	cp_server_schedule_pass(s);
+	loomd_server_schedule_pass(s);
 	*ret = json_pack("{s:s, s:s}", "policy", argv[0], "previous", prev);
 	return 0;
 }
@@ -373,26 +375,26 @@ static int cmd_policies(void *ctx, int argc, const char *const *argv, json_t **r
 static int cmd_dump(void *ctx, int argc, const char *const *argv, json_t **ret,
 		    struct loom_err *err)
 {
-	struct cp_server *s = ctx;
-	struct cp_rjob *const *jobs;
+	struct loomd_server *s = ctx;
+	struct loomd_rjob *const *jobs;
 	json_t *stats = NULL, *ja = json_array(), *agents = NULL, *prio = NULL;
 	uint32_t n;
 	char who[64];
 
 	(void)argc;
 	(void)argv;
-	jobs = cp_registry_jobs(s->reg, &n);
+	jobs = loomd_registry_jobs(s->reg, &n);
 	log_info("admin dump (%s): %u jobs", admin_peer(s, who, sizeof(who)), n);
 	for (uint32_t i = 0; i < n; i++) {
-		const struct cp_rjob *j = jobs[i];
+		const struct loomd_rjob *j = jobs[i];
 		json_t *jo = job_json(s, j), *cs = json_array(), *es = json_array();
 
 		for (uint32_t c = 0; c < j->ncoflows; c++) {
-			const struct cp_rcoflow *rc = &j->coflows[c];
+			const struct loomd_rcoflow *rc = &j->coflows[c];
 			json_t *co = coflow_json(s, rc), *fs = json_array();
 
 			for (uint32_t f = 0; f < rc->nflows; f++) {
-				const struct cp_rflow *fl = rc->flows[f];
+				const struct loomd_rflow *fl = rc->flows[f];
 				char t[128] = "";
 
 				if (fl->has_tuple)
@@ -430,7 +432,7 @@ static int cmd_dump(void *ctx, int argc, const char *const *argv, json_t **ret,
 static int cmd_tenants(void *ctx, int argc, const char *const *argv, json_t **ret,
 		       struct loom_err *err)
 {
-	struct cp_server *s = ctx;
+	struct loomd_server *s = ctx;
 	json_t *a;
 
 	(void)argv;
@@ -438,10 +440,10 @@ static int cmd_tenants(void *ctx, int argc, const char *const *argv, json_t **re
 		return loom_err_set(err, EINVAL, "usage: tenants");
 	a = json_array();
 	for (uint32_t i = 0; i < s->ntenants; i++) {
-		const struct cp_tenant *t = &s->tenants[i];
-		struct cp_tenant_use u;
+		const struct loomd_tenant *t = &s->tenants[i];
+		struct loomd_tenant_use u;
 
-		cp_registry_tenant_use(s->reg, i, &u);
+		loomd_registry_tenant_use(s->reg, i, &u);
 		json_array_append_new(a,
 				      json_pack("{s:s, s:i, s:i, s:I, s:{s:i, s:i, s:i, s:i}}",
 						"name", t->name, "jobs", (int)u.jobs, "coflows",
@@ -458,7 +460,7 @@ static int cmd_tenants(void *ctx, int argc, const char *const *argv, json_t **re
 static int cmd_clock_set(void *ctx, int argc, const char *const *argv, json_t **ret,
 			 struct loom_err *err)
 {
-	struct cp_server *s = ctx;
+	struct loomd_server *s = ctx;
 	unsigned long long t;
 
 	if (!s->cfg.virtual_clock)
@@ -475,7 +477,7 @@ static int cmd_clock_set(void *ctx, int argc, const char *const *argv, json_t **
 static int cmd_decide(void *ctx, int argc, const char *const *argv, json_t **ret,
 		      struct loom_err *err)
 {
-	struct cp_server *s = ctx;
+	struct loomd_server *s = ctx;
 	const struct policy_decision *d;
 	const struct cp_model *m;
 	json_t *order;
@@ -484,20 +486,21 @@ static int cmd_decide(void *ctx, int argc, const char *const *argv, json_t **ret
 	(void)argv;
 	if (argc)
 		return loom_err_set(err, EINVAL, "usage: decide");
-	r = cp_server_pass(s, err);
+	r = loomd_server_pass(s, err);
 	if (r < 0)
 		return r;
-	d = cp_sched_decision(s->sched);
-	m = cp_sched_view(s->sched);
+	d = loomd_sched_decision(s->sched);
+	m = loomd_sched_view(s->sched);
 	order = json_array();
 	for (uint32_t i = 0; d && m && i < d->norder; i++)
 		json_array_append_new(order,
 				      json_integer((json_int_t)m->coflows[d->order[i]].ext_id));
-	*ret = json_pack("{s:I, s:o}", "now_ns", (json_int_t)cp_server_now_ns(s), "order", order);
+	*ret = json_pack("{s:I, s:o}", "now_ns", (json_int_t)loomd_server_now_ns(s), "order",
+			 order);
 	return 0;
 }
 
-int cp_admin_register_all(struct cp_server *s)
+int loomd_admin_register_all(struct loomd_server *s)
 {
 	static const struct {
 		const char *name, *usage, *help;
@@ -529,56 +532,57 @@ int cp_admin_register_all(struct cp_server *s)
 	return loom_admin_register_log_level(s->admin);
 }
 
-void cp_metrics_render(struct cp_server *s, struct cp_prom *p)
+void loomd_metrics_render(struct loomd_server *s, struct loomd_prom *p)
 {
-	struct cp_registry_counts n;
+	struct loomd_registry_counts n;
 
-	cp_registry_counts(s->reg, &n);
-	cp_prom_gauge(p, "loom_jobs", "Registered jobs (running and done, not yet forgotten)",
-		      n.jobs);
-	cp_prom_gauge(p, "loom_jobs_done", "Registered jobs that are done", n.jobs_done);
-	cp_prom_gauge(p, "loom_coflows", "Registered coflows", n.coflows);
-	cp_prom_gauge(p, "loom_coflows_active", "Schedulable (released, unfinished) coflows",
-		      n.coflows_active);
-	cp_prom_gauge(p, "loom_flows", "Registered flows", (double)n.flows);
-	cp_prom_gauge(p, "loom_agents_connected", "Connected agents", s->nagents);
-	cp_prom_gauge(p, "loom_frameworks_connected", "Connected framework clients",
-		      s->nframeworks);
-	cp_prom_gauge(p, "loom_connections", "Open connections", s->nconns);
-	cp_prom_counter(p, "loom_decisions_total", "Policy decisions",
-			(double)cp_sched_decisions(s->sched));
-	cp_prom_counter(p, "loom_passes_total", "Scheduling passes", (double)s->st.passes);
-	cp_prom_counter(p, "loom_requests_total", "Protocol messages received",
-			(double)s->st.requests);
-	cp_prom_counter(p, "loom_request_errors_total", "Requests answered with an error",
-			(double)s->st.errors);
-	cp_prom_counter(p, "loom_bad_frames_total", "Connections closed for a bad frame",
-			(double)s->st.frames_bad);
-	cp_prom_counter(p, "loom_flows_announced_total", "Flows announced",
-			(double)s->st.flows_announced);
-	cp_prom_counter(p, "loom_tables_sent_total", "Priority tables sent to agents",
-			(double)s->st.tables_sent);
-	cp_prom_counter(p, "loom_table_entries_sent_total",
-			"Entries (flows, classes, removals) in the tables sent",
-			(double)s->st.table_entries_sent);
-	cp_prom_counter(p, "loom_flow_stats_reports_total", "Flow statistics reports from agents",
-			(double)s->st.stats_reports);
-	cp_prom_counter(p, "loom_unknown_flows_total",
-			"Flows agents reported that no framework announced",
-			(double)s->st.unknown_flows);
-	cp_prom_counter(p, "loom_connections_total", "Connections accepted",
-			(double)s->st.conns_total);
-	cp_prom_counter(p, "loom_journal_commits_total", "Journal commits", (double)s->st.commits);
-	cp_prom_gauge(p, "loom_resident_memory_bytes", "loomd resident set size",
-		      (double)rss_bytes());
-	cp_prom_gauge_labeled(p, "loom_policy_info", "The policy in use", "policy",
-			      cp_sched_policy(s->sched), 1);
-	cp_prom_hist(p, "loom_decision_seconds", "Time the policy takes to decide",
-		     &s->st.decide_hist);
-	cp_prom_hist(p, "loom_push_seconds", "Time from a table push to the agent's ack",
-		     &s->st.push_hist);
-	cp_prom_hist(p, "loom_pass_seconds", "Time of a whole scheduling pass (decide + push)",
-		     &s->st.pass_hist);
-	cp_prom_hist(p, "loom_journal_commit_seconds", "Time of a journal commit",
-		     &s->st.commit_hist);
+	loomd_registry_counts(s->reg, &n);
+	loomd_prom_gauge(p, "loom_jobs", "Registered jobs (running and done, not yet forgotten)",
+			 n.jobs);
+	loomd_prom_gauge(p, "loom_jobs_done", "Registered jobs that are done", n.jobs_done);
+	loomd_prom_gauge(p, "loom_coflows", "Registered coflows", n.coflows);
+	loomd_prom_gauge(p, "loom_coflows_active", "Schedulable (released, unfinished) coflows",
+			 n.coflows_active);
+	loomd_prom_gauge(p, "loom_flows", "Registered flows", (double)n.flows);
+	loomd_prom_gauge(p, "loom_agents_connected", "Connected agents", s->nagents);
+	loomd_prom_gauge(p, "loom_frameworks_connected", "Connected framework clients",
+			 s->nframeworks);
+	loomd_prom_gauge(p, "loom_connections", "Open connections", s->nconns);
+	loomd_prom_counter(p, "loom_decisions_total", "Policy decisions",
+			   (double)loomd_sched_decisions(s->sched));
+	loomd_prom_counter(p, "loom_passes_total", "Scheduling passes", (double)s->st.passes);
+	loomd_prom_counter(p, "loom_requests_total", "Protocol messages received",
+			   (double)s->st.requests);
+	loomd_prom_counter(p, "loom_request_errors_total", "Requests answered with an error",
+			   (double)s->st.errors);
+	loomd_prom_counter(p, "loom_bad_frames_total", "Connections closed for a bad frame",
+			   (double)s->st.frames_bad);
+	loomd_prom_counter(p, "loom_flows_announced_total", "Flows announced",
+			   (double)s->st.flows_announced);
+	loomd_prom_counter(p, "loom_tables_sent_total", "Priority tables sent to agents",
+			   (double)s->st.tables_sent);
+	loomd_prom_counter(p, "loom_table_entries_sent_total",
+			   "Entries (flows, classes, removals) in the tables sent",
+			   (double)s->st.table_entries_sent);
+	loomd_prom_counter(p, "loom_flow_stats_reports_total",
+			   "Flow statistics reports from agents", (double)s->st.stats_reports);
+	loomd_prom_counter(p, "loom_unknown_flows_total",
+			   "Flows agents reported that no framework announced",
+			   (double)s->st.unknown_flows);
+	loomd_prom_counter(p, "loom_connections_total", "Connections accepted",
+			   (double)s->st.conns_total);
+	loomd_prom_counter(p, "loom_journal_commits_total", "Journal commits",
+			   (double)s->st.commits);
+	loomd_prom_gauge(p, "loom_resident_memory_bytes", "loomd resident set size",
+			 (double)rss_bytes());
+	loomd_prom_gauge_labeled(p, "loom_policy_info", "The policy in use", "policy",
+				 loomd_sched_policy(s->sched), 1);
+	loomd_prom_hist(p, "loom_decision_seconds", "Time the policy takes to decide",
+			&s->st.decide_hist);
+	loomd_prom_hist(p, "loom_push_seconds", "Time from a table push to the agent's ack",
+			&s->st.push_hist);
+	loomd_prom_hist(p, "loom_pass_seconds", "Time of a whole scheduling pass (decide + push)",
+			&s->st.pass_hist);
+	loomd_prom_hist(p, "loom_journal_commit_seconds", "Time of a journal commit",
+			&s->st.commit_hist);
 }

@@ -11,8 +11,8 @@
 #include "controlplane/loomd/server.h"
 
 /* admin_cmds.c */
-int cp_admin_register_all(struct cp_server *s);
+int loomd_admin_register_all(struct loomd_server *s);
 /* Renders the Prometheus text for /metrics into p. */
-void cp_metrics_render(struct cp_server *s, struct cp_prom *p);
+void loomd_metrics_render(struct loomd_server *s, struct loomd_prom *p);
 
 #endif

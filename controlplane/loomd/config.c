@@ -14,7 +14,7 @@
 #include "common/units.h"
 #include "proto/frame.h"
 
-void cp_config_default(struct cp_config *c)
+void loomd_config_default(struct loomd_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	snprintf(c->listen_unix, sizeof(c->listen_unix), "/run/loom/loomd.sock");
@@ -61,8 +61,8 @@ struct key {
 	uint64_t min, max;
 };
 
-#define STR(f)    K_STR, offsetof(struct cp_config, f), sizeof(((struct cp_config *)0)->f)
-#define NUM(t, f) t, offsetof(struct cp_config, f), 0
+#define STR(f)    K_STR, offsetof(struct loomd_config, f), sizeof(((struct loomd_config *)0)->f)
+#define NUM(t, f) t, offsetof(struct loomd_config, f), 0
 static const struct key keys[] = {
 	{"listen_unix", STR(listen_unix), 0, 0},
 	{"listen_tcp", STR(listen_tcp), 0, 0},
@@ -103,7 +103,8 @@ static const struct key keys[] = {
 	{"admin_group", STR(admin_group), 0, 0},
 };
 
-int cp_config_set(struct cp_config *c, const char *key, const char *value, struct loom_err *err)
+int loomd_config_set(struct loomd_config *c, const char *key, const char *value,
+		     struct loom_err *err)
 {
 	const struct key *k = NULL;
 	struct loom_err e2 = {{0}};
@@ -200,15 +201,15 @@ int cp_config_set(struct cp_config *c, const char *key, const char *value, struc
 
 static int load_one(void *ctx, const struct loom_kv *kv, struct loom_err *err)
 {
-	return cp_config_set(ctx, kv->key, kv->value, err);
+	return loomd_config_set(ctx, kv->key, kv->value, err);
 }
 
-int cp_config_load(struct cp_config *c, const char *path, struct loom_err *err)
+int loomd_config_load(struct loomd_config *c, const char *path, struct loom_err *err)
 {
 	return loom_kv_load(path, load_one, c, err);
 }
 
-int cp_config_check(const struct cp_config *c, struct loom_err *err)
+int loomd_config_check(const struct loomd_config *c, struct loom_err *err)
 {
 	enum policy_class_assign assign;
 	const struct policy_class *cls;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * controlplane/loomd/config: the configuration file and its defaults
- * (struct cp_config, immutable once loaded; every key is documented in
+ * (struct loomd_config, immutable once loaded; every key is documented in
  * docs/loomd.md).
  */
 #ifndef LOOM_CONTROLPLANE_LOOMD_CONFIG_H
@@ -14,15 +14,15 @@
 #include "common/errors.h"
 #include "controlplane/policy/policy.h"
 
-#define CP_ADDR_MAX 128
+#define LOOMD_ADDR_MAX 128
 
-struct cp_config {
-	char listen_unix[108];        /* framework+agent Unix socket; "" = none */
-	char listen_tcp[CP_ADDR_MAX]; /* "HOST:PORT"; "" = none */
-	char admin_socket[108];       /* "" = none */
-	char metrics[CP_ADDR_MAX];    /* "HOST:PORT" for /metrics; "" = none */
-	char journal[PATH_MAX];       /* SQLite file; "" = no durability */
-	int journal_sync;             /* 0 off, 1 normal, 2 full (SQLite synchronous) */
+struct loomd_config {
+	char listen_unix[108];           /* framework+agent Unix socket; "" = none */
+	char listen_tcp[LOOMD_ADDR_MAX]; /* "HOST:PORT"; "" = none */
+	char admin_socket[108];          /* "" = none */
+	char metrics[LOOMD_ADDR_MAX];    /* "HOST:PORT" for /metrics; "" = none */
+	char journal[PATH_MAX];          /* SQLite file; "" = no durability */
+	int journal_sync;                /* 0 off, 1 normal, 2 full (SQLite synchronous) */
 	char policy[POLICY_SPEC_MAX];
 	char weights[PATH_MAX];  /* gnn/ensemble model; "" = the shipped one */
 	char topology[PATH_MAX]; /* topology file; "" = big switch of hosts x link_bps */
@@ -62,14 +62,15 @@ struct cp_config {
 };
 
 /* Fills the defaults (docs/loomd.md). */
-void cp_config_default(struct cp_config *c);
+void loomd_config_default(struct loomd_config *c);
 
 /*
  * Sets one key from its text value. Returns 0, or -ENOENT (unknown key),
  * -EINVAL (bad value) or -ERANGE (out of range) with err naming the key, the
  * value and what is accepted.
  */
-int cp_config_set(struct cp_config *c, const char *key, const char *value, struct loom_err *err);
+int loomd_config_set(struct loomd_config *c, const char *key, const char *value,
+		     struct loom_err *err);
 
 /*
  * Reads "key = value" lines from path onto c, in order (the format is
@@ -77,9 +78,9 @@ int cp_config_set(struct cp_config *c, const char *key, const char *value, struc
  * -errno with err = "path[:line]: reason"; c then holds the lines before
  * the bad one.
  */
-int cp_config_load(struct cp_config *c, const char *path, struct loom_err *err);
+int loomd_config_load(struct loomd_config *c, const char *path, struct loom_err *err);
 
 /* Checks the combination (e.g. at least one listener). 0 or -EINVAL with err. */
-int cp_config_check(const struct cp_config *c, struct loom_err *err);
+int loomd_config_check(const struct loomd_config *c, struct loom_err *err);
 
 #endif

@@ -11,20 +11,20 @@
 
 #define SCHEMA_VERSION 1
 
-struct cp_journal {
+struct loomd_journal {
 	sqlite3 *db;
 	sqlite3_stmt *append, *forget, *begin, *commit, *rollback;
 	char path[PATH_MAX];
 	bool in_txn;
 };
 
-static int fail(struct cp_journal *j, struct loom_err *err, const char *what)
+static int fail(struct loomd_journal *j, struct loom_err *err, const char *what)
 {
 	return loom_err_set(err, EIO, "journal %s: %s: %s", j->path, what,
 			    j->db ? sqlite3_errmsg(j->db) : "no database");
 }
 
-static int exec(struct cp_journal *j, const char *sql, struct loom_err *err)
+static int exec(struct loomd_journal *j, const char *sql, struct loom_err *err)
 {
 	char *msg = NULL;
 	int r = sqlite3_exec(j->db, sql, NULL, NULL, &msg);
@@ -37,7 +37,8 @@ static int exec(struct cp_journal *j, const char *sql, struct loom_err *err)
 	return 0;
 }
 
-static int prepare(struct cp_journal *j, const char *sql, sqlite3_stmt **ret, struct loom_err *err)
+static int prepare(struct loomd_journal *j, const char *sql, sqlite3_stmt **ret,
+		   struct loom_err *err)
 {
 	if (sqlite3_prepare_v2(j->db, sql, -1, ret, NULL) != SQLITE_OK)
 		return fail(j, err, "prepare");
@@ -45,7 +46,7 @@ static int prepare(struct cp_journal *j, const char *sql, sqlite3_stmt **ret, st
 }
 
 /* Reads the schema version in meta (0 when the table is new). */
-static int schema_version(struct cp_journal *j, int *ret, struct loom_err *err)
+static int schema_version(struct loomd_journal *j, int *ret, struct loom_err *err)
 {
 	sqlite3_stmt *st;
 	int r;
@@ -60,12 +61,12 @@ static int schema_version(struct cp_journal *j, int *ret, struct loom_err *err)
 	return 0;
 }
 
-struct cp_journal *cp_journal_open(const char *path, int sync, struct loom_err *err)
+struct loomd_journal *loomd_journal_open(const char *path, int sync, struct loom_err *err)
 {
 	static const char *const sync_sql[] = {"PRAGMA synchronous = OFF",
 					       "PRAGMA synchronous = NORMAL",
 					       "PRAGMA synchronous = FULL"};
-	struct cp_journal *j = calloc(1, sizeof(*j));
+	struct loomd_journal *j = calloc(1, sizeof(*j));
 	int version = 0;
 
 	if (!j) {
@@ -115,19 +116,19 @@ err:
 err_keep_errno:;
 	int e = errno;
 
-	cp_journal_close(j);
+	loomd_journal_close(j);
 	errno = e;
 	return NULL;
 }
 
-struct cp_journal *cp_journal_close(struct cp_journal *j)
+struct loomd_journal *loomd_journal_close(struct loomd_journal *j)
 {
 	if (!j)
 		return NULL;
 	if (j->in_txn) {
 		struct loom_err e;
 
-		cp_journal_commit(j, &e);
+		loomd_journal_commit(j, &e);
 	}
 	sqlite3_finalize(j->append);
 	sqlite3_finalize(j->forget);
@@ -147,7 +148,7 @@ static int step_reset(sqlite3_stmt *st)
 	return r == SQLITE_DONE ? 0 : -EIO;
 }
 
-static int begin(struct cp_journal *j, struct loom_err *err)
+static int begin(struct loomd_journal *j, struct loom_err *err)
 {
 	if (j->in_txn)
 		return 0;
@@ -157,8 +158,9 @@ static int begin(struct cp_journal *j, struct loom_err *err)
 	return 0;
 }
 
-int cp_journal_append(struct cp_journal *j, enum cp_journal_kind kind, uint64_t job_id, uint64_t id,
-		      uint64_t time_ns, const void *body, size_t len, struct loom_err *err)
+int loomd_journal_append(struct loomd_journal *j, enum loomd_journal_kind kind, uint64_t job_id,
+			 uint64_t id, uint64_t time_ns, const void *body, size_t len,
+			 struct loom_err *err)
 {
 	sqlite3_stmt *st = j->append;
 
@@ -180,7 +182,7 @@ int cp_journal_append(struct cp_journal *j, enum cp_journal_kind kind, uint64_t 
 	return 0;
 }
 
-int cp_journal_forget(struct cp_journal *j, uint64_t job_id, struct loom_err *err)
+int loomd_journal_forget(struct loomd_journal *j, uint64_t job_id, struct loom_err *err)
 {
 	if (begin(j, err) < 0)
 		return -EIO;
@@ -190,25 +192,25 @@ int cp_journal_forget(struct cp_journal *j, uint64_t job_id, struct loom_err *er
 	return 0;
 }
 
-bool cp_journal_pending(const struct cp_journal *j)
+bool loomd_journal_pending(const struct loomd_journal *j)
 {
 	return j && j->in_txn;
 }
 
-int cp_journal_commit(struct cp_journal *j, struct loom_err *err)
+int loomd_journal_commit(struct loomd_journal *j, struct loom_err *err)
 {
 	if (!j->in_txn)
 		return 0;
 	if (step_reset(j->commit) < 0) {
 		fail(j, err, "commit");
-		cp_journal_rollback(j);
+		loomd_journal_rollback(j);
 		return -EIO;
 	}
 	j->in_txn = false;
 	return 0;
 }
 
-void cp_journal_rollback(struct cp_journal *j)
+void loomd_journal_rollback(struct loomd_journal *j)
 {
 	if (!j->in_txn)
 		return;
@@ -216,8 +218,8 @@ void cp_journal_rollback(struct cp_journal *j)
 	j->in_txn = false;
 }
 
-int cp_journal_replay(struct cp_journal *j, cp_journal_fn fn, void *ctx, uint64_t *ret_n,
-		      struct loom_err *err)
+int loomd_journal_replay(struct loomd_journal *j, loomd_journal_fn fn, void *ctx, uint64_t *ret_n,
+			 struct loom_err *err)
 {
 	sqlite3_stmt *st;
 	uint64_t n = 0;
@@ -226,7 +228,7 @@ int cp_journal_replay(struct cp_journal *j, cp_journal_fn fn, void *ctx, uint64_
 	if (prepare(j, "SELECT kind, job, id, time_ns, body FROM log ORDER BY seq", &st, err) < 0)
 		return -EIO;
 	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-		int rc = fn(ctx, (enum cp_journal_kind)sqlite3_column_int(st, 0),
+		int rc = fn(ctx, (enum loomd_journal_kind)sqlite3_column_int(st, 0),
 			    (uint64_t)sqlite3_column_int64(st, 1),
 			    (uint64_t)sqlite3_column_int64(st, 2),
 			    (uint64_t)sqlite3_column_int64(st, 3), sqlite3_column_blob(st, 4),

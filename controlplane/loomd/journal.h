@@ -18,45 +18,46 @@
 
 #include "common/errors.h"
 
-enum cp_journal_kind {
-	CP_J_REGISTER = 1, /* body: RegisterJob */
-	CP_J_FLOW = 2,     /* body: AnnounceFlow */
-	CP_J_COFLOW_DONE = 3,
-	CP_J_JOB_DONE = 4,
-	CP_J_FLOW_DONE = 5, /* body: FiveTuple */
+enum loomd_journal_kind {
+	LOOMD_J_REGISTER = 1, /* body: RegisterJob */
+	LOOMD_J_FLOW = 2,     /* body: AnnounceFlow */
+	LOOMD_J_COFLOW_DONE = 3,
+	LOOMD_J_JOB_DONE = 4,
+	LOOMD_J_FLOW_DONE = 5, /* body: FiveTuple */
 };
 
-struct cp_journal;
+struct loomd_journal;
 
 /*
  * Opens (creating) the journal at path; sync is SQLite's synchronous level
  * (0 off, 1 normal, 2 full). NULL + errno with err naming the file (e.g.
  * not a journal, a newer schema, unwritable).
  */
-struct cp_journal *cp_journal_open(const char *path, int sync, struct loom_err *err);
+struct loomd_journal *loomd_journal_open(const char *path, int sync, struct loom_err *err);
 /* Commits what is pending and closes. Accepts NULL; returns NULL. */
-struct cp_journal *cp_journal_close(struct cp_journal *j);
+struct loomd_journal *loomd_journal_close(struct loomd_journal *j);
 
 /* Appends a record inside the open transaction (begun on demand). 0 or -EIO with err. */
-int cp_journal_append(struct cp_journal *j, enum cp_journal_kind kind, uint64_t job_id, uint64_t id,
-		      uint64_t time_ns, const void *body, size_t len, struct loom_err *err);
+int loomd_journal_append(struct loomd_journal *j, enum loomd_journal_kind kind, uint64_t job_id,
+			 uint64_t id, uint64_t time_ns, const void *body, size_t len,
+			 struct loom_err *err);
 /* Deletes every record of job_id. 0 or -EIO. */
-int cp_journal_forget(struct cp_journal *j, uint64_t job_id, struct loom_err *err);
-/* True when records await cp_journal_commit(). */
-bool cp_journal_pending(const struct cp_journal *j);
+int loomd_journal_forget(struct loomd_journal *j, uint64_t job_id, struct loom_err *err);
+/* True when records await loomd_journal_commit(). */
+bool loomd_journal_pending(const struct loomd_journal *j);
 /* Commits the open transaction (if any). 0 or -EIO with err. */
-int cp_journal_commit(struct cp_journal *j, struct loom_err *err);
+int loomd_journal_commit(struct loomd_journal *j, struct loom_err *err);
 /* Undoes the open transaction. */
-void cp_journal_rollback(struct cp_journal *j);
+void loomd_journal_rollback(struct loomd_journal *j);
 
-typedef int (*cp_journal_fn)(void *ctx, enum cp_journal_kind kind, uint64_t job_id, uint64_t id,
-			     uint64_t time_ns, const void *body, size_t len);
+typedef int (*loomd_journal_fn)(void *ctx, enum loomd_journal_kind kind, uint64_t job_id,
+				uint64_t id, uint64_t time_ns, const void *body, size_t len);
 
 /*
  * Calls fn for every record in append order; stops at fn's first negative
  * return and returns it; 0 or -EIO with err otherwise. *ret_n counts records.
  */
-int cp_journal_replay(struct cp_journal *j, cp_journal_fn fn, void *ctx, uint64_t *ret_n,
-		      struct loom_err *err);
+int loomd_journal_replay(struct loomd_journal *j, loomd_journal_fn fn, void *ctx, uint64_t *ret_n,
+			 struct loom_err *err);
 
 #endif

@@ -73,8 +73,8 @@ int main(int argc, char **argv)
 	char **sets = calloc((size_t)argc + 1, sizeof(*sets));
 	int nsets = 0, c, code;
 	bool foreground = false, check = false, verbose = false;
-	struct cp_config cfg;
-	struct cp_server *srv;
+	struct loomd_config cfg;
+	struct loomd_server *srv;
 	struct loom_err err = {{0}};
 	enum loom_log_level lvl;
 
@@ -117,10 +117,10 @@ int main(int argc, char **argv)
 		free(sets);
 		return 2;
 	}
-	cp_config_default(&cfg);
+	loomd_config_default(&cfg);
 	if (!config && access(DEFAULT_CONFIG, R_OK) == 0)
 		config = DEFAULT_CONFIG;
-	if (config && cp_config_load(&cfg, config, &err) < 0) {
+	if (config && loomd_config_load(&cfg, config, &err) < 0) {
 		fprintf(stderr, "loomd: %s\n", loom_err_str(&err));
 		free(sets);
 		return 2;
@@ -134,14 +134,14 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		*eq = 0;
-		if (cp_config_set(&cfg, sets[i], eq + 1, &err) < 0) {
+		if (loomd_config_set(&cfg, sets[i], eq + 1, &err) < 0) {
 			fprintf(stderr, "loomd: --set: %s\n", loom_err_str(&err));
 			free(sets);
 			return 2;
 		}
 	}
 	free(sets);
-	if (cp_config_check(&cfg, &err) < 0) {
+	if (loomd_config_check(&cfg, &err) < 0) {
 		fprintf(stderr, "loomd: %s\n", loom_err_str(&err));
 		return 2;
 	}
@@ -162,9 +162,9 @@ int main(int argc, char **argv)
 	srv = calloc(1, sizeof(*srv));
 	if (!srv)
 		return 1;
-	if (cp_server_init(srv, &cfg, &err) < 0) {
+	if (loomd_server_init(srv, &cfg, &err) < 0) {
 		log_err("%s", loom_err_str(&err));
-		cp_server_done(srv);
+		loomd_server_done(srv);
 		free(srv);
 		return 1;
 	}
@@ -176,8 +176,8 @@ int main(int argc, char **argv)
 		 (double)cfg.tick_ns * 1e-6);
 	if (!cfg.journal[0])
 		log_warn("no journal: a restart forgets every job (set journal = PATH)");
-	code = cp_server_run(srv);
-	cp_server_done(srv);
+	code = loomd_server_run(srv);
+	loomd_server_done(srv);
 	free(srv);
 	log_info("stopped");
 	return code;

@@ -29,16 +29,16 @@ static const double default_bounds[] = {
 	10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1.0,  2.5,
 };
 
-void cp_hist_init(struct cp_hist *h)
+void loomd_hist_init(struct loomd_hist *h)
 {
 	memset(h, 0, sizeof(*h));
 	memcpy(h->bounds, default_bounds, sizeof(default_bounds));
 	h->nbounds = ARRAY_SIZE(default_bounds);
 }
 
-int cp_hist_init_bounds(struct cp_hist *h, const double *bounds, unsigned n)
+int loomd_hist_init_bounds(struct loomd_hist *h, const double *bounds, unsigned n)
 {
-	if (!bounds || n == 0 || n > CP_HIST_MAX_BOUNDS)
+	if (!bounds || n == 0 || n > LOOMD_HIST_MAX_BOUNDS)
 		return -EINVAL;
 	for (unsigned i = 0; i < n; i++)
 		if (!isfinite(bounds[i]) || (i > 0 && !(bounds[i] > bounds[i - 1])))
@@ -49,14 +49,14 @@ int cp_hist_init_bounds(struct cp_hist *h, const double *bounds, unsigned n)
 	return 0;
 }
 
-void cp_hist_reset(struct cp_hist *h)
+void loomd_hist_reset(struct loomd_hist *h)
 {
 	memset(h->counts, 0, sizeof(h->counts));
 	h->sum = 0;
 	h->count = 0;
 }
 
-void cp_hist_observe(struct cp_hist *h, double seconds)
+void loomd_hist_observe(struct loomd_hist *h, double seconds)
 {
 	unsigned lo = 0, hi = h->nbounds;
 
@@ -78,7 +78,7 @@ void cp_hist_observe(struct cp_hist *h, double seconds)
 	h->count++;
 }
 
-double cp_hist_quantile(const struct cp_hist *h, double q)
+double loomd_hist_quantile(const struct loomd_hist *h, double q)
 {
 	double rank, start, in_bucket;
 	uint64_t below = 0;
@@ -126,12 +126,12 @@ static const char *const prom_type_names[] = {
 	[PROM_HISTOGRAM] = "histogram",
 };
 
-void cp_prom_init(struct cp_prom *p)
+void loomd_prom_init(struct loomd_prom *p)
 {
 	memset(p, 0, sizeof(*p));
 }
 
-void cp_prom_done(struct cp_prom *p)
+void loomd_prom_done(struct loomd_prom *p)
 {
 	for (size_t i = 0; i < p->nnames; i++)
 		free(p->names[i]);
@@ -140,17 +140,17 @@ void cp_prom_done(struct cp_prom *p)
 	memset(p, 0, sizeof(*p));
 }
 
-const char *cp_prom_text(const struct cp_prom *p)
+const char *loomd_prom_text(const struct loomd_prom *p)
 {
 	return p->buf ? p->buf : "";
 }
 
-size_t cp_prom_len(const struct cp_prom *p)
+size_t loomd_prom_len(const struct loomd_prom *p)
 {
 	return p->len;
 }
 
-int cp_prom_error(const struct cp_prom *p)
+int loomd_prom_error(const struct loomd_prom *p)
 {
 	return p->err;
 }
@@ -185,7 +185,7 @@ static bool label_name_valid(const char *s)
 }
 
 /* Makes room for n more bytes and the NUL. */
-static int prom_reserve(struct cp_prom *p, size_t n)
+static int prom_reserve(struct loomd_prom *p, size_t n)
 {
 	size_t cap;
 	char *buf;
@@ -203,7 +203,7 @@ static int prom_reserve(struct cp_prom *p, size_t n)
 	return 0;
 }
 
-__attribute__((format(printf, 2, 3))) static int prom_printf(struct cp_prom *p, const char *fmt,
+__attribute__((format(printf, 2, 3))) static int prom_printf(struct loomd_prom *p, const char *fmt,
 							     ...)
 {
 	va_list ap;
@@ -223,7 +223,7 @@ __attribute__((format(printf, 2, 3))) static int prom_printf(struct cp_prom *p, 
 	return 0;
 }
 
-static int prom_putc(struct cp_prom *p, char c)
+static int prom_putc(struct loomd_prom *p, char c)
 {
 	if (prom_reserve(p, 1) < 0)
 		return -ENOMEM;
@@ -233,7 +233,7 @@ static int prom_putc(struct cp_prom *p, char c)
 }
 
 /* Writes s escaped: backslash and newline always, the double quote in label values. */
-static int prom_escaped(struct cp_prom *p, const char *s, bool quote)
+static int prom_escaped(struct loomd_prom *p, const char *s, bool quote)
 {
 	int r = 0;
 
@@ -281,7 +281,7 @@ static void prom_format_value(char *buf, size_t size, double v)
 }
 
 /* Fails the call: rolls the text back to mark; -ENOMEM becomes sticky. */
-static int prom_fail(struct cp_prom *p, size_t mark, int r)
+static int prom_fail(struct loomd_prom *p, size_t mark, int r)
 {
 	p->len = mark;
 	if (p->buf)
@@ -296,8 +296,8 @@ static int prom_fail(struct cp_prom *p, size_t mark, int r)
  * when it is the last one and may take more samples. Returns 0, 1 when
  * continuing, or -errno with nothing written.
  */
-static int prom_family(struct cp_prom *p, const char *name, const char *help, enum prom_type type,
-		       bool continuable)
+static int prom_family(struct loomd_prom *p, const char *name, const char *help,
+		       enum prom_type type, bool continuable)
 {
 	char *copy;
 	int r = 0;
@@ -344,8 +344,8 @@ static int prom_family(struct cp_prom *p, const char *name, const char *help, en
 	return 0;
 }
 
-static int prom_simple(struct cp_prom *p, const char *name, const char *help, enum prom_type type,
-		       double value)
+static int prom_simple(struct loomd_prom *p, const char *name, const char *help,
+		       enum prom_type type, double value)
 {
 	size_t mark = p->len;
 	char v[40];
@@ -364,18 +364,18 @@ static int prom_simple(struct cp_prom *p, const char *name, const char *help, en
 	return 0;
 }
 
-int cp_prom_counter(struct cp_prom *p, const char *name, const char *help, double value)
+int loomd_prom_counter(struct loomd_prom *p, const char *name, const char *help, double value)
 {
 	return prom_simple(p, name, help, PROM_COUNTER, value);
 }
 
-int cp_prom_gauge(struct cp_prom *p, const char *name, const char *help, double value)
+int loomd_prom_gauge(struct loomd_prom *p, const char *name, const char *help, double value)
 {
 	return prom_simple(p, name, help, PROM_GAUGE, value);
 }
 
-int cp_prom_gauge_labeled(struct cp_prom *p, const char *name, const char *help,
-			  const char *label_name, const char *label_value, double value)
+int loomd_prom_gauge_labeled(struct loomd_prom *p, const char *name, const char *help,
+			     const char *label_name, const char *label_value, double value)
 {
 	size_t mark = p->len;
 	char v[40];
@@ -400,14 +400,15 @@ int cp_prom_gauge_labeled(struct cp_prom *p, const char *name, const char *help,
 	return 0;
 }
 
-int cp_prom_hist(struct cp_prom *p, const char *name, const char *help, const struct cp_hist *h)
+int loomd_prom_hist(struct loomd_prom *p, const char *name, const char *help,
+		    const struct loomd_hist *h)
 {
 	size_t mark = p->len;
 	uint64_t cum = 0;
 	char v[40];
 	int r;
 
-	if (!h || h->nbounds == 0 || h->nbounds > CP_HIST_MAX_BOUNDS)
+	if (!h || h->nbounds == 0 || h->nbounds > LOOMD_HIST_MAX_BOUNDS)
 		return -EINVAL;
 	r = prom_family(p, name, help, PROM_HISTOGRAM, false);
 	if (r < 0)
@@ -438,7 +439,7 @@ int cp_prom_hist(struct cp_prom *p, const char *name, const char *help, const st
 #define HTTP_CONN_LIMIT   64u
 #define HTTP_TIMEOUT_S    10u
 
-struct cp_metrics_http {
+struct loomd_metrics_http {
 	struct MHD_Daemon *daemon;
 	uint16_t port;
 	pthread_mutex_t lock; /* guards text and len */
@@ -468,7 +469,7 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *conn, cons
 				    const char *upload_data, size_t *upload_data_size,
 				    void **req_cls)
 {
-	struct cp_metrics_http *h = cls;
+	struct loomd_metrics_http *h = cls;
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 
@@ -504,8 +505,8 @@ static int http_diagnose(const struct addrinfo *ai)
 	return r;
 }
 
-struct cp_metrics_http *cp_metrics_http_start(const char *bind_addr, uint16_t port,
-					      struct loom_err *err)
+struct loomd_metrics_http *loomd_metrics_http_start(const char *bind_addr, uint16_t port,
+						    struct loom_err *err)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC,
 				 .ai_socktype = SOCK_STREAM,
@@ -513,7 +514,7 @@ struct cp_metrics_http *cp_metrics_http_start(const char *bind_addr, uint16_t po
 			*res = NULL;
 	const char *host = bind_addr && bind_addr[0] ? bind_addr : "0.0.0.0";
 	const union MHD_DaemonInfo *info;
-	struct cp_metrics_http *h;
+	struct loomd_metrics_http *h;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
 	char port_s[8];
 	int r, code;
@@ -567,12 +568,12 @@ fail:
 	return NULL;
 }
 
-uint16_t cp_metrics_http_port(const struct cp_metrics_http *h)
+uint16_t loomd_metrics_http_port(const struct loomd_metrics_http *h)
 {
 	return h->port;
 }
 
-int cp_metrics_http_publish(struct cp_metrics_http *h, const char *text, size_t len)
+int loomd_metrics_http_publish(struct loomd_metrics_http *h, const char *text, size_t len)
 {
 	char *copy = malloc(len + 1), *old;
 
@@ -590,7 +591,7 @@ int cp_metrics_http_publish(struct cp_metrics_http *h, const char *text, size_t 
 	return 0;
 }
 
-struct cp_metrics_http *cp_metrics_http_stop(struct cp_metrics_http *h)
+struct loomd_metrics_http *loomd_metrics_http_stop(struct loomd_metrics_http *h)
 {
 	if (!h)
 		return NULL;

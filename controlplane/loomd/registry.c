@@ -7,7 +7,7 @@
  *
  * Facts (arrivals, flows done, coflows and jobs declared done, bytes sent)
  * live in the objects. A change that adds or removes objects marks the view
- * dirty; cp_registry_view() then rebuilds it and replays the facts through
+ * dirty; loomd_registry_view() then rebuilds it and replays the facts through
  * the model's own transitions. A change to objects the view has is applied
  * to it at once, so between rebuilds the view is current for them.
  */
@@ -24,7 +24,7 @@
 #include "common/log.h"
 
 /* Flow slots an open coflow gets in a rebuilt view at least (see view_add_flow). */
-#define CP_MIN_FLOW_SLOTS 16
+#define LOOMD_MIN_FLOW_SLOTS 16
 
 /*
  * The maps (common/hmap) hold pointers: by_job and by_coflow keyed by id,
@@ -41,7 +41,7 @@ static void *map_get(const struct loom_hmap *m, uint64_t key)
 
 static bool flow_match(uint64_t val, const void *key)
 {
-	return wire_tuple_eq(&((const struct cp_rflow *)(uintptr_t)val)->tuple, key);
+	return wire_tuple_eq(&((const struct loomd_rflow *)(uintptr_t)val)->tuple, key);
 }
 
 struct host_addr {
@@ -69,36 +69,37 @@ static uint64_t addr_hash(const struct host_addr *a)
 
 /* ---- the registry ------------------------------------------------------------------------ */
 
-struct cp_registry {
+struct loomd_registry {
 	const struct topo *topo;
-	struct cp_registry_limits lim;
-	struct cp_rjob **jobs; /* registration order */
+	struct loomd_registry_limits lim;
+	struct loomd_rjob **jobs; /* registration order */
 	uint32_t njobs, cap_jobs;
 	uint32_t ncoflows;
 	uint64_t nflows;
 	struct loom_hmap by_job, by_coflow, by_tuple, by_addr; /* see map_get */
 	uint64_t now_ns;
-	struct cp_tenant_use *use; /* by tenant id */
+	struct loomd_tenant_use *use; /* by tenant id */
 	uint32_t nuse;
 
 	/* the view */
 	struct cp_model *view;
 	bool dirty;
 	bool replaying;
-	struct cp_rjob **vjob;       /* view job -> registry job */
-	struct cp_rcoflow **vcoflow; /* view coflow -> registry coflow */
-	struct cp_rflow **vflow;     /* view flow -> registry flow */
-	uint32_t *ready;             /* READY view coflows: a heap by ready_key */
-	uint64_t *ready_key;         /* per view coflow: its release time once READY */
+	struct loomd_rjob **vjob;       /* view job -> registry job */
+	struct loomd_rcoflow **vcoflow; /* view coflow -> registry coflow */
+	struct loomd_rflow **vflow;     /* view flow -> registry flow */
+	uint32_t *ready;                /* READY view coflows: a heap by ready_key */
+	uint64_t *ready_key;            /* per view coflow: its release time once READY */
 	uint32_t nready;
 	struct cp_event *events; /* live events since the last clear */
 	uint32_t nevents, cap_events;
 	int emit_err;
 };
 
-struct cp_registry *cp_registry_new(const struct topo *t, const struct cp_registry_limits *lim)
+struct loomd_registry *loomd_registry_new(const struct topo *t,
+					  const struct loomd_registry_limits *lim)
 {
-	struct cp_registry *r = calloc(1, sizeof(*r));
+	struct loomd_registry *r = calloc(1, sizeof(*r));
 
 	if (!r)
 		return NULL;
@@ -107,7 +108,7 @@ struct cp_registry *cp_registry_new(const struct topo *t, const struct cp_regist
 	return r;
 }
 
-static void job_free(struct cp_rjob *j)
+static void job_free(struct loomd_rjob *j)
 {
 	if (!j)
 		return;
@@ -121,7 +122,7 @@ static void job_free(struct cp_rjob *j)
 	free(j);
 }
 
-static void view_drop(struct cp_registry *r)
+static void view_drop(struct loomd_registry *r)
 {
 	r->view = cp_model_free(r->view);
 	free(r->vjob);
@@ -136,7 +137,7 @@ static void view_drop(struct cp_registry *r)
 	r->ready = NULL;
 }
 
-struct cp_registry *cp_registry_free(struct cp_registry *r)
+struct loomd_registry *loomd_registry_free(struct loomd_registry *r)
 {
 	struct loom_hmap_iter it;
 	uint64_t v;
@@ -160,49 +161,50 @@ struct cp_registry *cp_registry_free(struct cp_registry *r)
 	return NULL;
 }
 
-static void see_time(struct cp_registry *r, uint64_t now_ns)
+static void see_time(struct loomd_registry *r, uint64_t now_ns)
 {
 	if (now_ns > r->now_ns)
 		r->now_ns = now_ns;
 }
 
-uint64_t cp_registry_now(const struct cp_registry *r)
+uint64_t loomd_registry_now(const struct loomd_registry *r)
 {
 	return r->now_ns;
 }
 
-struct cp_rjob *cp_registry_job(const struct cp_registry *r, uint64_t id)
+struct loomd_rjob *loomd_registry_job(const struct loomd_registry *r, uint64_t id)
 {
 	return map_get(&r->by_job, id);
 }
 
-struct cp_rcoflow *cp_registry_coflow(const struct cp_registry *r, uint64_t id)
+struct loomd_rcoflow *loomd_registry_coflow(const struct loomd_registry *r, uint64_t id)
 {
 	return map_get(&r->by_coflow, id);
 }
 
-struct cp_rflow *cp_registry_flow(const struct cp_registry *r, const struct wire_tuple *t)
+struct loomd_rflow *loomd_registry_flow(const struct loomd_registry *r, const struct wire_tuple *t)
 {
 	size_t p = loom_hmap_find_match(&r->by_tuple, wire_tuple_hash(t), flow_match, t);
 
-	return p == LOOM_HMAP_NPOS ? NULL : (struct cp_rflow *)(uintptr_t)r->by_tuple.slot[p].val;
+	return p == LOOM_HMAP_NPOS ? NULL :
+				     (struct loomd_rflow *)(uintptr_t)r->by_tuple.slot[p].val;
 }
 
-struct cp_rjob *const *cp_registry_jobs(const struct cp_registry *r, uint32_t *ret_n)
+struct loomd_rjob *const *loomd_registry_jobs(const struct loomd_registry *r, uint32_t *ret_n)
 {
 	*ret_n = r->njobs;
 	return r->jobs;
 }
 
-static struct host_addr *addr_find(const struct cp_registry *r, const struct host_addr *key)
+static struct host_addr *addr_find(const struct loomd_registry *r, const struct host_addr *key)
 {
 	size_t p = loom_hmap_find_match(&r->by_addr, addr_hash(key), addr_match, key);
 
 	return p == LOOM_HMAP_NPOS ? NULL : (struct host_addr *)(uintptr_t)r->by_addr.slot[p].val;
 }
 
-int cp_registry_set_host_addr(struct cp_registry *r, uint32_t host, const uint8_t *addr,
-			      uint8_t family)
+int loomd_registry_set_host_addr(struct loomd_registry *r, uint32_t host, const uint8_t *addr,
+				 uint8_t family)
 {
 	struct host_addr key = {.family = family, .host = host}, *a;
 
@@ -225,7 +227,7 @@ int cp_registry_set_host_addr(struct cp_registry *r, uint32_t host, const uint8_
 	return 0;
 }
 
-void cp_registry_clear_host_addrs(struct cp_registry *r, uint32_t host)
+void loomd_registry_clear_host_addrs(struct loomd_registry *r, uint32_t host)
 {
 	struct loom_hmap_iter it;
 	uint64_t v;
@@ -241,7 +243,7 @@ void cp_registry_clear_host_addrs(struct cp_registry *r, uint32_t host)
 	}
 }
 
-static int host_of(const struct cp_registry *r, uint8_t family, const uint8_t *addr,
+static int host_of(const struct loomd_registry *r, uint8_t family, const uint8_t *addr,
 		   uint32_t *ret_host)
 {
 	struct host_addr key = {.family = family}, *a;
@@ -254,8 +256,8 @@ static int host_of(const struct cp_registry *r, uint8_t family, const uint8_t *a
 	return 0;
 }
 
-int cp_registry_hosts_of(const struct cp_registry *r, const struct wire_tuple *t, uint32_t *ret_src,
-			 uint32_t *ret_dst)
+int loomd_registry_hosts_of(const struct loomd_registry *r, const struct wire_tuple *t,
+			    uint32_t *ret_src, uint32_t *ret_dst)
 {
 	uint32_t src, dst;
 
@@ -268,26 +270,26 @@ int cp_registry_hosts_of(const struct cp_registry *r, const struct wire_tuple *t
 
 /* ---- the view's state of an object, whether or not the view has it yet ----------------------- */
 
-enum cp_coflow_state cp_registry_coflow_state(const struct cp_registry *r,
-					      const struct cp_rcoflow *c)
+enum cp_coflow_state loomd_registry_coflow_state(const struct loomd_registry *r,
+						 const struct loomd_rcoflow *c)
 {
 	if (c->view != CP_NONE && r->view)
 		return r->view->coflows[c->view].state;
 	return c->done_ns != CP_TIME_NEVER ? CP_COFLOW_DONE : CP_COFLOW_WAITING;
 }
 
-static bool coflow_done(const struct cp_registry *r, const struct cp_rcoflow *c)
+static bool coflow_done(const struct loomd_registry *r, const struct loomd_rcoflow *c)
 {
 	return c->done_ns != CP_TIME_NEVER || c->declared_done ||
-	       cp_registry_coflow_state(r, c) == CP_COFLOW_DONE;
+	       loomd_registry_coflow_state(r, c) == CP_COFLOW_DONE;
 }
 
 /* ---- validation of a job ------------------------------------------------------------------- */
 
-static int check_flow_spec(const struct cp_registry *r, const struct cp_flow_spec *f,
-			   struct cp_flow_spec *ret, const char *what, struct loom_err *err)
+static int check_flow_spec(const struct loomd_registry *r, const struct loomd_flow_spec *f,
+			   struct loomd_flow_spec *ret, const char *what, struct loom_err *err)
 {
-	struct cp_flow_spec out = *f;
+	struct loomd_flow_spec out = *f;
 
 	if (f->by_address) {
 		if (!f->has_tuple)
@@ -311,7 +313,7 @@ static int check_flow_spec(const struct cp_registry *r, const struct cp_flow_spe
 	if (f->has_tuple && f->tuple.protocol != 6 && f->tuple.protocol != 17)
 		return loom_err_set(err, EINVAL, "%s: protocol %u is neither TCP (6) nor UDP (17)",
 				    what, f->tuple.protocol);
-	if (f->has_tuple && cp_registry_flow(r, &f->tuple)) {
+	if (f->has_tuple && loomd_registry_flow(r, &f->tuple)) {
 		char buf[128];
 
 		return loom_err_set(err, EEXIST, "%s: a flow with tuple %s is already announced",
@@ -372,7 +374,7 @@ static int cmp_tuple(const void *a, const void *b)
  * (parent, child) index pairs; -ELOOP naming the lowest coflow on or after a
  * cycle.
  */
-static int check_acyclic(const struct cp_job_spec *s, const uint32_t (*pairs)[2],
+static int check_acyclic(const struct loomd_job_spec *s, const uint32_t (*pairs)[2],
 			 struct loom_err *err)
 {
 	struct loom_dag_csr csr;
@@ -396,7 +398,8 @@ static int check_acyclic(const struct cp_job_spec *s, const uint32_t (*pairs)[2]
 }
 
 /* Edges: both ends in this job, no self-loop, no duplicate, no cycle. */
-static int check_edges(const struct cp_job_spec *s, const struct id_idx *ids, struct loom_err *err)
+static int check_edges(const struct loomd_job_spec *s, const struct id_idx *ids,
+		       struct loom_err *err)
 {
 	uint32_t(*pairs)[2] = calloc(s->nedges + 1, sizeof(*pairs));
 	int rc = 0;
@@ -440,8 +443,8 @@ out:
 	return rc;
 }
 
-static int validate_job(const struct cp_registry *r, const struct cp_job_spec *s,
-			struct cp_flow_spec *resolved, struct loom_err *err)
+static int validate_job(const struct loomd_registry *r, const struct loomd_job_spec *s,
+			struct loomd_flow_spec *resolved, struct loom_err *err)
 {
 	struct id_idx *ids = NULL;
 	struct wire_tuple *tuples = NULL;
@@ -449,7 +452,7 @@ static int validate_job(const struct cp_registry *r, const struct cp_job_spec *s
 	uint32_t k = 0, nt = 0;
 	int rc = 0;
 
-	if (cp_registry_job(r, s->id))
+	if (loomd_registry_job(r, s->id))
 		return loom_err_set(err, EEXIST, "job %llu is already registered",
 				    (unsigned long long)s->id);
 	if (!(s->weight > 0) || !isfinite(s->weight))
@@ -480,10 +483,10 @@ static int validate_job(const struct cp_registry *r, const struct cp_job_spec *s
 		goto out;
 	}
 	for (uint32_t i = 0; i < s->ncoflows; i++) {
-		const struct cp_coflow_spec *c = &s->coflows[i];
+		const struct loomd_coflow_spec *c = &s->coflows[i];
 
 		ids[i] = (struct id_idx){c->id, i};
-		if (cp_registry_coflow(r, c->id)) {
+		if (loomd_registry_coflow(r, c->id)) {
 			rc = loom_err_set(err, EEXIST,
 					  "job %llu: coflow id %llu is already registered (coflow "
 					  "ids are unique across jobs)",
@@ -545,9 +548,9 @@ out:
 
 /* ---- changes -------------------------------------------------------------------------------- */
 
-static struct cp_rflow *flow_new(const struct cp_flow_spec *f, struct cp_rcoflow *c)
+static struct loomd_rflow *flow_new(const struct loomd_flow_spec *f, struct loomd_rcoflow *c)
 {
-	struct cp_rflow *fl = calloc(1, sizeof(*fl));
+	struct loomd_rflow *fl = calloc(1, sizeof(*fl));
 
 	if (!fl)
 		return NULL;
@@ -562,11 +565,11 @@ static struct cp_rflow *flow_new(const struct cp_flow_spec *f, struct cp_rcoflow
 	return fl;
 }
 
-static int coflow_push_flow(struct cp_rcoflow *c, struct cp_rflow *fl)
+static int coflow_push_flow(struct loomd_rcoflow *c, struct loomd_rflow *fl)
 {
 	if (c->nflows == c->cap_flows) {
 		uint32_t ncap = c->cap_flows ? c->cap_flows * 2 : 4;
-		struct cp_rflow **v = realloc(c->flows, ncap * sizeof(*v));
+		struct loomd_rflow **v = realloc(c->flows, ncap * sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
@@ -578,11 +581,11 @@ static int coflow_push_flow(struct cp_rcoflow *c, struct cp_rflow *fl)
 }
 
 /* Unhooks j from the maps (not from jobs[]). */
-static void job_unmap(struct cp_registry *r, struct cp_rjob *j)
+static void job_unmap(struct loomd_registry *r, struct loomd_rjob *j)
 {
 	loom_hmap_remove_val(&r->by_job, j->id, (uintptr_t)j);
 	for (uint32_t c = 0; c < j->ncoflows; c++) {
-		struct cp_rcoflow *rc = &j->coflows[c];
+		struct loomd_rcoflow *rc = &j->coflows[c];
 
 		loom_hmap_remove_val(&r->by_coflow, rc->id, (uintptr_t)rc);
 		for (uint32_t f = 0; f < rc->nflows; f++)
@@ -599,9 +602,9 @@ static void job_unmap(struct cp_registry *r, struct cp_rjob *j)
 }
 
 /* Makes room in use[] for tenant (zeros for new ones). 0 or -ENOMEM. */
-static int use_reserve(struct cp_registry *r, uint32_t tenant)
+static int use_reserve(struct loomd_registry *r, uint32_t tenant)
 {
-	struct cp_tenant_use *v;
+	struct loomd_tenant_use *v;
 	uint32_t n;
 
 	if (tenant < r->nuse)
@@ -617,7 +620,7 @@ static int use_reserve(struct cp_registry *r, uint32_t tenant)
 }
 
 /* Counts j's objects as in the registry (the inverse of job_unmap's counts). */
-static void job_count(struct cp_registry *r, const struct cp_rjob *j, uint64_t nflows)
+static void job_count(struct loomd_registry *r, const struct loomd_rjob *j, uint64_t nflows)
 {
 	r->ncoflows += j->ncoflows;
 	r->nflows += nflows;
@@ -626,7 +629,8 @@ static void job_count(struct cp_registry *r, const struct cp_rjob *j, uint64_t n
 	r->use[j->tenant].flows += nflows;
 }
 
-void cp_registry_tenant_use(const struct cp_registry *r, uint32_t tenant, struct cp_tenant_use *ret)
+void loomd_registry_tenant_use(const struct loomd_registry *r, uint32_t tenant,
+			       struct loomd_tenant_use *ret)
 {
 	if (tenant < r->nuse)
 		*ret = r->use[tenant];
@@ -634,11 +638,11 @@ void cp_registry_tenant_use(const struct cp_registry *r, uint32_t tenant, struct
 		memset(ret, 0, sizeof(*ret));
 }
 
-int cp_registry_add_job(struct cp_registry *r, const struct cp_job_spec *spec, uint64_t now_ns,
-			struct loom_err *err)
+int loomd_registry_add_job(struct loomd_registry *r, const struct loomd_job_spec *spec,
+			   uint64_t now_ns, struct loom_err *err)
 {
-	struct cp_flow_spec *resolved;
-	struct cp_rjob *j = NULL;
+	struct loomd_flow_spec *resolved;
+	struct loomd_rjob *j = NULL;
 	uint64_t nflows = 0;
 	uint32_t k = 0;
 	int rc;
@@ -656,7 +660,7 @@ int cp_registry_add_job(struct cp_registry *r, const struct cp_job_spec *spec, u
 		goto fail;
 	if (r->njobs == r->cap_jobs) {
 		uint32_t ncap = r->cap_jobs ? r->cap_jobs * 2 : 64;
-		struct cp_rjob **v = realloc(r->jobs, ncap * sizeof(*v));
+		struct loomd_rjob **v = realloc(r->jobs, ncap * sizeof(*v));
 
 		if (!v)
 			goto fail;
@@ -682,8 +686,8 @@ int cp_registry_add_job(struct cp_registry *r, const struct cp_job_spec *spec, u
 	j->nedges = spec->nedges;
 	memcpy(j->edges, spec->edges, spec->nedges * sizeof(*j->edges));
 	for (uint32_t i = 0; i < spec->ncoflows; i++) {
-		const struct cp_coflow_spec *cs = &spec->coflows[i];
-		struct cp_rcoflow *c = &j->coflows[i];
+		const struct loomd_coflow_spec *cs = &spec->coflows[i];
+		struct loomd_rcoflow *c = &j->coflows[i];
 
 		c->id = cs->id;
 		c->job = j;
@@ -693,7 +697,7 @@ int cp_registry_add_job(struct cp_registry *r, const struct cp_job_spec *spec, u
 		c->done_ns = CP_TIME_NEVER;
 		c->view = CP_NONE;
 		for (uint32_t f = 0; f < cs->nflows; f++, k++) {
-			struct cp_rflow *fl = flow_new(&resolved[k], c);
+			struct loomd_rflow *fl = flow_new(&resolved[k], c);
 
 			if (!fl || coflow_push_flow(c, fl) < 0) {
 				free(fl);
@@ -705,7 +709,7 @@ int cp_registry_add_job(struct cp_registry *r, const struct cp_job_spec *spec, u
 	if (loom_hmap_add_dup(&r->by_job, j->id, (uintptr_t)j) < 0)
 		goto fail;
 	for (uint32_t i = 0; i < j->ncoflows; i++) {
-		struct cp_rcoflow *c = &j->coflows[i];
+		struct loomd_rcoflow *c = &j->coflows[i];
 
 		if (loom_hmap_add_dup(&r->by_coflow, c->id, (uintptr_t)c) < 0)
 			goto fail_mapped;
@@ -733,7 +737,7 @@ out:
 }
 
 /* Applies a flow's done fact to the view when its coflow runs there. */
-static void view_flow_done(struct cp_registry *r, struct cp_rflow *fl)
+static void view_flow_done(struct loomd_registry *r, struct loomd_rflow *fl)
 {
 	struct cp_model *m = r->view;
 
@@ -748,9 +752,9 @@ static void view_flow_done(struct cp_registry *r, struct cp_rflow *fl)
  * reserved, when the view is up to date and has room. Returns whether it did
  * (otherwise the next view is rebuilt).
  */
-static double flow_remaining(const struct cp_registry *r, const struct cp_rflow *fl);
+static double flow_remaining(const struct loomd_registry *r, const struct loomd_rflow *fl);
 
-static bool view_add_flow(struct cp_registry *r, struct cp_rcoflow *c, struct cp_rflow *fl)
+static bool view_add_flow(struct loomd_registry *r, struct loomd_rcoflow *c, struct loomd_rflow *fl)
 {
 	struct cp_model *m = r->view;
 	uint64_t bytes = fl->bytes ? fl->bytes : r->lim.unknown_flow_bytes;
@@ -769,12 +773,12 @@ static bool view_add_flow(struct cp_registry *r, struct cp_rcoflow *c, struct cp
 	return true;
 }
 
-int cp_registry_add_flow(struct cp_registry *r, uint64_t coflow_id, const struct cp_flow_spec *f,
-			 uint64_t now_ns, struct loom_err *err)
+int loomd_registry_add_flow(struct loomd_registry *r, uint64_t coflow_id,
+			    const struct loomd_flow_spec *f, uint64_t now_ns, struct loom_err *err)
 {
-	struct cp_rcoflow *c = cp_registry_coflow(r, coflow_id);
-	struct cp_flow_spec res;
-	struct cp_rflow *fl;
+	struct loomd_rcoflow *c = loomd_registry_coflow(r, coflow_id);
+	struct loomd_flow_spec res;
+	struct loomd_rflow *fl;
 	char what[64];
 	int rc;
 
@@ -814,10 +818,10 @@ int cp_registry_add_flow(struct cp_registry *r, uint64_t coflow_id, const struct
 	return 0;
 }
 
-int cp_registry_coflow_done(struct cp_registry *r, uint64_t coflow_id, uint64_t now_ns,
-			    struct loom_err *err)
+int loomd_registry_coflow_done(struct loomd_registry *r, uint64_t coflow_id, uint64_t now_ns,
+			       struct loom_err *err)
 {
-	struct cp_rcoflow *c = cp_registry_coflow(r, coflow_id);
+	struct loomd_rcoflow *c = loomd_registry_coflow(r, coflow_id);
 	struct cp_model *m = r->view;
 
 	if (!c)
@@ -835,10 +839,10 @@ int cp_registry_coflow_done(struct cp_registry *r, uint64_t coflow_id, uint64_t 
 	return 0;
 }
 
-int cp_registry_job_done(struct cp_registry *r, uint64_t job_id, uint64_t now_ns,
-			 struct loom_err *err)
+int loomd_registry_job_done(struct loomd_registry *r, uint64_t job_id, uint64_t now_ns,
+			    struct loom_err *err)
 {
-	struct cp_rjob *j = cp_registry_job(r, job_id);
+	struct loomd_rjob *j = loomd_registry_job(r, job_id);
 
 	if (!j)
 		return loom_err_set(err, ENOENT, "job %llu: no such job",
@@ -859,9 +863,9 @@ int cp_registry_job_done(struct cp_registry *r, uint64_t job_id, uint64_t now_ns
 	return 0;
 }
 
-int cp_registry_unregister(struct cp_registry *r, uint64_t job_id, struct loom_err *err)
+int loomd_registry_unregister(struct loomd_registry *r, uint64_t job_id, struct loom_err *err)
 {
-	struct cp_rjob *j = cp_registry_job(r, job_id);
+	struct loomd_rjob *j = loomd_registry_job(r, job_id);
 	uint32_t i;
 
 	if (!j)
@@ -877,7 +881,7 @@ int cp_registry_unregister(struct cp_registry *r, uint64_t job_id, struct loom_e
 	return 0;
 }
 
-static double flow_remaining(const struct cp_registry *r, const struct cp_rflow *fl)
+static double flow_remaining(const struct loomd_registry *r, const struct loomd_rflow *fl)
 {
 	if (fl->bytes == 0)
 		return (double)r->lim.unknown_flow_bytes;
@@ -886,10 +890,10 @@ static double flow_remaining(const struct cp_registry *r, const struct cp_rflow 
 	return (double)(fl->bytes - fl->sent_bytes);
 }
 
-int cp_registry_flow_stat(struct cp_registry *r, const struct wire_tuple *t, uint64_t bytes,
-			  bool done, uint64_t now_ns)
+int loomd_registry_flow_stat(struct loomd_registry *r, const struct wire_tuple *t, uint64_t bytes,
+			     bool done, uint64_t now_ns)
 {
-	struct cp_rflow *fl = cp_registry_flow(r, t);
+	struct loomd_rflow *fl = loomd_registry_flow(r, t);
 	struct cp_model *m = r->view;
 
 	if (!fl)
@@ -919,20 +923,20 @@ int cp_registry_flow_stat(struct cp_registry *r, const struct wire_tuple *t, uin
 	return 0;
 }
 
-void cp_registry_counts(const struct cp_registry *r, struct cp_registry_counts *ret)
+void loomd_registry_counts(const struct loomd_registry *r, struct loomd_registry_counts *ret)
 {
 	memset(ret, 0, sizeof(*ret));
 	ret->jobs = r->njobs;
 	ret->coflows = r->ncoflows;
 	ret->flows = r->nflows;
 	for (uint32_t j = 0; j < r->njobs; j++) {
-		const struct cp_rjob *jb = r->jobs[j];
+		const struct loomd_rjob *jb = r->jobs[j];
 
 		if (jb->done_ns != CP_TIME_NEVER)
 			ret->jobs_done++;
 		for (uint32_t c = 0; c < jb->ncoflows; c++) {
-			const struct cp_rcoflow *rc = &jb->coflows[c];
-			enum cp_coflow_state st = cp_registry_coflow_state(r, rc);
+			const struct loomd_rcoflow *rc = &jb->coflows[c];
+			enum cp_coflow_state st = loomd_registry_coflow_state(r, rc);
 
 			if (st == CP_COFLOW_DONE)
 				ret->coflows_done++;
@@ -945,11 +949,11 @@ void cp_registry_counts(const struct cp_registry *r, struct cp_registry_counts *
 
 /* ---- the view --------------------------------------------------------------------------------- */
 
-static void rel_push(struct cp_registry *r, uint32_t c);
+static void rel_push(struct loomd_registry *r, uint32_t c);
 
 static void on_view_event(void *ctx, const struct cp_event *ev)
 {
-	struct cp_registry *r = ctx;
+	struct loomd_registry *r = ctx;
 
 	switch (ev->type) {
 	case CP_EV_COFLOW_DONE:
@@ -981,13 +985,13 @@ static void on_view_event(void *ctx, const struct cp_event *ev)
 	r->events[r->nevents++] = *ev;
 }
 
-const struct cp_event *cp_registry_events(struct cp_registry *r, uint32_t *ret_n)
+const struct cp_event *loomd_registry_events(struct loomd_registry *r, uint32_t *ret_n)
 {
 	*ret_n = r->nevents;
 	return r->events;
 }
 
-void cp_registry_events_clear(struct cp_registry *r)
+void loomd_registry_events_clear(struct loomd_registry *r)
 {
 	r->nevents = 0;
 }
@@ -995,26 +999,26 @@ void cp_registry_events_clear(struct cp_registry *r)
 /* ---- releases: a heap of READY coflows by release time --------------------------------------- */
 
 /* When READY view coflow c is released: its ready time, or its job's declared end if earlier. */
-static uint64_t release_key(const struct cp_registry *r, uint32_t c)
+static uint64_t release_key(const struct loomd_registry *r, uint32_t c)
 {
 	const struct cp_coflow *cf = &r->view->coflows[c];
-	const struct cp_rjob *j = r->vcoflow[c]->job;
+	const struct loomd_rjob *j = r->vcoflow[c]->job;
 
 	if (j->declared_done && j->declared_ns < cf->ready_ns)
 		return j->declared_ns;
 	return cf->ready_ns;
 }
 
-static bool rel_less(const struct cp_registry *r, uint32_t a, uint32_t b)
+static bool rel_less(const struct loomd_registry *r, uint32_t a, uint32_t b)
 {
 	uint64_t ka = r->ready_key[a], kb = r->ready_key[b];
 
 	return ka != kb ? ka < kb : a < b;
 }
 
-LOOM_HEAP_DEFINE(ready_heap, uint32_t, const struct cp_registry *, rel_less, LOOM_HEAP_NO_MOVED)
+LOOM_HEAP_DEFINE(ready_heap, uint32_t, const struct loomd_registry *, rel_less, LOOM_HEAP_NO_MOVED)
 
-static void rel_push(struct cp_registry *r, uint32_t c)
+static void rel_push(struct loomd_registry *r, uint32_t c)
 {
 	r->ready_key[c] = release_key(r, c);
 	ready_heap_push(r, r->ready, &r->nready, c);
@@ -1022,7 +1026,8 @@ static void rel_push(struct cp_registry *r, uint32_t c)
 
 static int cmp_done_ns(const void *a, const void *b)
 {
-	const struct cp_rflow *x = *(struct cp_rflow *const *)a, *y = *(struct cp_rflow *const *)b;
+	const struct loomd_rflow *x = *(struct loomd_rflow *const *)a,
+				 *y = *(struct loomd_rflow *const *)b;
 
 	return x->done_ns < y->done_ns ? -1 : x->done_ns > y->done_ns;
 }
@@ -1032,12 +1037,12 @@ static int cmp_done_ns(const void *a, const void *b)
  * (its flows done, in time order, then its declared end), each at its own
  * time or the release time if later. Later facts are the caller's.
  */
-static void apply_coflow_facts(struct cp_registry *r, uint32_t c, uint64_t upto_ns)
+static void apply_coflow_facts(struct loomd_registry *r, uint32_t c, uint64_t upto_ns)
 {
 	struct cp_model *m = r->view;
-	struct cp_rcoflow *rc = r->vcoflow[c];
-	struct cp_rflow *stack_buf[64];
-	struct cp_rflow **done = stack_buf;
+	struct loomd_rcoflow *rc = r->vcoflow[c];
+	struct loomd_rflow *stack_buf[64];
+	struct loomd_rflow **done = stack_buf;
 	uint64_t rel = m->coflows[c].release_ns;
 	uint32_t n = 0;
 
@@ -1069,7 +1074,7 @@ static void apply_coflow_facts(struct cp_registry *r, uint32_t c, uint64_t upto_
  * upto_ns; releases cause completions that make more coflows READY, which
  * are taken too. Returns how many; the next release time in *next.
  */
-static uint32_t drain_ready(struct cp_registry *r, uint64_t now_ns, uint64_t upto_ns,
+static uint32_t drain_ready(struct loomd_registry *r, uint64_t now_ns, uint64_t upto_ns,
 			    uint64_t *next)
 {
 	struct cp_model *m = r->view;
@@ -1093,8 +1098,8 @@ static uint32_t drain_ready(struct cp_registry *r, uint64_t now_ns, uint64_t upt
 /* One dated fact, for the replay after a rebuild. */
 struct fact {
 	uint64_t t_ns;
-	struct cp_rflow *flow;     /* a flow done, or */
-	struct cp_rcoflow *coflow; /* a coflow declared done */
+	struct loomd_rflow *flow;     /* a flow done, or */
+	struct loomd_rcoflow *coflow; /* a coflow declared done */
 };
 
 static int cmp_fact(const void *a, const void *b)
@@ -1115,7 +1120,7 @@ static int cmp_fact(const void *a, const void *b)
  * the releases they cause, so that completion times (and the job's) are
  * those of the facts however they were reported.
  */
-static int replay_facts(struct cp_registry *r)
+static int replay_facts(struct loomd_registry *r)
 {
 	struct cp_model *m = r->view;
 	struct fact *facts;
@@ -1128,7 +1133,7 @@ static int replay_facts(struct cp_registry *r)
 	if (!facts)
 		return -ENOMEM;
 	for (uint32_t c = 0; c < m->ncoflows; c++) {
-		struct cp_rcoflow *rc = r->vcoflow[c];
+		struct loomd_rcoflow *rc = r->vcoflow[c];
 
 		for (uint32_t f = 0; f < rc->nflows; f++)
 			if (rc->flows[f]->done)
@@ -1160,20 +1165,20 @@ static int replay_facts(struct cp_registry *r)
  * Flow slots open or still-filling coflow c gets in a rebuilt view: room to
  * announce flows without a rebuild, double what it has, never more than it
  * expects (a coflow expecting millions of flows reserves as it fills, not at
- * once), and at least CP_MIN_FLOW_SLOTS.
+ * once), and at least LOOMD_MIN_FLOW_SLOTS.
  */
-static uint32_t view_flow_slots(const struct cp_rcoflow *c)
+static uint32_t view_flow_slots(const struct loomd_rcoflow *c)
 {
 	uint32_t cap = 2 * c->nflows;
 
 	if (!c->open && c->expected_flows < cap)
 		cap = c->expected_flows;
-	return cap < CP_MIN_FLOW_SLOTS ? CP_MIN_FLOW_SLOTS : cap;
+	return cap < LOOMD_MIN_FLOW_SLOTS ? LOOMD_MIN_FLOW_SLOTS : cap;
 }
 
 /* Adds coflow c of job jb to b: the coflow, its reserved slots, its flows. */
-static int view_build_coflow(const struct cp_registry *r, struct cp_builder *b,
-			     const struct cp_rjob *jb, const struct cp_rcoflow *c,
+static int view_build_coflow(const struct loomd_registry *r, struct cp_builder *b,
+			     const struct loomd_rjob *jb, const struct loomd_rcoflow *c,
 			     struct loom_err *err)
 {
 	int rc = cp_builder_add_coflow(b, c->id, jb->id, c->release_offset_ns, err);
@@ -1184,7 +1189,7 @@ static int view_build_coflow(const struct cp_registry *r, struct cp_builder *b,
 			rc = cp_builder_set_coflow_capacity(b, c->id, view_flow_slots(c), err);
 	}
 	for (uint32_t f = 0; f < c->nflows && rc == 0; f++) {
-		const struct cp_rflow *fl = c->flows[f];
+		const struct loomd_rflow *fl = c->flows[f];
 		uint64_t bytes = fl->bytes ? fl->bytes : fl->sent_bytes + r->lim.unknown_flow_bytes;
 
 		rc = cp_builder_add_flow(b, c->id, fl->src, fl->dst, bytes ? bytes : 1, err);
@@ -1193,8 +1198,8 @@ static int view_build_coflow(const struct cp_registry *r, struct cp_builder *b,
 }
 
 /* Adds job jb to b: the job, its coflows, its edges. */
-static int view_build_job(const struct cp_registry *r, struct cp_builder *b,
-			  const struct cp_rjob *jb, struct loom_err *err)
+static int view_build_job(const struct loomd_registry *r, struct cp_builder *b,
+			  const struct loomd_rjob *jb, struct loom_err *err)
 {
 	int rc = cp_builder_add_job(b, jb->id, jb->arrival_ns, jb->weight, err);
 
@@ -1207,7 +1212,7 @@ static int view_build_job(const struct cp_registry *r, struct cp_builder *b,
 }
 
 /* A fresh model of every registered job, bound to the fabric: *ret_m, the caller's to free. */
-static int view_build(const struct cp_registry *r, struct cp_model **ret_m, struct loom_err *err)
+static int view_build(const struct loomd_registry *r, struct cp_model **ret_m, struct loom_err *err)
 {
 	struct cp_builder *b = cp_builder_new(r->topo->nhosts);
 	struct cp_model *m;
@@ -1234,7 +1239,7 @@ static int view_build(const struct cp_registry *r, struct cp_model **ret_m, stru
 }
 
 /* Drops the view and marks it for a rebuild; returns -ENOMEM with err filled. */
-static int view_oom(struct cp_registry *r, struct loom_err *err)
+static int view_oom(struct loomd_registry *r, struct loom_err *err)
 {
 	view_drop(r);
 	r->dirty = true;
@@ -1242,7 +1247,7 @@ static int view_oom(struct cp_registry *r, struct loom_err *err)
 }
 
 /* Replaces the view with m (taking it), its index maps and release heap sized to it. */
-static int view_install(struct cp_registry *r, struct cp_model *m, struct loom_err *err)
+static int view_install(struct loomd_registry *r, struct cp_model *m, struct loom_err *err)
 {
 	view_drop(r);
 	r->view = m;
@@ -1260,12 +1265,12 @@ static int view_install(struct cp_registry *r, struct cp_model *m, struct loom_e
  * Fills the index maps both ways (the model keeps coflows and flows in input
  * order within their owner) and clears the completions the replay sets again.
  */
-static void view_map_objects(struct cp_registry *r)
+static void view_map_objects(struct loomd_registry *r)
 {
 	struct cp_model *m = r->view;
 
 	for (uint32_t j = 0; j < m->njobs; j++) {
-		struct cp_rjob *jb = cp_registry_job(r, m->jobs[j].ext_id);
+		struct loomd_rjob *jb = loomd_registry_job(r, m->jobs[j].ext_id);
 
 		jb->view = j;
 		jb->done_ns = CP_TIME_NEVER;
@@ -1273,7 +1278,7 @@ static void view_map_objects(struct cp_registry *r)
 		r->vjob[j] = jb;
 		for (uint32_t k = 0; k < jb->ncoflows; k++) {
 			uint32_t c = m->jobs[j].first_coflow + k;
-			struct cp_rcoflow *rc = &jb->coflows[k];
+			struct loomd_rcoflow *rc = &jb->coflows[k];
 
 			rc->view = c;
 			rc->done_ns = CP_TIME_NEVER;
@@ -1287,7 +1292,7 @@ static void view_map_objects(struct cp_registry *r)
 }
 
 /* Replays arrivals and facts through the model's transitions, recording no events. */
-static int view_replay(struct cp_registry *r)
+static int view_replay(struct loomd_registry *r)
 {
 	struct cp_model *m = r->view;
 	int rc;
@@ -1304,12 +1309,12 @@ static int view_replay(struct cp_registry *r)
 }
 
 /* Carries the bytes sent into the view: coflow and job totals, flows' remaining bytes. */
-static void view_apply_sent(struct cp_registry *r)
+static void view_apply_sent(struct loomd_registry *r)
 {
 	struct cp_model *m = r->view;
 
 	for (uint32_t f = 0; f < m->nflows; f++) {
-		const struct cp_rflow *fl = r->vflow[f];
+		const struct loomd_rflow *fl = r->vflow[f];
 		struct cp_flow *vf = &m->flows[f];
 
 		if (!fl)
@@ -1321,7 +1326,7 @@ static void view_apply_sent(struct cp_registry *r)
 	}
 }
 
-static int view_rebuild(struct cp_registry *r, struct loom_err *err)
+static int view_rebuild(struct loomd_registry *r, struct loom_err *err)
 {
 	struct cp_model *m = NULL;
 	int rc;
@@ -1346,7 +1351,8 @@ static int view_rebuild(struct cp_registry *r, struct loom_err *err)
 	return 0;
 }
 
-struct cp_model *cp_registry_view(struct cp_registry *r, bool *ret_rebuilt, struct loom_err *err)
+struct cp_model *loomd_registry_view(struct loomd_registry *r, bool *ret_rebuilt,
+				     struct loom_err *err)
 {
 	bool rebuilt = false;
 
@@ -1364,17 +1370,18 @@ struct cp_model *cp_registry_view(struct cp_registry *r, bool *ret_rebuilt, stru
 	return r->view;
 }
 
-struct cp_rcoflow *cp_registry_view_coflow(const struct cp_registry *r, uint32_t c)
+struct loomd_rcoflow *loomd_registry_view_coflow(const struct loomd_registry *r, uint32_t c)
 {
 	return r->vcoflow[c];
 }
 
-struct cp_rflow *cp_registry_view_flow(const struct cp_registry *r, uint32_t f)
+struct loomd_rflow *loomd_registry_view_flow(const struct loomd_registry *r, uint32_t f)
 {
 	return r->vflow[f];
 }
 
-uint32_t cp_registry_release_due(struct cp_registry *r, uint64_t now_ns, uint64_t *ret_next_ns)
+uint32_t loomd_registry_release_due(struct loomd_registry *r, uint64_t now_ns,
+				    uint64_t *ret_next_ns)
 {
 	uint64_t next = CP_TIME_NEVER;
 	uint32_t n = 0;
@@ -1387,13 +1394,13 @@ uint32_t cp_registry_release_due(struct cp_registry *r, uint64_t now_ns, uint64_
 	return n;
 }
 
-uint32_t cp_registry_expire(struct cp_registry *r, uint64_t cutoff_ns, uint64_t *ret_ids,
-			    uint32_t cap)
+uint32_t loomd_registry_expire(struct loomd_registry *r, uint64_t cutoff_ns, uint64_t *ret_ids,
+			       uint32_t cap)
 {
 	uint32_t n = 0, w = 0;
 
 	for (uint32_t j = 0; j < r->njobs; j++) {
-		struct cp_rjob *jb = r->jobs[j];
+		struct loomd_rjob *jb = r->jobs[j];
 
 		if (jb->done_ns != CP_TIME_NEVER && jb->done_ns < cutoff_ns && n < cap) {
 			ret_ids[n++] = jb->id;

@@ -25,20 +25,21 @@
  * request of c's role. Returns 0, or -EBADMSG when the bytes are not a
  * loom.Envelope (nothing handled: the caller drops c).
  */
-int cp_rpc_frame(struct cp_conn *c, const uint8_t *body, size_t len);
+int loomd_rpc_frame(struct loomd_conn *c, const uint8_t *body, size_t len);
 
 /* rpc_framework.c: framework requests, live and from the journal (journal = false). */
-int cp_rpc_coflow_done(struct cp_server *s, uint64_t coflow_id, uint64_t now_ns, bool journal,
+int loomd_rpc_coflow_done(struct loomd_server *s, uint64_t coflow_id, uint64_t now_ns, bool journal,
+			  struct loom_err *err);
+int loomd_rpc_job_done(struct loomd_server *s, uint64_t job_id, uint64_t now_ns, bool journal,
 		       struct loom_err *err);
-int cp_rpc_job_done(struct cp_server *s, uint64_t job_id, uint64_t now_ns, bool journal,
-		    struct loom_err *err);
-int cp_rpc_unregister(struct cp_server *s, uint64_t job_id, bool journal, struct loom_err *err);
+int loomd_rpc_unregister(struct loomd_server *s, uint64_t job_id, bool journal,
+			 struct loom_err *err);
 /* Replays the journal into the registry. 0 or -errno with err. */
-int cp_rpc_replay(struct cp_server *s, struct loom_err *err);
+int loomd_rpc_replay(struct loomd_server *s, struct loom_err *err);
 
 /* rpc_agent.c: agents' sessions and tables. */
-void cp_agent_gone(struct cp_conn *c);
+void loomd_agent_gone(struct loomd_conn *c);
 /* After a pass: diff every agent's table against the decision and push deltas. */
-void cp_agents_push(struct cp_server *s);
+void loomd_agents_push(struct loomd_server *s);
 
 #endif

@@ -25,33 +25,35 @@
 #include "controlplane/loomd/server.h"
 
 /* Addresses one agent may announce for its host. */
-#define CP_MAX_HOST_ADDRS 64
+#define LOOMD_MAX_HOST_ADDRS 64
 
 /* Entries (flows + coflows + removals) per table frame at most (max_frame may cap it lower). */
-#define CP_TABLE_CHUNK 16384
+#define LOOMD_TABLE_CHUNK 16384
 
 /*
  * An agent's table (server.h): c->coflows maps a coflow id to its struct
- * cp_agent_coflow, c->flows wire_tuple_hash() of a tuple to its struct
- * cp_agent_flow (tuples may share a hash: aflow_match tells them apart).
+ * loomd_agent_coflow, c->flows wire_tuple_hash() of a tuple to its struct
+ * loomd_agent_flow (tuples may share a hash: aflow_match tells them apart).
  */
 static bool aflow_match(uint64_t val, const void *key)
 {
-	return wire_tuple_eq(&((const struct cp_agent_flow *)(uintptr_t)val)->tuple, key);
+	return wire_tuple_eq(&((const struct loomd_agent_flow *)(uintptr_t)val)->tuple, key);
 }
 
-static struct cp_agent_flow *aflow_find(const struct cp_conn *c, const struct wire_tuple *t)
+static struct loomd_agent_flow *aflow_find(const struct loomd_conn *c, const struct wire_tuple *t)
 {
 	size_t p = loom_hmap_find_match(&c->flows, wire_tuple_hash(t), aflow_match, t);
 
-	return p == LOOM_HMAP_NPOS ? NULL : (struct cp_agent_flow *)(uintptr_t)c->flows.slot[p].val;
+	return p == LOOM_HMAP_NPOS ? NULL :
+				     (struct loomd_agent_flow *)(uintptr_t)c->flows.slot[p].val;
 }
 
-static struct cp_agent_coflow *acoflow_find(const struct cp_conn *c, uint64_t id)
+static struct loomd_agent_coflow *acoflow_find(const struct loomd_conn *c, uint64_t id)
 {
 	uint64_t v;
 
-	return loom_hmap_get(&c->coflows, id, &v) ? (struct cp_agent_coflow *)(uintptr_t)v : NULL;
+	return loom_hmap_get(&c->coflows, id, &v) ? (struct loomd_agent_coflow *)(uintptr_t)v :
+						    NULL;
 }
 
 /* Frees every value of m, then m's array. */
@@ -66,45 +68,45 @@ static void map_free_all(struct loom_hmap *m)
 	loom_hmap_done(m);
 }
 
-static void table_clear(struct cp_conn *c)
+static void table_clear(struct loomd_conn *c)
 {
 	map_free_all(&c->flows);
 	map_free_all(&c->coflows);
 }
 
-static enum cp_enforcer enforcer_from_pb(Loom__Enforcer e)
+static enum loomd_enforcer enforcer_from_pb(Loom__Enforcer e)
 {
 	switch (e) {
 	case LOOM__ENFORCER__ENFORCER_NULL:
-		return CP_ENFORCER_NULL;
+		return LOOMD_ENFORCER_NULL;
 	case LOOM__ENFORCER__ENFORCER_DPDK:
-		return CP_ENFORCER_DPDK;
+		return LOOMD_ENFORCER_DPDK;
 	case LOOM__ENFORCER__ENFORCER_TC:
-		return CP_ENFORCER_TC;
+		return LOOMD_ENFORCER_TC;
 	default:
-		return CP_ENFORCER_UNSPECIFIED;
+		return LOOMD_ENFORCER_UNSPECIFIED;
 	}
 }
 
-int cp_agent_hello(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err)
+int loomd_agent_hello(struct loomd_conn *c, const Loom__Hello *h, struct loom_err *err)
 {
-	struct cp_server *s = c->srv;
-	struct cp_host_addr addrs[CP_MAX_HOST_ADDRS];
-	struct cp_conn *old;
+	struct loomd_server *s = c->srv;
+	struct loomd_host_addr addrs[LOOMD_MAX_HOST_ADDRS];
+	struct loomd_conn *old;
 	struct timeval tv;
 
 	if (h->host_id >= s->topo->nhosts)
 		return loom_err_set(err, EINVAL,
 				    "host id %u is out of range (the fabric has %u hosts)",
 				    h->host_id, s->topo->nhosts);
-	if (h->classes && h->classes < cp_sched_classes(s->sched))
+	if (h->classes && h->classes < loomd_sched_classes(s->sched))
 		log_warn("agent %s (host %u) has %u classes, loomd uses %u: classes %u.. share "
 			 "its lowest",
-			 c->peer, h->host_id, h->classes, cp_sched_classes(s->sched),
+			 c->peer, h->host_id, h->classes, loomd_sched_classes(s->sched),
 			 h->classes - 1);
-	if (h->n_addresses > CP_MAX_HOST_ADDRS)
+	if (h->n_addresses > LOOMD_MAX_HOST_ADDRS)
 		return loom_err_set(err, EINVAL, "%zu addresses; a host may announce at most %u",
-				    h->n_addresses, CP_MAX_HOST_ADDRS);
+				    h->n_addresses, LOOMD_MAX_HOST_ADDRS);
 	for (size_t i = 0; i < h->n_addresses; i++) {
 		const ProtobufCBinaryData *a = &h->addresses[i];
 
@@ -117,7 +119,7 @@ int cp_agent_hello(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err
 	}
 	if (c->tls) {
 		/* the certificate is the agent's identity: it must name the host and its addresses */
-		int r = cp_conn_tls_check_agent(c, h->host_id, addrs, h->n_addresses, err);
+		int r = loomd_conn_tls_check_agent(c, h->host_id, addrs, h->n_addresses, err);
 
 		if (r < 0)
 			return r;
@@ -125,7 +127,7 @@ int cp_agent_hello(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err
 	old = s->agent_of_host[h->host_id];
 	if (old) {
 		log_info("host %u: agent %s replaces %s", h->host_id, c->peer, old->peer);
-		cp_agent_gone(old);
+		loomd_agent_gone(old);
 		/* freed at the next pass or tick (we may be inside its callbacks' caller) */
 		old->closing = true;
 		old->overflow = true;
@@ -133,11 +135,11 @@ int cp_agent_hello(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err
 			bufferevent_disable(old->bev, EV_READ);
 	}
 	/* the host's addresses are the ones this hello gives */
-	cp_registry_clear_host_addrs(s->reg, h->host_id);
+	loomd_registry_clear_host_addrs(s->reg, h->host_id);
 	for (size_t i = 0; i < h->n_addresses; i++)
-		cp_registry_set_host_addr(s->reg, h->host_id, addrs[i].bytes,
-					  addrs[i].len == 4 ? 4 : 6);
-	c->role = CP_ROLE_AGENT;
+		loomd_registry_set_host_addr(s->reg, h->host_id, addrs[i].bytes,
+					     addrs[i].len == 4 ? 4 : 6);
+	c->role = LOOMD_ROLE_AGENT;
 	c->host = h->host_id;
 	c->link_bps = h->link_bps;
 	c->classes = h->classes;
@@ -158,11 +160,11 @@ int cp_agent_hello(struct cp_conn *c, const Loom__Hello *h, struct loom_err *err
 	return 0;
 }
 
-void cp_agent_gone(struct cp_conn *c)
+void loomd_agent_gone(struct loomd_conn *c)
 {
-	struct cp_server *s = c->srv;
+	struct loomd_server *s = c->srv;
 
-	if (c->role != CP_ROLE_AGENT)
+	if (c->role != LOOMD_ROLE_AGENT)
 		return;
 	if (c->host < s->topo->nhosts && s->agent_of_host[c->host] == c) {
 		s->agent_of_host[c->host] = NULL;
@@ -170,20 +172,20 @@ void cp_agent_gone(struct cp_conn *c)
 	}
 	s->nagents--;
 	table_clear(c);
-	c->role = CP_ROLE_NONE;
+	c->role = LOOMD_ROLE_NONE;
 }
 
 /*
  * Remembers a flow the agent reported that no framework announced, for the
- * admin command "unknown": the CP_UNKNOWN_MAX most recently active per agent.
+ * admin command "unknown": the LOOMD_UNKNOWN_MAX most recently active per agent.
  */
-static void note_unknown(struct cp_conn *c, const struct wire_tuple *t, uint64_t bytes)
+static void note_unknown(struct loomd_conn *c, const struct wire_tuple *t, uint64_t bytes)
 {
 	uint64_t now = loom_clock_mono_ns();
 	uint32_t victim = 0;
 
 	for (uint32_t i = 0; i < c->nunknown; i++) {
-		struct cp_unknown_flow *u = &c->unknown[i];
+		struct loomd_unknown_flow *u = &c->unknown[i];
 
 		if (!memcmp(&u->tuple, t, sizeof(*t))) {
 			u->bytes += bytes;
@@ -193,18 +195,18 @@ static void note_unknown(struct cp_conn *c, const struct wire_tuple *t, uint64_t
 		if (u->last_mono_ns < c->unknown[victim].last_mono_ns)
 			victim = i;
 	}
-	if (c->nunknown < CP_UNKNOWN_MAX)
+	if (c->nunknown < LOOMD_UNKNOWN_MAX)
 		victim = c->nunknown++;
-	c->unknown[victim] = (struct cp_unknown_flow){
+	c->unknown[victim] = (struct loomd_unknown_flow){
 		.tuple = *t, .bytes = bytes, .first_mono_ns = now, .last_mono_ns = now};
 	c->unknown_flows++;
 	c->srv->st.unknown_flows++;
 }
 
-static void handle_stats(struct cp_conn *c, const Loom__FlowStats *fs)
+static void handle_stats(struct loomd_conn *c, const Loom__FlowStats *fs)
 {
-	struct cp_server *s = c->srv;
-	uint64_t now = cp_server_now_ns(s);
+	struct loomd_server *s = c->srv;
+	uint64_t now = loomd_server_now_ns(s);
 	bool done_any = false;
 
 	s->st.stats_reports++;
@@ -212,19 +214,19 @@ static void handle_stats(struct cp_conn *c, const Loom__FlowStats *fs)
 	for (size_t i = 0; i < fs->n_flows; i++) {
 		const Loom__FlowStat *st = fs->flows[i];
 		struct wire_tuple t;
-		struct cp_rflow *fl;
+		struct loomd_rflow *fl;
 		bool was_done;
 
 		if (!st->tuple || wire_tuple_from_pb(st->tuple, &t) < 0)
 			continue;
-		fl = cp_registry_flow(s->reg, &t);
+		fl = loomd_registry_flow(s->reg, &t);
 		if (!fl) {
 			c->unknown_bytes += st->bytes_sent;
 			note_unknown(c, &t, st->bytes_sent);
 			continue;
 		}
 		was_done = fl->done;
-		cp_registry_flow_stat(s->reg, &t, st->bytes_sent, st->done, now);
+		loomd_registry_flow_stat(s->reg, &t, st->bytes_sent, st->done, now);
 		if (st->done && !was_done) {
 			struct loom_err err;
 			Loom__FiveTuple canon; /* ours, without whatever else the agent sent */
@@ -236,37 +238,37 @@ static void handle_stats(struct cp_conn *c, const Loom__FlowStats *fs)
 			done_any = true;
 			if (s->journal && len <= sizeof(buf)) {
 				loom__five_tuple__pack(&canon, buf);
-				if (cp_journal_append(s->journal, CP_J_FLOW_DONE,
-						      fl->coflow->job->id, fl->coflow->id, now, buf,
-						      len, &err) < 0) {
+				if (loomd_journal_append(s->journal, LOOMD_J_FLOW_DONE,
+							 fl->coflow->job->id, fl->coflow->id, now,
+							 buf, len, &err) < 0) {
 					log_err("%s; stopping", loom_err_str(&err));
 					s->exit_code = 1;
-					cp_server_stop(s);
+					loomd_server_stop(s);
 					return;
 				}
-				cp_server_need_commit(s);
+				loomd_server_need_commit(s);
 			}
 		}
 	}
 	s->stats_changed = true;
 	if (done_any || s->watches)
-		cp_server_schedule_pass(s);
+		loomd_server_schedule_pass(s);
 }
 
-static void handle_ack(struct cp_conn *c, uint64_t version)
+static void handle_ack(struct loomd_conn *c, uint64_t version)
 {
-	uint32_t i = (uint32_t)(version % CP_PUSH_RING);
+	uint32_t i = (uint32_t)(version % LOOMD_PUSH_RING);
 
 	if (version > c->acked_version)
 		c->acked_version = version;
 	if (c->push_version[i] == version && c->push_mono_ns[i]) {
-		cp_hist_observe(&c->srv->st.push_hist,
-				(double)(loom_clock_mono_ns() - c->push_mono_ns[i]) * 1e-9);
+		loomd_hist_observe(&c->srv->st.push_hist,
+				   (double)(loom_clock_mono_ns() - c->push_mono_ns[i]) * 1e-9);
 		c->push_mono_ns[i] = 0;
 	}
 }
 
-void cp_rpc_agent(struct cp_conn *c, const Loom__Envelope *env)
+void loomd_rpc_agent(struct loomd_conn *c, const Loom__Envelope *env)
 {
 	struct loom_err err = {{0}};
 
@@ -279,7 +281,7 @@ void cp_rpc_agent(struct cp_conn *c, const Loom__Envelope *env)
 		return;
 	case LOOM__ENVELOPE__BODY_RESYNC:
 		c->need_full = true;
-		cp_server_schedule_pass(c->srv);
+		loomd_server_schedule_pass(c->srv);
 		return;
 	case LOOM__ENVELOPE__BODY_REGISTER_JOB:
 	case LOOM__ENVELOPE__BODY_ANNOUNCE_FLOWS:
@@ -290,12 +292,12 @@ void cp_rpc_agent(struct cp_conn *c, const Loom__Envelope *env)
 			     "%s is a framework message; this connection said hello as "
 			     "an agent",
 			     wire_type_name(env->body_case));
-		cp_rpc_reply(c, env->seq, -EPERM, &err, 0);
+		loomd_rpc_reply(c, env->seq, -EPERM, &err, 0);
 		return;
 	default:
 		loom_err_set(&err, EINVAL, "%s is a message loomd sends, not one it takes",
 			     wire_type_name(env->body_case));
-		cp_rpc_reply(c, env->seq, -EINVAL, &err, 0);
+		loomd_rpc_reply(c, env->seq, -EINVAL, &err, 0);
 		return;
 	}
 }
@@ -304,8 +306,8 @@ void cp_rpc_agent(struct cp_conn *c, const Loom__Envelope *env)
 
 /* What one push to one agent carries (pointers into its table). */
 struct delta {
-	struct cp_agent_flow **flows;
-	struct cp_agent_coflow **coflows;
+	struct loomd_agent_flow **flows;
+	struct loomd_agent_coflow **coflows;
 	struct wire_tuple *rm_flows;
 	uint64_t *rm_coflows;
 	size_t nflows, ncoflows, nrm_flows, nrm_coflows;
@@ -337,18 +339,18 @@ static void delta_free(struct delta *d)
 	memset(d, 0, sizeof(*d));
 }
 
-static bool coflow_seen(struct cp_conn *c, uint64_t id, uint32_t gen)
+static bool coflow_seen(struct loomd_conn *c, uint64_t id, uint32_t gen)
 {
-	struct cp_agent_coflow *e = acoflow_find(c, id);
+	struct loomd_agent_coflow *e = acoflow_find(c, id);
 
 	return e && e->stamp == gen;
 }
 
 /* Makes c's coflow entry say (cls, rate) as of gen; notes it in d when it changed. */
-static int want_coflow(struct cp_conn *c, struct delta *d, uint64_t id, uint32_t cls, uint64_t rate,
-		       uint32_t gen)
+static int want_coflow(struct loomd_conn *c, struct delta *d, uint64_t id, uint32_t cls,
+		       uint64_t rate, uint32_t gen)
 {
-	struct cp_agent_coflow *e = acoflow_find(c, id);
+	struct loomd_agent_coflow *e = acoflow_find(c, id);
 
 	if (c->classes && cls >= c->classes)
 		cls = c->classes - 1;
@@ -376,10 +378,10 @@ static int want_coflow(struct cp_conn *c, struct delta *d, uint64_t id, uint32_t
 	return 0;
 }
 
-static int want_flow(struct cp_conn *c, struct delta *d, const struct wire_tuple *t, uint64_t id,
+static int want_flow(struct loomd_conn *c, struct delta *d, const struct wire_tuple *t, uint64_t id,
 		     uint32_t gen)
 {
-	struct cp_agent_flow *e = aflow_find(c, t);
+	struct loomd_agent_flow *e = aflow_find(c, t);
 
 	if (!e) {
 		e = calloc(1, sizeof(*e));
@@ -403,14 +405,14 @@ static int want_flow(struct cp_conn *c, struct delta *d, const struct wire_tuple
 }
 
 /* Drops c's entries not stamped this pass, noting them in d. */
-static int sweep(struct cp_conn *c, struct delta *d, uint32_t gen)
+static int sweep(struct loomd_conn *c, struct delta *d, uint32_t gen)
 {
 	struct loom_hmap_iter it;
 	uint64_t v;
 
 	loom_hmap_iter_init(&c->flows, &it);
 	while (loom_hmap_iter_next(&c->flows, &it, NULL, &v)) {
-		struct cp_agent_flow *e = (struct cp_agent_flow *)(uintptr_t)v;
+		struct loomd_agent_flow *e = (struct loomd_agent_flow *)(uintptr_t)v;
 
 		if (e->stamp == gen)
 			continue;
@@ -423,7 +425,7 @@ static int sweep(struct cp_conn *c, struct delta *d, uint32_t gen)
 	}
 	loom_hmap_iter_init(&c->coflows, &it);
 	while (loom_hmap_iter_next(&c->coflows, &it, NULL, &v)) {
-		struct cp_agent_coflow *e = (struct cp_agent_coflow *)(uintptr_t)v;
+		struct loomd_agent_coflow *e = (struct loomd_agent_coflow *)(uintptr_t)v;
 
 		if (e->stamp == gen)
 			continue;
@@ -443,10 +445,10 @@ static int sweep(struct cp_conn *c, struct delta *d, uint32_t gen)
  * full marks the first frame of a full table. Returns 0, or -errno (nothing
  * sent, version unchanged).
  */
-static int send_frame(struct cp_conn *c, const struct delta *d, bool full, size_t fo, size_t nf,
+static int send_frame(struct loomd_conn *c, const struct delta *d, bool full, size_t fo, size_t nf,
 		      size_t co, size_t nc, size_t ro, size_t nr, size_t qo, size_t nq)
 {
-	struct cp_server *s = c->srv;
+	struct loomd_server *s = c->srv;
 	Loom__Envelope env = LOOM__ENVELOPE__INIT;
 	Loom__PriorityTable t = LOOM__PRIORITY_TABLE__INIT;
 	Loom__FlowEntry *fe = calloc(nf + 1, sizeof(*fe));
@@ -489,19 +491,19 @@ static int send_frame(struct cp_conn *c, const struct delta *d, bool full, size_
 	t.removed_flows = rmp;
 	t.n_removed_coflows = nq;
 	t.removed_coflows = nq ? d->rm_coflows + qo : NULL; /* NULL + 0 is undefined */
-	t.default_class = cp_sched_classes(s->sched) - 1;
+	t.default_class = loomd_sched_classes(s->sched) - 1;
 	if (c->classes && t.default_class >= c->classes)
 		t.default_class = c->classes - 1;
-	t.sent_ns = cp_server_now_ns(s);
+	t.sent_ns = loomd_server_now_ns(s);
 	env.body_case = LOOM__ENVELOPE__BODY_TABLE;
 	env.table = &t;
 	if (loom__envelope__get_packed_size(&env) > s->cfg.max_frame) {
 		r = -EMSGSIZE;
 		goto out;
 	}
-	cp_rpc_send_now(c, &env);
+	loomd_rpc_send_now(c, &env);
 	c->table_version = t.version;
-	slot = (uint32_t)(t.version % CP_PUSH_RING);
+	slot = (uint32_t)(t.version % LOOMD_PUSH_RING);
 	c->push_version[slot] = t.version;
 	c->push_mono_ns[slot] = loom_clock_mono_ns();
 	s->st.tables_sent++;
@@ -526,20 +528,20 @@ static size_t take(size_t *left, size_t avail)
 }
 
 /*
- * Sends d to c as one table, or as several frames of at most CP_TABLE_CHUNK
+ * Sends d to c as one table, or as several frames of at most LOOMD_TABLE_CHUNK
  * entries each (a full table's first frame is full, the rest deltas on it),
  * so that no table exceeds max_frame. On failure the agent is marked for a
  * full table and the error logged once per agent.
  */
-static void send_table(struct cp_conn *c, struct delta *d)
+static void send_table(struct loomd_conn *c, struct delta *d)
 {
 	size_t fo = 0, co = 0, ro = 0, qo = 0;
 	/* an entry takes at most ~70 bytes on the wire (an IPv6 flow); keep a margin */
 	size_t chunk = c->srv->cfg.max_frame / 128;
 	bool full = c->need_full, first = true;
 
-	if (chunk > CP_TABLE_CHUNK)
-		chunk = CP_TABLE_CHUNK;
+	if (chunk > LOOMD_TABLE_CHUNK)
+		chunk = LOOMD_TABLE_CHUNK;
 	if (chunk == 0)
 		chunk = 1;
 	if (full)
@@ -573,10 +575,10 @@ static void send_table(struct cp_conn *c, struct delta *d)
 	c->need_full = false;
 }
 
-void cp_agents_push(struct cp_server *s)
+void loomd_agents_push(struct loomd_server *s)
 {
-	const struct cp_model *m = cp_sched_view(s->sched);
-	const struct policy_decision *dec = cp_sched_decision(s->sched);
+	const struct cp_model *m = loomd_sched_view(s->sched);
+	const struct policy_decision *dec = loomd_sched_decision(s->sched);
 	struct delta *deltas;
 	uint32_t gen;
 
@@ -592,7 +594,7 @@ void cp_agents_push(struct cp_server *s)
 	if (++s->gen == 0)
 		s->gen = 1;
 	gen = s->gen;
-	for (struct cp_conn *a = s->conns; a; a = a->next)
+	for (struct loomd_conn *a = s->conns; a; a = a->next)
 		a->stamped_flows = a->stamped_coflows = 0;
 	for (uint32_t i = 0; dec && i < dec->norder; i++) {
 		uint32_t c = dec->order[i];
@@ -602,8 +604,8 @@ void cp_agents_push(struct cp_server *s)
 
 		for (uint32_t q = 0; q < cf->flows_left; q++) {
 			uint32_t f = slot[q];
-			const struct cp_rflow *rf = cp_registry_view_flow(s->reg, f);
-			struct cp_conn *a = s->agent_of_host[m->flows[f].src];
+			const struct loomd_rflow *rf = loomd_registry_view_flow(s->reg, f);
+			struct loomd_conn *a = s->agent_of_host[m->flows[f].src];
 			uint64_t rate = 0;
 
 			if (!a || !rf->has_tuple)
@@ -614,18 +616,18 @@ void cp_agents_push(struct cp_server *s)
 					if (m->flows[slot[q2]].src == m->flows[f].src)
 						rate += (uint64_t)dec->rate_bps[slot[q2]];
 			}
-			if (want_coflow(a, &deltas[a->host], cid, cp_sched_flow_class(s->sched, f),
-					rate, gen) < 0 ||
+			if (want_coflow(a, &deltas[a->host], cid,
+					loomd_sched_flow_class(s->sched, f), rate, gen) < 0 ||
 			    want_flow(a, &deltas[a->host], &rf->tuple, cid, gen) < 0) {
 				log_err("host %u: out of memory updating its table", a->host);
 				a->need_full = true;
 			}
 		}
 	}
-	for (struct cp_conn *a = s->conns; a; a = a->next) {
+	for (struct loomd_conn *a = s->conns; a; a = a->next) {
 		struct delta *d;
 
-		if (a->role != CP_ROLE_AGENT || a->closing)
+		if (a->role != LOOMD_ROLE_AGENT || a->closing)
 			continue;
 		d = &deltas[a->host];
 		/* entries not confirmed by this pass go: only look when there are some */
@@ -645,13 +647,13 @@ void cp_agents_push(struct cp_server *s)
 					if (grow((void **)&d->flows, &d->cap_flows, d->nflows,
 						 sizeof(*d->flows)) == 0)
 						d->flows[d->nflows++] =
-							(struct cp_agent_flow *)(uintptr_t)v;
+							(struct loomd_agent_flow *)(uintptr_t)v;
 				loom_hmap_iter_init(&a->coflows, &it);
 				while (loom_hmap_iter_next(&a->coflows, &it, NULL, &v))
 					if (grow((void **)&d->coflows, &d->cap_coflows, d->ncoflows,
 						 sizeof(*d->coflows)) == 0)
 						d->coflows[d->ncoflows++] =
-							(struct cp_agent_coflow *)(uintptr_t)v;
+							(struct loomd_agent_coflow *)(uintptr_t)v;
 			}
 			send_table(a, d);
 		}

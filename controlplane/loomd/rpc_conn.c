@@ -4,7 +4,7 @@
  * takes off a connection becomes a loom.Envelope here; Hello and heartbeats
  * are answered here, every other request goes to the handlers of the
  * connection's role (rpc_framework.c, rpc_agent.c). Envelopes going back
- * are packed straight into the connection's output (cp_rpc_send()).
+ * are packed straight into the connection's output (loomd_rpc_send()).
  */
 #include "controlplane/loomd/rpc_wire.h"
 
@@ -22,19 +22,19 @@ static void pack_envelope(const void *ctx, uint8_t *body)
 	loom__envelope__pack(ctx, body);
 }
 
-void cp_rpc_send(struct cp_conn *c, const Loom__Envelope *env)
+void loomd_rpc_send(struct loomd_conn *c, const Loom__Envelope *env)
 {
-	cp_conn_send(c, wire_type_name(env->body_case), loom__envelope__get_packed_size(env),
-		     pack_envelope, env);
+	loomd_conn_send(c, wire_type_name(env->body_case), loom__envelope__get_packed_size(env),
+			pack_envelope, env);
 }
 
-void cp_rpc_send_now(struct cp_conn *c, const Loom__Envelope *env)
+void loomd_rpc_send_now(struct loomd_conn *c, const Loom__Envelope *env)
 {
-	cp_conn_send_now(c, wire_type_name(env->body_case), loom__envelope__get_packed_size(env),
-			 pack_envelope, env);
+	loomd_conn_send_now(c, wire_type_name(env->body_case), loom__envelope__get_packed_size(env),
+			    pack_envelope, env);
 }
 
-static void send_hello_reply(struct cp_conn *c, uint64_t seq, int r, const char *msg)
+static void send_hello_reply(struct loomd_conn *c, uint64_t seq, int r, const char *msg)
 {
 	Loom__Envelope env = LOOM__ENVELOPE__INIT;
 	Loom__HelloReply hr = LOOM__HELLO_REPLY__INIT;
@@ -47,21 +47,21 @@ static void send_hello_reply(struct cp_conn *c, uint64_t seq, int r, const char 
 	e.message = (char *)(msg ? msg : "");
 	hr.error = &e;
 	hr.version = c->version;
-	hr.classes = cp_sched_classes(c->srv->sched);
+	hr.classes = loomd_sched_classes(c->srv->sched);
 	hr.controller_id = c->srv->controller_id;
-	cp_rpc_send_now(c, &env);
+	loomd_rpc_send_now(c, &env);
 }
 
-static void handle_hello(struct cp_conn *c, const Loom__Envelope *env)
+static void handle_hello(struct loomd_conn *c, const Loom__Envelope *env)
 {
 	const Loom__Hello *h = env->hello;
 	struct loom_err err = {{0}};
 	uint32_t lo = h->version_min, hi = h->version_max;
 	int r;
 
-	if (c->role != CP_ROLE_NONE) {
+	if (c->role != LOOMD_ROLE_NONE) {
 		loom_err_set(&err, EINVAL, "a second hello on one connection");
-		cp_rpc_reply(c, env->seq, -EINVAL, &err, 0);
+		loomd_rpc_reply(c, env->seq, -EINVAL, &err, 0);
 		return;
 	}
 	if (hi < lo || hi < WIRE_VERSION_MIN || lo > WIRE_VERSION_MAX) {
@@ -72,22 +72,22 @@ static void handle_hello(struct cp_conn *c, const Loom__Envelope *env)
 			 lo, hi, WIRE_VERSION_MIN, WIRE_VERSION_MAX);
 		log_info("%s: %s", c->peer, msg);
 		send_hello_reply(c, env->seq, -EPROTONOSUPPORT, msg);
-		cp_conn_close(c);
+		loomd_conn_close(c);
 		return;
 	}
 	c->version = hi < WIRE_VERSION_MAX ? hi : WIRE_VERSION_MAX;
 	snprintf(c->name, sizeof(c->name), "%s", h->name ? h->name : "");
 	switch (h->role) {
 	case LOOM__ROLE__FRAMEWORK:
-		r = cp_conn_auth_framework(c, h->token, &err);
+		r = loomd_conn_auth_framework(c, h->token, &err);
 		if (r < 0) {
 			log_info("%s: framework '%s' refused: %s", c->peer, c->name,
 				 loom_err_str(&err));
 			send_hello_reply(c, env->seq, r, loom_err_str(&err));
-			cp_conn_close(c);
+			loomd_conn_close(c);
 			return;
 		}
-		c->role = CP_ROLE_FRAMEWORK;
+		c->role = LOOMD_ROLE_FRAMEWORK;
 		c->srv->nframeworks++;
 		if (c->bev)
 			bufferevent_set_timeouts(c->bev, NULL, NULL);
@@ -96,24 +96,24 @@ static void handle_hello(struct cp_conn *c, const Loom__Envelope *env)
 			  c->srv->tenants[c->tenant].name);
 		return;
 	case LOOM__ROLE__AGENT:
-		r = cp_agent_hello(c, h, &err);
+		r = loomd_agent_hello(c, h, &err);
 		if (r < 0) {
 			log_info("%s: agent refused: %s", c->peer, loom_err_str(&err));
 			send_hello_reply(c, env->seq, r, loom_err_str(&err));
-			cp_conn_close(c);
+			loomd_conn_close(c);
 			return;
 		}
 		send_hello_reply(c, env->seq, 0, NULL);
-		cp_server_schedule_pass(c->srv);
+		loomd_server_schedule_pass(c->srv);
 		return;
 	default:
 		send_hello_reply(c, env->seq, -EINVAL, "hello: role must be FRAMEWORK or AGENT");
-		cp_conn_close(c);
+		loomd_conn_close(c);
 		return;
 	}
 }
 
-static void dispatch(struct cp_conn *c, const Loom__Envelope *env)
+static void dispatch(struct loomd_conn *c, const Loom__Envelope *env)
 {
 	struct loom_err err = {{0}};
 
@@ -125,35 +125,35 @@ static void dispatch(struct cp_conn *c, const Loom__Envelope *env)
 	if (env->body_case == LOOM__ENVELOPE__BODY__NOT_SET) {
 		loom_err_set(&err, EBADMSG, "message type %s is not one loomd knows (protocol %u)",
 			     "unset or unknown", c->version ? c->version : WIRE_VERSION_MAX);
-		cp_rpc_reply(c, env->seq, -EBADMSG, &err, 0);
+		loomd_rpc_reply(c, env->seq, -EBADMSG, &err, 0);
 		return;
 	}
 	if (env->body_case == LOOM__ENVELOPE__BODY_HEARTBEAT) {
 		Loom__Envelope out = LOOM__ENVELOPE__INIT;
 		Loom__Heartbeat hb = LOOM__HEARTBEAT__INIT;
 
-		hb.time_ns = cp_server_now_ns(c->srv);
+		hb.time_ns = loomd_server_now_ns(c->srv);
 		out.seq = env->seq;
 		out.body_case = LOOM__ENVELOPE__BODY_HEARTBEAT;
 		out.heartbeat = &hb;
-		cp_rpc_send_now(c, &out);
+		loomd_rpc_send_now(c, &out);
 		return;
 	}
 	switch (c->role) {
-	case CP_ROLE_NONE:
+	case LOOMD_ROLE_NONE:
 		loom_err_set(&err, ENOTCONN, "%s before hello", wire_type_name(env->body_case));
-		cp_rpc_reply(c, env->seq, -ENOTCONN, &err, 0);
+		loomd_rpc_reply(c, env->seq, -ENOTCONN, &err, 0);
 		return;
-	case CP_ROLE_FRAMEWORK:
-		cp_rpc_framework(c, env);
+	case LOOMD_ROLE_FRAMEWORK:
+		loomd_rpc_framework(c, env);
 		return;
-	case CP_ROLE_AGENT:
-		cp_rpc_agent(c, env);
+	case LOOMD_ROLE_AGENT:
+		loomd_rpc_agent(c, env);
 		return;
 	}
 }
 
-int cp_rpc_frame(struct cp_conn *c, const uint8_t *body, size_t len)
+int loomd_rpc_frame(struct loomd_conn *c, const uint8_t *body, size_t len)
 {
 	Loom__Envelope *env = wire_decode(body, len);
 

@@ -18,8 +18,8 @@
 #include "controlplane/loomd/server.h"
 #include "controlplane/loomd/tenants.h"
 
-void cp_rpc_reply(struct cp_conn *c, uint64_t seq, int r, const struct loom_err *err,
-		  uint32_t accepted)
+void loomd_rpc_reply(struct loomd_conn *c, uint64_t seq, int r, const struct loom_err *err,
+		     uint32_t accepted)
 {
 	Loom__Envelope env = LOOM__ENVELOPE__INIT;
 	Loom__Reply rep = LOOM__REPLY__INIT;
@@ -35,11 +35,11 @@ void cp_rpc_reply(struct cp_conn *c, uint64_t seq, int r, const struct loom_err 
 		rep.error = &e;
 		c->srv->st.errors++;
 	}
-	cp_rpc_send(c, &env);
+	loomd_rpc_send(c, &env);
 }
 
 /* A journal append failing means the disk is gone: stop rather than diverge. */
-static int journal_append(struct cp_server *s, enum cp_journal_kind kind, uint64_t job_id,
+static int journal_append(struct loomd_server *s, enum loomd_journal_kind kind, uint64_t job_id,
 			  uint64_t id, uint64_t now_ns, const void *body, size_t len,
 			  struct loom_err *err)
 {
@@ -47,14 +47,14 @@ static int journal_append(struct cp_server *s, enum cp_journal_kind kind, uint64
 
 	if (!s->journal)
 		return 0;
-	r = cp_journal_append(s->journal, kind, job_id, id, now_ns, body, len, err);
+	r = loomd_journal_append(s->journal, kind, job_id, id, now_ns, body, len, err);
 	if (r < 0) {
 		log_err("%s; stopping (a restart replays the journal)", loom_err_str(err));
 		s->exit_code = 1;
-		cp_server_stop(s);
+		loomd_server_stop(s);
 		return r;
 	}
-	cp_server_need_commit(s);
+	loomd_server_need_commit(s);
 	return 0;
 }
 
@@ -94,7 +94,7 @@ static int pack_for_journal(const ProtobufCMessage *m, uint8_t **ret_buf, size_t
  * here, written back into pb too, so that the journal keeps hosts rather
  * than addresses (which only agents connected at the time could resolve).
  */
-static int flow_from_pb(struct cp_server *s, Loom__FlowSpec *pb, struct cp_flow_spec *ret,
+static int flow_from_pb(struct loomd_server *s, Loom__FlowSpec *pb, struct loomd_flow_spec *ret,
 			const char *what, struct loom_err *err)
 {
 	memset(ret, 0, sizeof(*ret));
@@ -113,7 +113,7 @@ static int flow_from_pb(struct cp_server *s, Loom__FlowSpec *pb, struct cp_flow_
 
 		if (!ret->has_tuple)
 			return loom_err_set(err, EINVAL, "%s: by_address needs a 5-tuple", what);
-		if (cp_registry_hosts_of(s->reg, &ret->tuple, &pb->src_host, &pb->dst_host) < 0)
+		if (loomd_registry_hosts_of(s->reg, &ret->tuple, &pb->src_host, &pb->dst_host) < 0)
 			return loom_err_set(
 				err, ENOENT,
 				"%s: no host owns the addresses of %s (no agent announced "
@@ -127,18 +127,18 @@ static int flow_from_pb(struct cp_server *s, Loom__FlowSpec *pb, struct cp_flow_
 	return 0;
 }
 
-int cp_rpc_register_job(struct cp_server *s, Loom__RegisterJob *m, uint64_t now_ns, bool journal,
-			struct loom_err *err)
+int loomd_rpc_register_job(struct loomd_server *s, Loom__RegisterJob *m, uint64_t now_ns,
+			   bool journal, struct loom_err *err)
 {
-	struct cp_job_spec spec = {0};
-	struct cp_flow_spec *flows = NULL;
+	struct loomd_job_spec spec = {0};
+	struct loomd_flow_spec *flows = NULL;
 	size_t nflows = 0, k = 0, jlen = 0;
 	uint8_t *jbuf = NULL;
 	uint32_t tenant;
 	int r;
 
-	/* live: the connection's tenant (set by cp_rpc_framework); replay: the journal's */
-	r = cp_server_tenant(s, m->tenant, &tenant, err);
+	/* live: the connection's tenant (set by loomd_rpc_framework); replay: the journal's */
+	r = loomd_server_tenant(s, m->tenant, &tenant, err);
 	if (r < 0)
 		return r;
 	spec.id = m->job_id;
@@ -165,7 +165,7 @@ int cp_rpc_register_job(struct cp_server *s, Loom__RegisterJob *m, uint64_t now_
 	}
 	for (size_t i = 0; i < m->n_coflows; i++) {
 		const Loom__CoflowSpec *c = m->coflows[i];
-		struct cp_coflow_spec *cs = &spec.coflows[i];
+		struct loomd_coflow_spec *cs = &spec.coflows[i];
 
 		cs->id = c->id;
 		cs->release_offset_ns = c->release_offset_ns;
@@ -192,9 +192,10 @@ int cp_rpc_register_job(struct cp_server *s, Loom__RegisterJob *m, uint64_t now_
 		if (r < 0)
 			goto out;
 	}
-	r = cp_registry_add_job(s->reg, &spec, now_ns, err);
+	r = loomd_registry_add_job(s->reg, &spec, now_ns, err);
 	if (r == 0 && jbuf)
-		r = journal_append(s, CP_J_REGISTER, m->job_id, m->job_id, now_ns, jbuf, jlen, err);
+		r = journal_append(s, LOOMD_J_REGISTER, m->job_id, m->job_id, now_ns, jbuf, jlen,
+				   err);
 out:
 	free(jbuf);
 	free(spec.coflows);
@@ -203,11 +204,11 @@ out:
 	return r;
 }
 
-int cp_rpc_announce(struct cp_server *s, Loom__AnnounceFlow *a, uint64_t now_ns, bool journal,
-		    struct loom_err *err)
+int loomd_rpc_announce(struct loomd_server *s, Loom__AnnounceFlow *a, uint64_t now_ns, bool journal,
+		       struct loom_err *err)
 {
-	struct cp_flow_spec f;
-	struct cp_rcoflow *c;
+	struct loomd_flow_spec f;
+	struct loomd_rcoflow *c;
 	uint8_t *jbuf = NULL;
 	size_t jlen = 0;
 	char what[64];
@@ -222,52 +223,53 @@ int cp_rpc_announce(struct cp_server *s, Loom__AnnounceFlow *a, uint64_t now_ns,
 		if (r < 0)
 			return r;
 	}
-	r = cp_registry_add_flow(s->reg, a->coflow_id, &f, now_ns, err);
+	r = loomd_registry_add_flow(s->reg, a->coflow_id, &f, now_ns, err);
 	if (r == 0) {
 		s->st.flows_announced++;
-		c = cp_registry_coflow(s->reg, a->coflow_id);
+		c = loomd_registry_coflow(s->reg, a->coflow_id);
 		if (jbuf)
-			r = journal_append(s, CP_J_FLOW, c->job->id, a->coflow_id, now_ns, jbuf,
+			r = journal_append(s, LOOMD_J_FLOW, c->job->id, a->coflow_id, now_ns, jbuf,
 					   jlen, err);
 	}
 	free(jbuf);
 	return r;
 }
 
-int cp_rpc_coflow_done(struct cp_server *s, uint64_t coflow_id, uint64_t now_ns, bool journal,
-		       struct loom_err *err)
+int loomd_rpc_coflow_done(struct loomd_server *s, uint64_t coflow_id, uint64_t now_ns, bool journal,
+			  struct loom_err *err)
 {
-	int r = cp_registry_coflow_done(s->reg, coflow_id, now_ns, err);
+	int r = loomd_registry_coflow_done(s->reg, coflow_id, now_ns, err);
 
 	if (r == 0 && journal)
-		r = journal_append(s, CP_J_COFLOW_DONE,
-				   cp_registry_coflow(s->reg, coflow_id)->job->id, coflow_id,
+		r = journal_append(s, LOOMD_J_COFLOW_DONE,
+				   loomd_registry_coflow(s->reg, coflow_id)->job->id, coflow_id,
 				   now_ns, NULL, 0, err);
 	return r;
 }
 
-int cp_rpc_job_done(struct cp_server *s, uint64_t job_id, uint64_t now_ns, bool journal,
-		    struct loom_err *err)
+int loomd_rpc_job_done(struct loomd_server *s, uint64_t job_id, uint64_t now_ns, bool journal,
+		       struct loom_err *err)
 {
-	int r = cp_registry_job_done(s->reg, job_id, now_ns, err);
+	int r = loomd_registry_job_done(s->reg, job_id, now_ns, err);
 
 	if (r == 0 && journal)
-		r = journal_append(s, CP_J_JOB_DONE, job_id, job_id, now_ns, NULL, 0, err);
+		r = journal_append(s, LOOMD_J_JOB_DONE, job_id, job_id, now_ns, NULL, 0, err);
 	return r;
 }
 
-int cp_rpc_unregister(struct cp_server *s, uint64_t job_id, bool journal, struct loom_err *err)
+int loomd_rpc_unregister(struct loomd_server *s, uint64_t job_id, bool journal,
+			 struct loom_err *err)
 {
-	int r = cp_registry_unregister(s->reg, job_id, err);
+	int r = loomd_registry_unregister(s->reg, job_id, err);
 
 	if (r == 0 && journal && s->journal) {
-		r = cp_journal_forget(s->journal, job_id, err);
+		r = loomd_journal_forget(s->journal, job_id, err);
 		if (r < 0) {
 			log_err("%s; stopping", loom_err_str(err));
 			s->exit_code = 1;
-			cp_server_stop(s);
+			loomd_server_stop(s);
 		}
-		cp_server_need_commit(s);
+		loomd_server_need_commit(s);
 	}
 	return r;
 }
@@ -275,7 +277,7 @@ int cp_rpc_unregister(struct cp_server *s, uint64_t job_id, bool journal, struct
 /* ---- tenants: who may change what, and their quotas ------------------------------------------ */
 
 /* -EACCES when job j (may be NULL: no such job) is another tenant's than c's. */
-static int check_owner(const struct cp_conn *c, const struct cp_rjob *j, const char *what,
+static int check_owner(const struct loomd_conn *c, const struct loomd_rjob *j, const char *what,
 		       uint64_t id, struct loom_err *err)
 {
 	if (!j || j->tenant == c->tenant)
@@ -286,17 +288,18 @@ static int check_owner(const struct cp_conn *c, const struct cp_rjob *j, const c
 }
 
 /* A new job of c's tenant: not another tenant's id, within its jobs, coflows and flows quotas. */
-static int check_register(const struct cp_conn *c, const Loom__RegisterJob *m, struct loom_err *err)
+static int check_register(const struct loomd_conn *c, const Loom__RegisterJob *m,
+			  struct loom_err *err)
 {
-	const struct cp_tenant *t = &c->srv->tenants[c->tenant];
-	struct cp_tenant_use u;
+	const struct loomd_tenant *t = &c->srv->tenants[c->tenant];
+	struct loomd_tenant_use u;
 	uint64_t nflows = 0;
 	int r;
 
-	r = check_owner(c, cp_registry_job(c->srv->reg, m->job_id), "job", m->job_id, err);
+	r = check_owner(c, loomd_registry_job(c->srv->reg, m->job_id), "job", m->job_id, err);
 	if (r < 0)
 		return r;
-	cp_registry_tenant_use(c->srv->reg, c->tenant, &u);
+	loomd_registry_tenant_use(c->srv->reg, c->tenant, &u);
 	for (size_t i = 0; i < m->n_coflows; i++)
 		nflows += m->coflows[i]->n_flows;
 	if (t->quota.jobs && u.jobs >= t->quota.jobs)
@@ -320,25 +323,25 @@ static int check_register(const struct cp_conn *c, const Loom__RegisterJob *m, s
 }
 
 /* One announced flow of c's tenant: its coflow's, within its flows quota and announce rate. */
-static int check_announce(struct cp_conn *c, const Loom__AnnounceFlow *a, uint64_t now_ns,
+static int check_announce(struct loomd_conn *c, const Loom__AnnounceFlow *a, uint64_t now_ns,
 			  struct loom_err *err)
 {
-	struct cp_server *s = c->srv;
-	struct cp_tenant *t = &s->tenants[c->tenant];
-	const struct cp_rcoflow *cf = cp_registry_coflow(s->reg, a->coflow_id);
-	struct cp_tenant_use u;
+	struct loomd_server *s = c->srv;
+	struct loomd_tenant *t = &s->tenants[c->tenant];
+	const struct loomd_rcoflow *cf = loomd_registry_coflow(s->reg, a->coflow_id);
+	struct loomd_tenant_use u;
 	int r;
 
 	if (cf && (r = check_owner(c, cf->job, "coflow", a->coflow_id, err)) < 0)
 		return r;
-	cp_registry_tenant_use(s->reg, c->tenant, &u);
+	loomd_registry_tenant_use(s->reg, c->tenant, &u);
 	if (t->quota.flows && u.flows >= t->quota.flows)
 		return loom_err_set(err, ENOSPC,
 				    "flow of coflow %llu: tenant '%s' holds %llu flows, its quota "
 				    "'flows'",
 				    (unsigned long long)a->coflow_id, t->name,
 				    (unsigned long long)u.flows);
-	if (!cp_tenant_take_announce(t, now_ns))
+	if (!loomd_tenant_take_announce(t, now_ns))
 		return loom_err_set(err, ENOSPC,
 				    "flow of coflow %llu: tenant '%s' announces faster than its "
 				    "quota 'announce_rate' (%u flows per second)",
@@ -347,11 +350,11 @@ static int check_announce(struct cp_conn *c, const Loom__AnnounceFlow *a, uint64
 	return 0;
 }
 
-void cp_rpc_framework(struct cp_conn *c, const Loom__Envelope *env)
+void loomd_rpc_framework(struct loomd_conn *c, const Loom__Envelope *env)
 {
-	struct cp_server *s = c->srv;
+	struct loomd_server *s = c->srv;
 	struct loom_err err = {{0}};
-	uint64_t now = cp_server_now_ns(s);
+	uint64_t now = loomd_server_now_ns(s);
 	uint32_t accepted = 0;
 	int r;
 
@@ -365,7 +368,7 @@ void cp_rpc_framework(struct cp_conn *c, const Loom__Envelope *env)
 			break;
 		/* the job is the connection's tenant's, whatever the client wrote there */
 		m->tenant = s->tenants[c->tenant].name;
-		r = cp_rpc_register_job(s, m, now, true, &err);
+		r = loomd_rpc_register_job(s, m, now, true, &err);
 		m->tenant = theirs;
 		break;
 	}
@@ -374,8 +377,8 @@ void cp_rpc_framework(struct cp_conn *c, const Loom__Envelope *env)
 		for (size_t i = 0; i < env->announce_flows->n_flows && r == 0; i++) {
 			r = check_announce(c, env->announce_flows->flows[i], now, &err);
 			if (r == 0)
-				r = cp_rpc_announce(s, env->announce_flows->flows[i], now, true,
-						    &err);
+				r = loomd_rpc_announce(s, env->announce_flows->flows[i], now, true,
+						       &err);
 			if (r == 0)
 				accepted++;
 		}
@@ -388,25 +391,25 @@ void cp_rpc_framework(struct cp_conn *c, const Loom__Envelope *env)
 		}
 		break;
 	case LOOM__ENVELOPE__BODY_COFLOW_DONE: {
-		const struct cp_rcoflow *cf =
-			cp_registry_coflow(s->reg, env->coflow_done->coflow_id);
+		const struct loomd_rcoflow *cf =
+			loomd_registry_coflow(s->reg, env->coflow_done->coflow_id);
 
 		r = cf ? check_owner(c, cf->job, "coflow", cf->id, &err) : 0;
 		if (r == 0)
-			r = cp_rpc_coflow_done(s, env->coflow_done->coflow_id, now, true, &err);
+			r = loomd_rpc_coflow_done(s, env->coflow_done->coflow_id, now, true, &err);
 		break;
 	}
 	case LOOM__ENVELOPE__BODY_JOB_DONE:
-		r = check_owner(c, cp_registry_job(s->reg, env->job_done->job_id), "job",
+		r = check_owner(c, loomd_registry_job(s->reg, env->job_done->job_id), "job",
 				env->job_done->job_id, &err);
 		if (r == 0)
-			r = cp_rpc_job_done(s, env->job_done->job_id, now, true, &err);
+			r = loomd_rpc_job_done(s, env->job_done->job_id, now, true, &err);
 		break;
 	case LOOM__ENVELOPE__BODY_UNREGISTER:
-		r = check_owner(c, cp_registry_job(s->reg, env->unregister->job_id), "job",
+		r = check_owner(c, loomd_registry_job(s->reg, env->unregister->job_id), "job",
 				env->unregister->job_id, &err);
 		if (r == 0)
-			r = cp_rpc_unregister(s, env->unregister->job_id, true, &err);
+			r = loomd_rpc_unregister(s, env->unregister->job_id, true, &err);
 		break;
 	case LOOM__ENVELOPE__BODY_TABLE_ACK:
 	case LOOM__ENVELOPE__BODY_FLOW_STATS:
@@ -423,60 +426,60 @@ void cp_rpc_framework(struct cp_conn *c, const Loom__Envelope *env)
 	}
 	if (r < 0)
 		log_debug("%s (%s): %s", c->peer, c->name, loom_err_str(&err));
-	cp_rpc_reply(c, env->seq, r, &err, accepted);
+	loomd_rpc_reply(c, env->seq, r, &err, accepted);
 	if (r == 0 || accepted)
-		cp_server_schedule_pass(s);
+		loomd_server_schedule_pass(s);
 }
 
 /* ---- replay ------------------------------------------------------------------------------------ */
 
 struct replay {
-	struct cp_server *s;
+	struct loomd_server *s;
 	uint64_t skipped;
 	struct loom_err first;
 };
 
-static int replay_one(void *ctx, enum cp_journal_kind kind, uint64_t job_id, uint64_t id,
+static int replay_one(void *ctx, enum loomd_journal_kind kind, uint64_t job_id, uint64_t id,
 		      uint64_t time_ns, const void *body, size_t len)
 {
 	struct replay *rp = ctx;
-	struct cp_server *s = rp->s;
+	struct loomd_server *s = rp->s;
 	struct loom_err err = {{0}};
 	int r = -EBADMSG;
 
 	switch (kind) {
-	case CP_J_REGISTER: {
+	case LOOMD_J_REGISTER: {
 		Loom__RegisterJob *m = loom__register_job__unpack(NULL, len, body);
 
 		if (m) {
-			r = cp_rpc_register_job(s, m, time_ns, false, &err);
+			r = loomd_rpc_register_job(s, m, time_ns, false, &err);
 			loom__register_job__free_unpacked(m, NULL);
 		}
 		break;
 	}
-	case CP_J_FLOW: {
+	case LOOMD_J_FLOW: {
 		Loom__AnnounceFlow *a = loom__announce_flow__unpack(NULL, len, body);
 
 		if (a) {
-			r = cp_rpc_announce(s, a, time_ns, false, &err);
+			r = loomd_rpc_announce(s, a, time_ns, false, &err);
 			loom__announce_flow__free_unpacked(a, NULL);
 		}
 		break;
 	}
-	case CP_J_COFLOW_DONE:
-		r = cp_rpc_coflow_done(s, id, time_ns, false, &err);
+	case LOOMD_J_COFLOW_DONE:
+		r = loomd_rpc_coflow_done(s, id, time_ns, false, &err);
 		break;
-	case CP_J_JOB_DONE:
-		r = cp_rpc_job_done(s, id, time_ns, false, &err);
+	case LOOMD_J_JOB_DONE:
+		r = loomd_rpc_job_done(s, id, time_ns, false, &err);
 		break;
-	case CP_J_FLOW_DONE: {
+	case LOOMD_J_FLOW_DONE: {
 		Loom__FiveTuple *t = loom__five_tuple__unpack(NULL, len, body);
 		struct wire_tuple wt;
 
 		if (t) {
 			r = wire_tuple_from_pb(t, &wt);
 			if (r == 0)
-				r = cp_registry_flow_stat(s->reg, &wt, 0, true, time_ns);
+				r = loomd_registry_flow_stat(s->reg, &wt, 0, true, time_ns);
 			loom__five_tuple__free_unpacked(t, NULL);
 		}
 		break;
@@ -492,11 +495,11 @@ static int replay_one(void *ctx, enum cp_journal_kind kind, uint64_t job_id, uin
 	return 0;
 }
 
-int cp_rpc_replay(struct cp_server *s, struct loom_err *err)
+int loomd_rpc_replay(struct loomd_server *s, struct loom_err *err)
 {
 	struct replay rp = {.s = s};
 	uint64_t n = 0;
-	int r = cp_journal_replay(s->journal, replay_one, &rp, &n, err);
+	int r = loomd_journal_replay(s->journal, replay_one, &rp, &n, err);
 
 	if (r < 0)
 		return r;

@@ -19,8 +19,8 @@
 #include "controlplane/loomd/registry.h"
 #include "controlplane/loomd/server.h"
 
-struct cp_sched {
-	struct cp_registry *reg;
+struct loomd_sched {
+	struct loomd_registry *reg;
 	const struct topo *topo;
 	char spec[POLICY_SPEC_MAX];
 	char weights[PATH_MAX];
@@ -42,7 +42,7 @@ struct cp_sched {
 };
 
 /* Loads the model of s->weights ("" = the shipped one); err says "weights: ..." and the file. */
-static int load_weights(struct cp_sched *s, struct gnn_model **ret_gnn, struct loom_err *err)
+static int load_weights(struct loomd_sched *s, struct gnn_model **ret_gnn, struct loom_err *err)
 {
 	struct loom_err e2 = {{0}};
 
@@ -56,7 +56,7 @@ static int load_weights(struct cp_sched *s, struct gnn_model **ret_gnn, struct l
 }
 
 /* Checks spec and loads what it needs into *ret_gnn (kept when already there). */
-static int prepare_spec(struct cp_sched *s, const char *spec, struct gnn_model **ret_gnn,
+static int prepare_spec(struct loomd_sched *s, const char *spec, struct gnn_model **ret_gnn,
 			struct loom_err *err)
 {
 	const struct policy_class *cls;
@@ -71,11 +71,12 @@ static int prepare_spec(struct cp_sched *s, const char *spec, struct gnn_model *
 	return 0;
 }
 
-struct cp_sched *cp_sched_new(struct cp_registry *r, const struct topo *t, const char *spec,
-			      const char *weights, uint32_t classes,
-			      enum policy_class_assign assign, uint64_t seed, struct loom_err *err)
+struct loomd_sched *loomd_sched_new(struct loomd_registry *r, const struct topo *t,
+				    const char *spec, const char *weights, uint32_t classes,
+				    enum policy_class_assign assign, uint64_t seed,
+				    struct loom_err *err)
 {
-	struct cp_sched *s = calloc(1, sizeof(*s));
+	struct loomd_sched *s = calloc(1, sizeof(*s));
 	struct gnn_model *g;
 	int rc;
 
@@ -92,13 +93,13 @@ struct cp_sched *cp_sched_new(struct cp_registry *r, const struct topo *t, const
 	s->scratch = calloc(POLICY_CLASSES_SCRATCH(t) + 1, sizeof(*s->scratch));
 	if (!s->scratch) {
 		loom_err_set(err, ENOMEM, "out of memory");
-		cp_sched_free(s);
+		loomd_sched_free(s);
 		errno = ENOMEM;
 		return NULL;
 	}
 	rc = prepare_spec(s, spec, &g, err);
 	if (rc < 0) {
-		cp_sched_free(s);
+		loomd_sched_free(s);
 		errno = -rc;
 		return NULL;
 	}
@@ -110,7 +111,7 @@ struct cp_sched *cp_sched_new(struct cp_registry *r, const struct topo *t, const
 	 * a later set-policy, and that set-policy finds the model loaded.
 	 */
 	if (!s->gnn && s->weights[0] && (rc = load_weights(s, &s->gnn, err)) < 0) {
-		cp_sched_free(s);
+		loomd_sched_free(s);
 		errno = -rc;
 		return NULL;
 	}
@@ -118,7 +119,7 @@ struct cp_sched *cp_sched_new(struct cp_registry *r, const struct topo *t, const
 	return s;
 }
 
-static void drop_policy(struct cp_sched *s)
+static void drop_policy(struct loomd_sched *s)
 {
 	s->p = policy_free(s->p);
 	s->p_model = NULL;
@@ -127,7 +128,7 @@ static void drop_policy(struct cp_sched *s)
 	s->have_d = false;
 }
 
-struct cp_sched *cp_sched_free(struct cp_sched *s)
+struct loomd_sched *loomd_sched_free(struct loomd_sched *s)
 {
 	if (!s)
 		return NULL;
@@ -141,7 +142,7 @@ struct cp_sched *cp_sched_free(struct cp_sched *s)
 	return NULL;
 }
 
-int cp_sched_set_policy(struct cp_sched *s, const char *spec, struct loom_err *err)
+int loomd_sched_set_policy(struct loomd_sched *s, const char *spec, struct loom_err *err)
 {
 	struct gnn_model *g;
 	int r;
@@ -159,43 +160,43 @@ int cp_sched_set_policy(struct cp_sched *s, const char *spec, struct loom_err *e
 	return 0;
 }
 
-const char *cp_sched_policy(const struct cp_sched *s)
+const char *loomd_sched_policy(const struct loomd_sched *s)
 {
 	return s->spec;
 }
 
-uint32_t cp_sched_classes(const struct cp_sched *s)
+uint32_t loomd_sched_classes(const struct loomd_sched *s)
 {
 	return s->classes;
 }
 
-uint64_t cp_sched_decisions(const struct cp_sched *s)
+uint64_t loomd_sched_decisions(const struct loomd_sched *s)
 {
 	return s->decisions;
 }
 
-const struct policy_decision *cp_sched_decision(const struct cp_sched *s)
+const struct policy_decision *loomd_sched_decision(const struct loomd_sched *s)
 {
 	return s->have_d ? &s->d : NULL;
 }
 
-const struct cp_model *cp_sched_view(const struct cp_sched *s)
+const struct cp_model *loomd_sched_view(const struct loomd_sched *s)
 {
 	return s->p_model;
 }
 
-uint32_t cp_sched_flow_class(const struct cp_sched *s, uint32_t f)
+uint32_t loomd_sched_flow_class(const struct loomd_sched *s, uint32_t f)
 {
 	return f < s->cap_flows ? s->flow_class[f] : s->classes - 1;
 }
 
-uint32_t cp_sched_rank(const struct cp_sched *s, uint32_t c)
+uint32_t loomd_sched_rank(const struct loomd_sched *s, uint32_t c)
 {
 	return c < s->cap_coflows ? s->rank[c] : CP_NONE;
 }
 
 /* Makes the policy and the per-view arrays for model m. */
-static int remake(struct cp_sched *s, const struct cp_model *m, struct loom_err *err)
+static int remake(struct loomd_sched *s, const struct cp_model *m, struct loom_err *err)
 {
 	struct policy_params params = {
 		.classes = s->classes,
@@ -242,7 +243,7 @@ static int remake(struct cp_sched *s, const struct cp_model *m, struct loom_err 
 	return 0;
 }
 
-static void compute_classes(struct cp_sched *s, const struct cp_model *m)
+static void compute_classes(struct loomd_sched *s, const struct cp_model *m)
 {
 	const struct policy_decision *d = &s->d;
 
@@ -261,7 +262,7 @@ static void compute_classes(struct cp_sched *s, const struct cp_model *m)
  * every running job and a release for every active coflow (what it would
  * have seen live; completions before it existed are not its to judge).
  */
-static void introduce(struct cp_sched *s, const struct cp_model *m)
+static void introduce(struct loomd_sched *s, const struct cp_model *m)
 {
 	for (uint32_t j = 0; j < m->njobs; j++)
 		if (m->jobs[j].state == CP_JOB_RUNNING) {
@@ -277,10 +278,10 @@ static void introduce(struct cp_sched *s, const struct cp_model *m)
 	}
 }
 
-int cp_sched_pass(struct cp_sched *s, uint64_t now_ns, struct cp_sched_result *ret,
-		  struct loom_err *err)
+int loomd_sched_pass(struct loomd_sched *s, uint64_t now_ns, struct loomd_sched_result *ret,
+		     struct loom_err *err)
 {
-	struct cp_sched_result res = {.next_ns = CP_TIME_NEVER};
+	struct loomd_sched_result res = {.next_ns = CP_TIME_NEVER};
 	const struct cp_event *evs;
 	bool rebuilt = false;
 	struct cp_model *m;
@@ -288,33 +289,33 @@ int cp_sched_pass(struct cp_sched *s, uint64_t now_ns, struct cp_sched_result *r
 	uint64_t t0;
 	int r;
 
-	cp_registry_jobs(s->reg, &nev);
+	loomd_registry_jobs(s->reg, &nev);
 	if (nev == 0) {
 		/* nothing registered: no view, no policy; agents' tables empty out */
 		drop_policy(s);
-		cp_registry_release_due(s->reg, now_ns, NULL);
-		cp_registry_events_clear(s->reg);
+		loomd_registry_release_due(s->reg, now_ns, NULL);
+		loomd_registry_events_clear(s->reg);
 		*ret = res;
 		return 0;
 	}
-	m = cp_registry_view(s->reg, &rebuilt, err);
+	m = loomd_registry_view(s->reg, &rebuilt, err);
 	if (!m) {
 		drop_policy(s); /* its model may be gone */
 		return -errno;
 	}
 	if (rebuilt || !s->p || s->p_model != m) {
 		/* events of the old view name its indices: the new policy gets the present instead */
-		cp_registry_events_clear(s->reg);
+		loomd_registry_events_clear(s->reg);
 		r = remake(s, m, err);
 		if (r < 0)
 			return r;
 		introduce(s, m);
 	}
-	res.released = cp_registry_release_due(s->reg, now_ns, &res.next_ns);
-	evs = cp_registry_events(s->reg, &nev);
+	res.released = loomd_registry_release_due(s->reg, now_ns, &res.next_ns);
+	evs = loomd_registry_events(s->reg, &nev);
 	for (uint32_t i = 0; i < nev; i++)
 		policy_on_event(s->p, m, &evs[i]);
-	cp_registry_events_clear(s->reg);
+	loomd_registry_events_clear(s->reg);
 	if (m->nactive == 0) {
 		policy_decision_clear(&s->d);
 		compute_classes(s, m);

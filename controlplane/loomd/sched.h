@@ -15,7 +15,7 @@
 #include "controlplane/policy/policy.h"
 #include "topo/topo.h"
 
-struct cp_sched;
+struct loomd_sched;
 
 /*
  * A scheduler over registry r (borrowed) on fabric t (borrowed): policy spec,
@@ -24,16 +24,17 @@ struct cp_sched;
  * set-policy gnn uses it); the shipped model only when the policy runs the
  * gnn. NULL + errno with err (bad spec; unloadable model: "weights: ...").
  */
-struct cp_sched *cp_sched_new(struct cp_registry *r, const struct topo *t, const char *spec,
-			      const char *weights, uint32_t classes,
-			      enum policy_class_assign assign, uint64_t seed, struct loom_err *err);
-struct cp_sched *cp_sched_free(struct cp_sched *s);
+struct loomd_sched *loomd_sched_new(struct loomd_registry *r, const struct topo *t,
+				    const char *spec, const char *weights, uint32_t classes,
+				    enum policy_class_assign assign, uint64_t seed,
+				    struct loom_err *err);
+struct loomd_sched *loomd_sched_free(struct loomd_sched *s);
 
 /* Switches policy from the next pass on. 0 or -errno with err (the old one stays). */
-int cp_sched_set_policy(struct cp_sched *s, const char *spec, struct loom_err *err);
-const char *cp_sched_policy(const struct cp_sched *s);
+int loomd_sched_set_policy(struct loomd_sched *s, const char *spec, struct loom_err *err);
+const char *loomd_sched_policy(const struct loomd_sched *s);
 
-struct cp_sched_result {
+struct loomd_sched_result {
 	bool decided;       /* false: nothing schedulable, no decision made */
 	uint32_t released;  /* coflows released in this pass */
 	uint64_t next_ns;   /* the pass wants to run again at this time (CP_TIME_NEVER: no) */
@@ -45,20 +46,20 @@ struct cp_sched_result {
  * One pass at now_ns: brings the view up to date (remaking the policy if it
  * was rebuilt), releases due coflows, hands the policy the model's events,
  * decides, validates, and computes each unfinished flow's class on its
- * source host (cp_sched_flow_class). 0 or -errno with err.
+ * source host (loomd_sched_flow_class). 0 or -errno with err.
  */
-int cp_sched_pass(struct cp_sched *s, uint64_t now_ns, struct cp_sched_result *ret,
-		  struct loom_err *err);
+int loomd_sched_pass(struct loomd_sched *s, uint64_t now_ns, struct loomd_sched_result *ret,
+		     struct loom_err *err);
 
 /* The last decision and the view it was made on (valid until the next change). */
-const struct policy_decision *cp_sched_decision(const struct cp_sched *s);
-const struct cp_model *cp_sched_view(const struct cp_sched *s);
+const struct policy_decision *loomd_sched_decision(const struct loomd_sched *s);
+const struct cp_model *loomd_sched_view(const struct loomd_sched *s);
 
 /* Class of view flow f on its source host in the last decision (K-1 if not ordered). */
-uint32_t cp_sched_flow_class(const struct cp_sched *s, uint32_t f);
+uint32_t loomd_sched_flow_class(const struct loomd_sched *s, uint32_t f);
 /* Position of view coflow c in the last order, or CP_NONE. */
-uint32_t cp_sched_rank(const struct cp_sched *s, uint32_t c);
-uint32_t cp_sched_classes(const struct cp_sched *s);
-uint64_t cp_sched_decisions(const struct cp_sched *s);
+uint32_t loomd_sched_rank(const struct loomd_sched *s, uint32_t c);
+uint32_t loomd_sched_classes(const struct loomd_sched *s);
+uint64_t loomd_sched_decisions(const struct loomd_sched *s);
 
 #endif

@@ -52,24 +52,24 @@
 #endif
 
 /* A peer that lets this much output pile up is dropped. */
-#define CP_MAX_OUTPUT_BYTES (64u << 20)
+#define LOOMD_MAX_OUTPUT_BYTES (64u << 20)
 /* A connection has this long to say hello. */
-#define CP_HELLO_TIMEOUT_S 10
+#define LOOMD_HELLO_TIMEOUT_S 10
 
-uint64_t cp_server_now_ns(const struct cp_server *s)
+uint64_t loomd_server_now_ns(const struct loomd_server *s)
 {
 	return s->cfg.virtual_clock ? s->vclock.now_ns : loom_clock_wall_ns();
 }
 
 /* ---- connections ------------------------------------------------------------------------------ */
 
-static void conn_free(struct cp_conn *c)
+static void conn_free(struct loomd_conn *c)
 {
-	struct cp_server *s = c->srv;
+	struct loomd_server *s = c->srv;
 
-	if (c->role == CP_ROLE_AGENT)
-		cp_agent_gone(c);
-	else if (c->role == CP_ROLE_FRAMEWORK)
+	if (c->role == LOOMD_ROLE_AGENT)
+		loomd_agent_gone(c);
+	else if (c->role == LOOMD_ROLE_FRAMEWORK)
 		s->nframeworks--;
 	if (c->prev)
 		c->prev->next = c->next;
@@ -78,7 +78,7 @@ static void conn_free(struct cp_conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	if (c->dirty) {
-		struct cp_conn **pp = &s->dirty_conns;
+		struct loomd_conn **pp = &s->dirty_conns;
 
 		while (*pp && *pp != c)
 			pp = &(*pp)->next_dirty;
@@ -93,7 +93,7 @@ static void conn_free(struct cp_conn *c)
 	free(c);
 }
 
-void cp_conn_close(struct cp_conn *c)
+void loomd_conn_close(struct loomd_conn *c)
 {
 	c->closing = true;
 	if (c->bev)
@@ -101,12 +101,12 @@ void cp_conn_close(struct cp_conn *c)
 }
 
 /* Frees connections dropped for not reading (they may never drain). */
-static void sweep_overflowed(struct cp_server *s)
+static void sweep_overflowed(struct loomd_server *s)
 {
-	struct cp_conn *c = s->conns;
+	struct loomd_conn *c = s->conns;
 
 	while (c) {
-		struct cp_conn *next = c->next;
+		struct loomd_conn *next = c->next;
 
 		if (c->overflow)
 			conn_free(c);
@@ -115,9 +115,9 @@ static void sweep_overflowed(struct cp_server *s)
 }
 
 static void commit_cb(evutil_socket_t fd, short what, void *arg);
-static bool pass_due(const struct cp_server *s);
+static bool pass_due(const struct loomd_server *s);
 
-void cp_server_need_commit(struct cp_server *s)
+void loomd_server_need_commit(struct loomd_server *s)
 {
 	if (s->commit_ev)
 		event_active(s->commit_ev, EV_WRITE, 0);
@@ -128,7 +128,7 @@ void cp_server_need_commit(struct cp_server *s)
  * bufferevent sends the rest): replies and tables leave before a pass or a
  * journal sync that follows in this turn.
  */
-static void conn_write_now(struct cp_conn *c)
+static void conn_write_now(struct loomd_conn *c)
 {
 	struct evbuffer *out = bufferevent_get_output(c->bev);
 
@@ -140,8 +140,8 @@ static void conn_write_now(struct cp_conn *c)
 }
 
 /* Appends one frame to out: its header, then fill's body_len bytes. 0 or -errno. */
-static int frame_into(struct evbuffer *out, size_t body_len, cp_frame_fill_fn fill, const void *ctx,
-		      uint32_t max_frame)
+static int frame_into(struct evbuffer *out, size_t body_len, loomd_frame_fill_fn fill,
+		      const void *ctx, uint32_t max_frame)
 {
 	struct evbuffer_iovec v;
 	uint8_t *p;
@@ -157,23 +157,24 @@ static int frame_into(struct evbuffer *out, size_t body_len, cp_frame_fill_fn fi
 	return evbuffer_commit_space(out, &v, 1) == 0 ? 0 : -ENOMEM;
 }
 
-static void conn_overflow_check(struct cp_conn *c)
+static void conn_overflow_check(struct loomd_conn *c)
 {
-	if (c->bev && evbuffer_get_length(bufferevent_get_output(c->bev)) > CP_MAX_OUTPUT_BYTES) {
+	if (c->bev &&
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) > LOOMD_MAX_OUTPUT_BYTES) {
 		log_warn("%s (%s): not reading its replies (%u MiB queued); disconnected", c->peer,
-			 c->name[0] ? c->name : "?", CP_MAX_OUTPUT_BYTES >> 20);
+			 c->name[0] ? c->name : "?", LOOMD_MAX_OUTPUT_BYTES >> 20);
 		c->overflow = true; /* freed by the next tick or pass */
-		cp_conn_close(c);
+		loomd_conn_close(c);
 	}
 }
 
-void cp_conn_send_now(struct cp_conn *c, const char *what, size_t body_len, cp_frame_fill_fn fill,
-		      const void *ctx)
+void loomd_conn_send_now(struct loomd_conn *c, const char *what, size_t body_len,
+			 loomd_frame_fill_fn fill, const void *ctx)
 {
 	int r;
 
 	if (!c->bev) {
-		/* a test connection (cp_server_test_conn): encode, then drop */
+		/* a test connection (loomd_server_test_conn): encode, then drop */
 		struct evbuffer *sink = evbuffer_new();
 
 		if (sink) {
@@ -189,13 +190,13 @@ void cp_conn_send_now(struct cp_conn *c, const char *what, size_t body_len, cp_f
 	conn_overflow_check(c);
 }
 
-void cp_conn_send(struct cp_conn *c, const char *what, size_t body_len, cp_frame_fill_fn fill,
-		  const void *ctx)
+void loomd_conn_send(struct loomd_conn *c, const char *what, size_t body_len,
+		     loomd_frame_fill_fn fill, const void *ctx)
 {
-	struct cp_server *s = c->srv;
+	struct loomd_server *s = c->srv;
 
-	if (!cp_journal_pending(s->journal) && !c->dirty) {
-		cp_conn_send_now(c, what, body_len, fill, ctx);
+	if (!loomd_journal_pending(s->journal) && !c->dirty) {
+		loomd_conn_send_now(c, what, body_len, fill, ctx);
 		return;
 	}
 	if (!c->pending)
@@ -210,12 +211,12 @@ void cp_conn_send(struct cp_conn *c, const char *what, size_t body_len, cp_frame
 		c->next_dirty = s->dirty_conns;
 		s->dirty_conns = c;
 	}
-	cp_server_need_commit(s);
+	loomd_server_need_commit(s);
 }
 
 static void commit_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct cp_server *s = arg;
+	struct loomd_server *s = arg;
 	struct loom_err err;
 	uint64_t t0 = loom_clock_mono_ns();
 
@@ -225,22 +226,22 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
 	if (s->pass_scheduled && pass_due(s)) {
 		struct loom_err perr = {{0}};
 
-		if (cp_server_pass(s, &perr) < 0)
+		if (loomd_server_pass(s, &perr) < 0)
 			log_err("scheduling pass: %s", loom_err_str(&perr));
 	}
-	if (cp_journal_pending(s->journal)) {
-		if (cp_journal_commit(s->journal, &err) < 0) {
+	if (loomd_journal_pending(s->journal)) {
+		if (loomd_journal_commit(s->journal, &err) < 0) {
 			/* The registry is ahead of the journal: stop, so a restart replays truth. */
 			log_err("%s; stopping (a restart replays the journal)", loom_err_str(&err));
 			s->exit_code = 1;
-			cp_server_stop(s);
+			loomd_server_stop(s);
 			return;
 		}
 		s->st.commits++;
-		cp_hist_observe(&s->st.commit_hist, (double)(loom_clock_mono_ns() - t0) * 1e-9);
+		loomd_hist_observe(&s->st.commit_hist, (double)(loom_clock_mono_ns() - t0) * 1e-9);
 	}
 	while (s->dirty_conns) {
-		struct cp_conn *c = s->dirty_conns;
+		struct loomd_conn *c = s->dirty_conns;
 
 		s->dirty_conns = c->next_dirty;
 		c->dirty = false;
@@ -256,7 +257,7 @@ static void commit_cb(evutil_socket_t fd, short what, void *arg)
  * Takes every whole frame off in and dispatches it. Returns 0, or -1 when the
  * connection must be dropped at once (a framing error, logged here).
  */
-static int process_input(struct cp_conn *c, struct evbuffer *in)
+static int process_input(struct loomd_conn *c, struct evbuffer *in)
 {
 	uint32_t max = c->srv->cfg.max_frame;
 
@@ -283,7 +284,7 @@ static int process_input(struct cp_conn *c, struct evbuffer *in)
 			break;
 		body = evbuffer_pullup(in, WIRE_HDR_BYTES + (ssize_t)n);
 		/* decoded before anything is handled: the frame may go at once */
-		r = body ? cp_rpc_frame(c, body + WIRE_HDR_BYTES, n) : -EBADMSG;
+		r = body ? loomd_rpc_frame(c, body + WIRE_HDR_BYTES, n) : -EBADMSG;
 		evbuffer_drain(in, WIRE_HDR_BYTES + (size_t)n);
 		if (r < 0) {
 			log_warn("%s (%s): a %u-byte frame that is not a loom.Envelope; connection "
@@ -298,7 +299,7 @@ static int process_input(struct cp_conn *c, struct evbuffer *in)
 
 static void read_cb(struct bufferevent *bev, void *arg)
 {
-	struct cp_conn *c = arg;
+	struct loomd_conn *c = arg;
 
 	if (process_input(c, bufferevent_get_input(bev)) < 0) {
 		conn_free(c);
@@ -308,9 +309,9 @@ static void read_cb(struct bufferevent *bev, void *arg)
 		conn_free(c);
 }
 
-struct cp_conn *cp_server_test_conn(struct cp_server *s)
+struct loomd_conn *loomd_server_test_conn(struct loomd_server *s)
 {
-	struct cp_conn *c = calloc(1, sizeof(*c));
+	struct loomd_conn *c = calloc(1, sizeof(*c));
 
 	if (!c)
 		return NULL;
@@ -326,7 +327,7 @@ struct cp_conn *cp_server_test_conn(struct cp_server *s)
 	return c;
 }
 
-int cp_conn_feed(struct cp_conn *c, const void *buf, size_t len)
+int loomd_conn_feed(struct loomd_conn *c, const void *buf, size_t len)
 {
 	struct evbuffer *in = evbuffer_new();
 	int r;
@@ -343,14 +344,14 @@ int cp_conn_feed(struct cp_conn *c, const void *buf, size_t len)
 	return 0;
 }
 
-void cp_server_flush(struct cp_server *s)
+void loomd_server_flush(struct loomd_server *s)
 {
 	commit_cb(-1, 0, s);
 }
 
 static void write_cb(struct bufferevent *bev, void *arg)
 {
-	struct cp_conn *c = arg;
+	struct loomd_conn *c = arg;
 
 	if (c->closing && !evbuffer_get_length(bufferevent_get_output(bev)))
 		conn_free(c);
@@ -388,7 +389,7 @@ static const char *tls_errors(char *buf, size_t size)
 }
 
 /* Says once why a TLS connection failed (a refused handshake: which certificate check). */
-static void tls_log_failure(struct cp_conn *c)
+static void tls_log_failure(struct loomd_conn *c)
 {
 	SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
 	long v = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
@@ -402,7 +403,7 @@ static void tls_log_failure(struct cp_conn *c)
 			 X509_verify_cert_error_string(v));
 	if (!why[0])
 		snprintf(why, sizeof(why), "%s", strerror(EVUTIL_SOCKET_ERROR()));
-	log_info("%s: TLS %s: %s", c->peer, c->role == CP_ROLE_NONE ? "refused" : "error", why);
+	log_info("%s: TLS %s: %s", c->peer, c->role == LOOMD_ROLE_NONE ? "refused" : "error", why);
 }
 
 /* 0 when path is readable, else -errno with err naming the key. */
@@ -423,9 +424,9 @@ static int tls_no_passphrase(char *buf, int size, int rwflag, void *u)
 }
 
 /* The server context from tls_cert, tls_key and tls_ca; 0 or -errno with err naming the key. */
-static int tls_init(struct cp_server *s, struct loom_err *err)
+static int tls_init(struct loomd_server *s, struct loom_err *err)
 {
-	const struct cp_config *cfg = &s->cfg;
+	const struct loomd_config *cfg = &s->cfg;
 	STACK_OF(X509_NAME) * cas;
 	EVP_PKEY *key;
 	char why[512];
@@ -505,14 +506,15 @@ static void tls_describe(X509 *cert, char *buf, size_t size)
 			 cn[0] ? cn : "(none)");
 }
 #else
-static void tls_log_failure(struct cp_conn *c)
+static void tls_log_failure(struct loomd_conn *c)
 {
 	(void)c;
 }
 #endif
 
-int cp_conn_tls_check_agent(struct cp_conn *c, uint32_t host, const struct cp_host_addr *addrs,
-			    size_t naddrs, struct loom_err *err)
+int loomd_conn_tls_check_agent(struct loomd_conn *c, uint32_t host,
+			       const struct loomd_host_addr *addrs, size_t naddrs,
+			       struct loom_err *err)
 {
 #ifdef LOOM_HAVE_TLS
 	SSL *ssl = c->bev ? bufferevent_openssl_get_ssl(c->bev) : NULL;
@@ -532,7 +534,7 @@ int cp_conn_tls_check_agent(struct cp_conn *c, uint32_t host, const struct cp_ho
 		goto out;
 	}
 	for (size_t i = 0; i < naddrs; i++) {
-		const struct cp_host_addr *a = &addrs[i];
+		const struct loomd_host_addr *a = &addrs[i];
 		char ip[INET6_ADDRSTRLEN] = "?";
 
 		if (X509_check_ip(cert, a->bytes, a->len, 0) == 1)
@@ -561,7 +563,7 @@ out:
  * subject's CN when it has none. 0 with the name in buf, or -EACCES/-EPERM
  * with err.
  */
-static int tls_tenant(struct cp_conn *c, char *buf, size_t size, struct loom_err *err)
+static int tls_tenant(struct loomd_conn *c, char *buf, size_t size, struct loom_err *err)
 {
 #ifdef LOOM_HAVE_TLS
 	SSL *ssl = c->bev ? bufferevent_openssl_get_ssl(c->bev) : NULL;
@@ -594,13 +596,13 @@ static int tls_tenant(struct cp_conn *c, char *buf, size_t size, struct loom_err
 				 "the client certificate names %s: an agent's certificate cannot "
 				 "say hello as a framework",
 				 name);
-	else if (!cp_tenant_name_valid(name))
+	else if (!loomd_tenant_name_valid(name))
 		r = loom_err_set(
 			err, EACCES,
 			"the client certificate names '%.64s', which is not a tenant name "
 			"(1..%d of A-Z a-z 0-9 . _ -; its first DNS subjectAltName, or its "
 			"CN without one)",
-			name, CP_TENANT_MAX - 1);
+			name, LOOMD_TENANT_MAX - 1);
 	else
 		snprintf(buf, size, "%s", name);
 	return r;
@@ -612,11 +614,11 @@ static int tls_tenant(struct cp_conn *c, char *buf, size_t size, struct loom_err
 #endif
 }
 
-int cp_conn_auth_framework(struct cp_conn *c, const char *token, struct loom_err *err)
+int loomd_conn_auth_framework(struct loomd_conn *c, const char *token, struct loom_err *err)
 {
-	struct cp_server *s = c->srv;
-	const struct cp_token_entry *e = NULL;
-	char name[CP_TENANT_MAX] = CP_TENANT_DEFAULT;
+	struct loomd_server *s = c->srv;
+	const struct loomd_token_entry *e = NULL;
+	char name[LOOMD_TENANT_MAX] = LOOMD_TENANT_DEFAULT;
 	int r;
 
 	if (token && !token[0])
@@ -626,7 +628,7 @@ int cp_conn_auth_framework(struct cp_conn *c, const char *token, struct loom_err
 		return loom_err_set(err, EACCES,
 				    "hello: a token was given but loomd has no tokens file "
 				    "(tokens = PATH)");
-	if (token && !(e = cp_tokens_find(s->tokens, token)))
+	if (token && !(e = loomd_tokens_find(s->tokens, token)))
 		return loom_err_set(err, EACCES, "hello: the token is not in loomd's tokens file");
 	if (c->tls) {
 		r = tls_tenant(c, name, sizeof(name), err);
@@ -644,22 +646,22 @@ int cp_conn_auth_framework(struct cp_conn *c, const char *token, struct loom_err
 				    "hello: loomd has a tokens file: a framework needs a token "
 				    "(LOOM_TOKEN) or, on listen_tcp, a client certificate");
 	}
-	return cp_server_tenant(s, name, &c->tenant, err);
+	return loomd_server_tenant(s, name, &c->tenant, err);
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
-	struct cp_conn *c = arg;
+	struct loomd_conn *c = arg;
 
 	(void)bev;
 	if (what & BEV_EVENT_TIMEOUT)
 		log_info("%s (%s): silent for too long (%s); disconnected", c->peer,
 			 c->name[0] ? c->name : "no hello",
-			 c->role == CP_ROLE_AGENT ? "agent_timeout" : "no hello in 10 s");
+			 c->role == LOOMD_ROLE_AGENT ? "agent_timeout" : "no hello in 10 s");
 	if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && c->bev &&
 	    evbuffer_get_length(bufferevent_get_output(c->bev))) {
 		/* half-closed: the peer still reads what it is owed, then write_cb frees */
-		cp_conn_close(c);
+		loomd_conn_close(c);
 		return;
 	} else if ((what & BEV_EVENT_ERROR) && c->tls) {
 		tls_log_failure(c);
@@ -691,8 +693,8 @@ static void peer_name(const struct sockaddr *sa, char *buf, size_t size)
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
 		      void *arg)
 {
-	struct cp_server *s = arg;
-	struct cp_conn *c;
+	struct loomd_server *s = arg;
+	struct loomd_conn *c;
 
 	(void)len;
 	if (s->stopping || s->nconns >= s->cfg.max_connections) {
@@ -741,7 +743,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	{
 		/* a connection must say hello in time; frameworks may then idle */
-		struct timeval tv = {CP_HELLO_TIMEOUT_S, 0};
+		struct timeval tv = {LOOMD_HELLO_TIMEOUT_S, 0};
 
 		bufferevent_set_timeouts(c->bev, &tv, NULL);
 	}
@@ -810,7 +812,7 @@ static int socket_perms(const char *key, const char *path, mode_t mode, const ch
 	return 0;
 }
 
-static int listen_unix(struct cp_server *s, const char *path, struct loom_err *err)
+static int listen_unix(struct loomd_server *s, const char *path, struct loom_err *err)
 {
 	struct loom_addr a;
 	int fd, r;
@@ -855,7 +857,7 @@ static bool addr_is_loopback(const struct sockaddr *sa)
 	return false;
 }
 
-static int listen_tcp(struct cp_server *s, const char *addr, struct loom_err *err)
+static int listen_tcp(struct loomd_server *s, const char *addr, struct loom_err *err)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
@@ -904,9 +906,9 @@ static int listen_tcp(struct cp_server *s, const char *addr, struct loom_err *er
 
 /* ---- passes and timers ------------------------------------------------------------------------ */
 
-static void arm_wake(struct cp_server *s, uint64_t next_ns)
+static void arm_wake(struct loomd_server *s, uint64_t next_ns)
 {
-	uint64_t now = cp_server_now_ns(s);
+	uint64_t now = loomd_server_now_ns(s);
 	struct timeval tv;
 	uint64_t d;
 
@@ -924,9 +926,9 @@ static void arm_wake(struct cp_server *s, uint64_t next_ns)
 	evtimer_add(s->wake_ev, &tv);
 }
 
-int cp_server_pass(struct cp_server *s, struct loom_err *err)
+int loomd_server_pass(struct loomd_server *s, struct loom_err *err)
 {
-	struct cp_sched_result res;
+	struct loomd_sched_result res;
 	uint64_t t0 = loom_clock_mono_ns();
 	int r;
 
@@ -935,28 +937,28 @@ int cp_server_pass(struct cp_server *s, struct loom_err *err)
 	s->last_pass_mono_ns = loom_clock_mono_ns();
 	if (s->pass_ev)
 		event_del(s->pass_ev);
-	r = cp_sched_pass(s->sched, cp_server_now_ns(s), &res, err);
+	r = loomd_sched_pass(s->sched, loomd_server_now_ns(s), &res, err);
 	if (r < 0)
 		return r;
 	s->st.passes++;
 	s->watches = res.watches;
 	if (res.decided)
-		cp_hist_observe(&s->st.decide_hist, (double)res.decide_ns * 1e-9);
-	cp_agents_push(s);
+		loomd_hist_observe(&s->st.decide_hist, (double)res.decide_ns * 1e-9);
+	loomd_agents_push(s);
 	s->last_pass_dur_ns = loom_clock_mono_ns() - t0;
-	cp_hist_observe(&s->st.pass_hist, (double)s->last_pass_dur_ns * 1e-9);
+	loomd_hist_observe(&s->st.pass_hist, (double)s->last_pass_dur_ns * 1e-9);
 	arm_wake(s, res.next_ns);
 	return 0;
 }
 
 static void pass_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct cp_server *s = arg;
+	struct loomd_server *s = arg;
 	struct loom_err err = {{0}};
 
 	(void)fd;
 	(void)what;
-	if (cp_server_pass(s, &err) < 0) {
+	if (loomd_server_pass(s, &err) < 0) {
 		/* Keep what agents have (fail-static) and try again on the next tick. */
 		if (strcmp(err.msg, s->last_err.msg))
 			log_err("scheduling pass: %s", loom_err_str(&err));
@@ -974,20 +976,20 @@ static void pass_cb(evutil_socket_t fd, short what, void *arg)
  * registry) never take more than half of the loop's time however fast
  * changes come.
  */
-static uint64_t pass_gap_ns(const struct cp_server *s)
+static uint64_t pass_gap_ns(const struct loomd_server *s)
 {
 	uint64_t adaptive = 2 * s->last_pass_dur_ns;
 
 	return adaptive > s->cfg.pass_gap_ns ? adaptive : s->cfg.pass_gap_ns;
 }
 
-static bool pass_due(const struct cp_server *s)
+static bool pass_due(const struct loomd_server *s)
 {
 	return s->cfg.virtual_clock ||
 	       loom_clock_mono_ns() - s->last_pass_mono_ns >= pass_gap_ns(s);
 }
 
-void cp_server_schedule_pass(struct cp_server *s)
+void loomd_server_schedule_pass(struct loomd_server *s)
 {
 	uint64_t since;
 
@@ -1008,54 +1010,54 @@ void cp_server_schedule_pass(struct cp_server *s)
 
 static void wake_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct cp_server *s = arg;
+	struct loomd_server *s = arg;
 
 	(void)fd;
 	(void)what;
 	s->wake_at_ns = CP_TIME_NEVER;
-	cp_server_schedule_pass(s);
+	loomd_server_schedule_pass(s);
 }
 
-static void publish_metrics(struct cp_server *s)
+static void publish_metrics(struct loomd_server *s)
 {
-	struct cp_prom p;
+	struct loomd_prom p;
 
 	if (!s->http)
 		return;
-	cp_prom_init(&p);
-	cp_metrics_render(s, &p);
-	cp_metrics_http_publish(s->http, cp_prom_text(&p), cp_prom_len(&p));
-	cp_prom_done(&p);
+	loomd_prom_init(&p);
+	loomd_metrics_render(s, &p);
+	loomd_metrics_http_publish(s->http, loomd_prom_text(&p), loomd_prom_len(&p));
+	loomd_prom_done(&p);
 	s->last_publish_mono_ns = loom_clock_mono_ns();
 }
 
 /* Forgets jobs finished more than done_retention ago (and their journal records). */
-static void expire_done(struct cp_server *s)
+static void expire_done(struct loomd_server *s)
 {
-	uint64_t now = cp_server_now_ns(s), ids[256];
+	uint64_t now = loomd_server_now_ns(s), ids[256];
 	struct loom_err err;
 	uint32_t n;
 
 	if (now < s->cfg.done_retention_ns)
 		return;
-	n = cp_registry_expire(s->reg, now - s->cfg.done_retention_ns, ids, 256);
+	n = loomd_registry_expire(s->reg, now - s->cfg.done_retention_ns, ids, 256);
 	for (uint32_t i = 0; i < n && s->journal; i++)
-		if (cp_journal_forget(s->journal, ids[i], &err) < 0) {
+		if (loomd_journal_forget(s->journal, ids[i], &err) < 0) {
 			log_err("%s; stopping", loom_err_str(&err));
 			s->exit_code = 1;
-			cp_server_stop(s);
+			loomd_server_stop(s);
 			return;
 		}
 	if (n) {
 		log_debug("forgot %u finished jobs", n);
-		cp_server_need_commit(s);
-		cp_server_schedule_pass(s);
+		loomd_server_need_commit(s);
+		loomd_server_schedule_pass(s);
 	}
 }
 
 static void tick_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct cp_server *s = arg;
+	struct loomd_server *s = arg;
 
 	(void)fd;
 	(void)what;
@@ -1065,21 +1067,21 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	sweep_overflowed(s);
 	if (s->stats_changed)
-		cp_server_schedule_pass(s);
+		loomd_server_schedule_pass(s);
 	if (loom_clock_mono_ns() - s->last_publish_mono_ns > 250 * 1000000ULL)
 		publish_metrics(s);
 }
 
 static void signal_cb(evutil_socket_t sig, short what, void *arg)
 {
-	struct cp_server *s = arg;
+	struct loomd_server *s = arg;
 
 	(void)what;
 	log_info("%s: shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-	cp_server_stop(s);
+	loomd_server_stop(s);
 }
 
-void cp_server_stop(struct cp_server *s)
+void loomd_server_stop(struct loomd_server *s)
 {
 	s->stopping = true;
 	event_base_loopexit(s->base, NULL);
@@ -1087,7 +1089,7 @@ void cp_server_stop(struct cp_server *s)
 
 /* ---- start-up --------------------------------------------------------------------------------- */
 
-static int load_topology(struct cp_server *s, struct loom_err *err)
+static int load_topology(struct loomd_server *s, struct loom_err *err)
 {
 	if (s->cfg.topology[0]) {
 		struct loom_err e2 = {{0}};
@@ -1107,10 +1109,10 @@ static int load_topology(struct cp_server *s, struct loom_err *err)
 	return 0;
 }
 
-int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom_err *err)
+int loomd_server_init(struct loomd_server *s, const struct loomd_config *cfg, struct loom_err *err)
 {
 	enum policy_class_assign assign;
-	struct cp_registry_limits lim;
+	struct loomd_registry_limits lim;
 	struct timeval tick;
 	int r;
 
@@ -1120,17 +1122,17 @@ int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom
 	s->start_mono_ns = loom_clock_mono_ns();
 	s->controller_id = loom_clock_wall_ns() ^ ((uint64_t)getpid() << 40);
 	loom_vclock_init(&s->vclock, 0);
-	cp_hist_init(&s->st.decide_hist);
-	cp_hist_init(&s->st.push_hist);
-	cp_hist_init(&s->st.pass_hist);
-	cp_hist_init(&s->st.commit_hist);
+	loomd_hist_init(&s->st.decide_hist);
+	loomd_hist_init(&s->st.push_hist);
+	loomd_hist_init(&s->st.pass_hist);
+	loomd_hist_init(&s->st.commit_hist);
 	signal(SIGPIPE, SIG_IGN);
 	r = load_topology(s, err);
 	if (r < 0)
 		return r;
-	lim = (struct cp_registry_limits){cfg->max_jobs, cfg->max_coflows, cfg->max_flows,
-					  cfg->unknown_flow_bytes};
-	s->reg = cp_registry_new(s->topo, &lim);
+	lim = (struct loomd_registry_limits){cfg->max_jobs, cfg->max_coflows, cfg->max_flows,
+					     cfg->unknown_flow_bytes};
+	s->reg = loomd_registry_new(s->topo, &lim);
 	s->agent_of_host = calloc(s->topo->nhosts, sizeof(*s->agent_of_host));
 	if (!s->reg || !s->agent_of_host)
 		return loom_err_set(err, ENOMEM, "out of memory");
@@ -1138,19 +1140,19 @@ int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom
 		return loom_err_set(err, EINVAL,
 				    "class_assign: '%s' is not one of conflict, per-host",
 				    cfg->class_assign);
-	s->sched = cp_sched_new(s->reg, s->topo, cfg->policy, cfg->weights, cfg->classes, assign,
-				cfg->seed, err);
+	s->sched = loomd_sched_new(s->reg, s->topo, cfg->policy, cfg->weights, cfg->classes, assign,
+				   cfg->seed, err);
 	if (!s->sched)
 		return -errno;
 	/* tenant 0 is "default"; then the tokens file's, in its order (the journal's come after) */
-	if (cfg->tokens[0] && (r = cp_tokens_load(cfg->tokens, &s->tokens, err)) < 0)
+	if (cfg->tokens[0] && (r = loomd_tokens_load(cfg->tokens, &s->tokens, err)) < 0)
 		return r;
 	{
 		uint32_t id;
 
-		r = cp_server_tenant(s, CP_TENANT_DEFAULT, &id, err);
+		r = loomd_server_tenant(s, LOOMD_TENANT_DEFAULT, &id, err);
 		for (uint32_t i = 0; r == 0 && s->tokens && i < s->tokens->n; i++)
-			r = cp_server_tenant(s, s->tokens->v[i].tenant, &id, err);
+			r = loomd_server_tenant(s, s->tokens->v[i].tenant, &id, err);
 		if (r < 0)
 			return r;
 	}
@@ -1160,15 +1162,15 @@ int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom
 	if (cfg->journal[0]) {
 		uint64_t t0 = loom_clock_mono_ns();
 
-		s->journal = cp_journal_open(cfg->journal, cfg->journal_sync, err);
+		s->journal = loomd_journal_open(cfg->journal, cfg->journal_sync, err);
 		if (!s->journal)
 			return -errno;
-		r = cp_rpc_replay(s, err);
+		r = loomd_rpc_replay(s, err);
 		if (r < 0)
 			return r;
 		uint32_t njobs;
 
-		cp_registry_jobs(s->reg, &njobs);
+		loomd_registry_jobs(s->reg, &njobs);
 		log_info("journal %s: %u jobs restored in %.1f ms", cfg->journal, njobs,
 			 (double)(loom_clock_mono_ns() - t0) * 1e-6);
 	}
@@ -1210,7 +1212,7 @@ int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom
 					       cfg->admin_group[0] ? 0660 : 0600, gid, err);
 		if (!s->admin)
 			return -errno;
-		r = cp_admin_register_all(s);
+		r = loomd_admin_register_all(s);
 		if (r < 0)
 			return loom_err_set(err, -r, "cannot register the admin commands");
 	}
@@ -1221,35 +1223,36 @@ int cp_server_init(struct cp_server *s, const struct cp_config *cfg, struct loom
 				    &m, err);
 		if (r < 0)
 			return r;
-		s->http = cp_metrics_http_start(m.host, m.port, err);
+		s->http = loomd_metrics_http_start(m.host, m.port, err);
 		if (!s->http)
 			return -errno;
 		/* an IPv6 host goes in brackets in a URL */
 		log_info("metrics on http://%s%s%s:%u/metrics", strchr(m.host, ':') ? "[" : "",
-			 m.host, strchr(m.host, ':') ? "]" : "", cp_metrics_http_port(s->http));
+			 m.host, strchr(m.host, ':') ? "]" : "", loomd_metrics_http_port(s->http));
 		publish_metrics(s);
 	}
-	cp_server_schedule_pass(s);
+	loomd_server_schedule_pass(s);
 	return 0;
 }
 
-int cp_server_run(struct cp_server *s)
+int loomd_server_run(struct loomd_server *s)
 {
 	event_base_dispatch(s->base);
 	return s->exit_code;
 }
 
-void cp_server_done(struct cp_server *s)
+void loomd_server_done(struct loomd_server *s)
 {
 	struct loom_err err;
 
 	while (s->conns)
 		conn_free(s->conns);
-	if (s->journal && cp_journal_pending(s->journal) && cp_journal_commit(s->journal, &err) < 0)
+	if (s->journal && loomd_journal_pending(s->journal) &&
+	    loomd_journal_commit(s->journal, &err) < 0)
 		log_err("%s", loom_err_str(&err));
-	s->journal = cp_journal_close(s->journal);
+	s->journal = loomd_journal_close(s->journal);
 	s->admin = loom_admin_free(s->admin);
-	s->http = cp_metrics_http_stop(s->http);
+	s->http = loomd_metrics_http_stop(s->http);
 	if (s->lis_unix) {
 		evconnlistener_free(s->lis_unix);
 		unlink(s->cfg.listen_unix);
@@ -1274,9 +1277,9 @@ void cp_server_done(struct cp_server *s)
 		event_free(s->sigint_ev);
 	if (s->base)
 		event_base_free(s->base);
-	s->sched = cp_sched_free(s->sched);
-	s->reg = cp_registry_free(s->reg);
-	s->tokens = cp_tokens_free(s->tokens);
+	s->sched = loomd_sched_free(s->sched);
+	s->reg = loomd_registry_free(s->reg);
+	s->tokens = loomd_tokens_free(s->tokens);
 	free(s->tenants);
 	s->tenants = NULL;
 	s->ntenants = s->cap_tenants = 0;

@@ -9,7 +9,7 @@
  *     spark      9c1f4e0b2a7d4c3e8f5a6b1d0e2c4f7a   jobs=100 flows=100000
  *     mpi        -                                  announce_rate=5000
  *
- * TENANT is 1..63 of [A-Za-z0-9._-]; TOKEN is CP_TOKEN_MIN..CP_TOKEN_MAX-1
+ * TENANT is 1..63 of [A-Za-z0-9._-]; TOKEN is LOOMD_TOKEN_MIN..LOOMD_TOKEN_MAX-1
  * printable characters without spaces or '#', unique in the file, or "-"
  * for a tenant known by its certificate alone (its line then only sets
  * quotas). A tenant may have several lines (tokens being rotated); its
@@ -33,11 +33,11 @@
 /* The most tenants loomd tracks (tokens file and certificates together). */
 #define TENANTS_MAX 65536
 
-bool cp_tenant_name_valid(const char *name)
+bool loomd_tenant_name_valid(const char *name)
 {
 	size_t n = strlen(name);
 
-	if (n == 0 || n >= CP_TENANT_MAX)
+	if (n == 0 || n >= LOOMD_TENANT_MAX)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)name[i]) && name[i] != '.' && name[i] != '_' &&
@@ -51,13 +51,13 @@ static const struct {
 	uint32_t bit;
 	size_t off;
 } quota_keys[] = {
-	{"jobs", CP_QUOTA_JOBS, offsetof(struct cp_quota, jobs)},
-	{"coflows", CP_QUOTA_COFLOWS, offsetof(struct cp_quota, coflows)},
-	{"flows", CP_QUOTA_FLOWS, offsetof(struct cp_quota, flows)},
-	{"announce_rate", CP_QUOTA_RATE, offsetof(struct cp_quota, announce_rate)},
+	{"jobs", LOOMD_QUOTA_JOBS, offsetof(struct loomd_quota, jobs)},
+	{"coflows", LOOMD_QUOTA_COFLOWS, offsetof(struct loomd_quota, coflows)},
+	{"flows", LOOMD_QUOTA_FLOWS, offsetof(struct loomd_quota, flows)},
+	{"announce_rate", LOOMD_QUOTA_RATE, offsetof(struct loomd_quota, announce_rate)},
 };
 
-struct cp_tokens *cp_tokens_free(struct cp_tokens *t)
+struct loomd_tokens *loomd_tokens_free(struct loomd_tokens *t)
 {
 	if (!t)
 		return NULL;
@@ -87,7 +87,7 @@ static char *next_word(char **p)
 }
 
 /* One QUOTA=N word into e; 0 or -EINVAL/-ERANGE with err (the caller adds file:line). */
-static int parse_quota(struct cp_token_entry *e, const char *word, struct loom_err *err)
+static int parse_quota(struct loomd_token_entry *e, const char *word, struct loom_err *err)
 {
 	const char *eq = strchr(word, '=');
 	unsigned long long v;
@@ -126,7 +126,7 @@ static bool token_char_ok(char ch)
 }
 
 /* One line (comment already cut) into e; 0, 1 (blank), or -errno with err. */
-static int parse_line(char *line, struct cp_token_entry *e, struct loom_err *err)
+static int parse_line(char *line, struct loomd_token_entry *e, struct loom_err *err)
 {
 	char *p = line, *tenant, *token, *w;
 	size_t n;
@@ -140,10 +140,10 @@ static int parse_line(char *line, struct cp_token_entry *e, struct loom_err *err
 	tenant = next_word(&p);
 	if (!tenant)
 		return 1;
-	if (!cp_tenant_name_valid(tenant))
+	if (!loomd_tenant_name_valid(tenant))
 		return loom_err_set(err, EINVAL,
 				    "'%.64s' is not a tenant name (1..%d of A-Z a-z 0-9 . _ -)",
-				    tenant, CP_TENANT_MAX - 1);
+				    tenant, LOOMD_TENANT_MAX - 1);
 	token = next_word(&p);
 	if (!token)
 		return loom_err_set(
@@ -156,11 +156,11 @@ static int parse_line(char *line, struct cp_token_entry *e, struct loom_err *err
 	if (strcmp(token, "-") != 0) {
 		n = strlen(token);
 		/* the token itself is never quoted back: it is a secret */
-		if (n < CP_TOKEN_MIN || n >= CP_TOKEN_MAX)
+		if (n < LOOMD_TOKEN_MIN || n >= LOOMD_TOKEN_MAX)
 			return loom_err_set(err, EINVAL,
 					    "tenant %s: its token has %zu characters; tokens have "
 					    "%d..%d",
-					    tenant, n, CP_TOKEN_MIN, CP_TOKEN_MAX - 1);
+					    tenant, n, LOOMD_TOKEN_MIN, LOOMD_TOKEN_MAX - 1);
 		for (size_t i = 0; i < n; i++)
 			if (!token_char_ok(token[i]))
 				return loom_err_set(err, EINVAL,
@@ -179,13 +179,13 @@ static int parse_line(char *line, struct cp_token_entry *e, struct loom_err *err
 	return 0;
 }
 
-/* Constant-time equality of two NUL-terminated strings of at most CP_TOKEN_MAX - 1. */
+/* Constant-time equality of two NUL-terminated strings of at most LOOMD_TOKEN_MAX - 1. */
 static bool token_eq(const char *a, const char *b)
 {
-	size_t na = strnlen(a, CP_TOKEN_MAX), nb = strnlen(b, CP_TOKEN_MAX);
+	size_t na = strnlen(a, LOOMD_TOKEN_MAX), nb = strnlen(b, LOOMD_TOKEN_MAX);
 	unsigned char diff = (unsigned char)(na != nb);
 
-	for (size_t i = 0; i < CP_TOKEN_MAX; i++) {
+	for (size_t i = 0; i < LOOMD_TOKEN_MAX; i++) {
 		unsigned char x = i < na ? (unsigned char)a[i] : 0;
 		unsigned char y = i < nb ? (unsigned char)b[i] : 0;
 
@@ -195,11 +195,11 @@ static bool token_eq(const char *a, const char *b)
 }
 
 /* Checks e against the lines before it: duplicate token, quotas set twice. */
-static int check_against(const struct cp_tokens *t, const struct cp_token_entry *e,
+static int check_against(const struct loomd_tokens *t, const struct loomd_token_entry *e,
 			 struct loom_err *err)
 {
 	for (uint32_t i = 0; i < t->n; i++) {
-		const struct cp_token_entry *o = &t->v[i];
+		const struct loomd_token_entry *o = &t->v[i];
 
 		if (e->token[0] && o->token[0] && !strcmp(e->token, o->token))
 			return loom_err_set(err, EEXIST,
@@ -214,10 +214,10 @@ static int check_against(const struct cp_tokens *t, const struct cp_token_entry 
 	return 0;
 }
 
-int cp_tokens_parse(const char *name, const char *text, size_t len, struct cp_tokens **ret,
-		    struct loom_err *err)
+int loomd_tokens_parse(const char *name, const char *text, size_t len, struct loomd_tokens **ret,
+		       struct loom_err *err)
 {
-	struct cp_tokens *t = calloc(1, sizeof(*t));
+	struct loomd_tokens *t = calloc(1, sizeof(*t));
 	uint32_t cap = 0;
 	unsigned lineno = 0;
 	size_t pos = 0;
@@ -229,7 +229,7 @@ int cp_tokens_parse(const char *name, const char *text, size_t len, struct cp_to
 		const char *nl = memchr(text + pos, '\n', len - pos);
 		size_t n = nl ? (size_t)(nl - (text + pos)) : len - pos;
 		char line[TOKENS_LINE_MAX + 1], *hash;
-		struct cp_token_entry e;
+		struct loomd_token_entry e;
 		struct loom_err e2;
 
 		lineno++;
@@ -263,7 +263,7 @@ int cp_tokens_parse(const char *name, const char *text, size_t len, struct cp_to
 		}
 		if (t->n == cap) {
 			uint32_t ncap = cap ? 2 * cap : 16;
-			struct cp_token_entry *v = realloc(t->v, ncap * sizeof(*v));
+			struct loomd_token_entry *v = realloc(t->v, ncap * sizeof(*v));
 
 			if (!v) {
 				r = loom_err_set(err, ENOMEM, "%s: out of memory", name);
@@ -277,11 +277,11 @@ int cp_tokens_parse(const char *name, const char *text, size_t len, struct cp_to
 	*ret = t;
 	return 0;
 fail:
-	cp_tokens_free(t);
+	loomd_tokens_free(t);
 	return r;
 }
 
-int cp_tokens_load(const char *path, struct cp_tokens **ret, struct loom_err *err)
+int loomd_tokens_load(const char *path, struct loomd_tokens **ret, struct loom_err *err)
 {
 	FILE *f = fopen(path, "r");
 	char *buf = NULL;
@@ -322,16 +322,16 @@ int cp_tokens_load(const char *path, struct cp_tokens **ret, struct loom_err *er
 		return loom_err_set(err, EIO, "tokens %s: read error", path);
 	}
 	fclose(f);
-	r = cp_tokens_parse(path, buf, len, ret, err);
+	r = loomd_tokens_parse(path, buf, len, ret, err);
 	free(buf);
 	return r;
 }
 
-const struct cp_token_entry *cp_tokens_find(const struct cp_tokens *t, const char *token)
+const struct loomd_token_entry *loomd_tokens_find(const struct loomd_tokens *t, const char *token)
 {
-	const struct cp_token_entry *found = NULL;
+	const struct loomd_token_entry *found = NULL;
 
-	if (!t || !token || !token[0] || strnlen(token, CP_TOKEN_MAX) >= CP_TOKEN_MAX)
+	if (!t || !token || !token[0] || strnlen(token, LOOMD_TOKEN_MAX) >= LOOMD_TOKEN_MAX)
 		return NULL;
 	/* every entry is compared, in constant time each: no early exit on a match */
 	for (uint32_t i = 0; i < t->n; i++)
@@ -342,27 +342,28 @@ const struct cp_token_entry *cp_tokens_find(const struct cp_tokens *t, const cha
 
 /* ---- the server's tenants ---------------------------------------------------------------- */
 
-int cp_server_tenant(struct cp_server *s, const char *name, uint32_t *ret_id, struct loom_err *err)
+int loomd_server_tenant(struct loomd_server *s, const char *name, uint32_t *ret_id,
+			struct loom_err *err)
 {
-	struct cp_tenant *t;
+	struct loomd_tenant *t;
 
 	if (!name || !name[0])
-		name = CP_TENANT_DEFAULT;
+		name = LOOMD_TENANT_DEFAULT;
 	for (uint32_t i = 0; i < s->ntenants; i++)
 		if (!strcmp(s->tenants[i].name, name)) {
 			*ret_id = i;
 			return 0;
 		}
-	if (!cp_tenant_name_valid(name))
+	if (!loomd_tenant_name_valid(name))
 		return loom_err_set(err, EINVAL,
 				    "'%.64s' is not a tenant name (1..%d of A-Z a-z "
 				    "0-9 . _ -)",
-				    name, CP_TENANT_MAX - 1);
+				    name, LOOMD_TENANT_MAX - 1);
 	if (s->ntenants >= TENANTS_MAX)
 		return loom_err_set(err, ENOSPC, "loomd tracks %u tenants already", TENANTS_MAX);
 	if (s->ntenants == s->cap_tenants) {
 		uint32_t ncap = s->cap_tenants ? 2 * s->cap_tenants : 16;
-		struct cp_tenant *v = realloc(s->tenants, ncap * sizeof(*v));
+		struct loomd_tenant *v = realloc(s->tenants, ncap * sizeof(*v));
 
 		if (!v)
 			return loom_err_set(err, ENOMEM, "out of memory");
@@ -372,10 +373,10 @@ int cp_server_tenant(struct cp_server *s, const char *name, uint32_t *ret_id, st
 	t = &s->tenants[s->ntenants];
 	memset(t, 0, sizeof(*t));
 	snprintf(t->name, sizeof(t->name), "%s", name);
-	t->quota = (struct cp_quota){s->cfg.tenant_max_jobs, s->cfg.tenant_max_coflows,
-				     s->cfg.tenant_max_flows, s->cfg.tenant_announce_rate};
+	t->quota = (struct loomd_quota){s->cfg.tenant_max_jobs, s->cfg.tenant_max_coflows,
+					s->cfg.tenant_max_flows, s->cfg.tenant_announce_rate};
 	for (uint32_t i = 0; s->tokens && i < s->tokens->n; i++) {
-		const struct cp_token_entry *e = &s->tokens->v[i];
+		const struct loomd_token_entry *e = &s->tokens->v[i];
 
 		if (!e->quota_set || strcmp(e->tenant, name))
 			continue;
@@ -386,12 +387,12 @@ int cp_server_tenant(struct cp_server *s, const char *name, uint32_t *ret_id, st
 							    quota_keys[k].off);
 	}
 	t->rate_tokens = t->quota.announce_rate;
-	t->rate_ns = cp_server_now_ns(s);
+	t->rate_ns = loomd_server_now_ns(s);
 	*ret_id = s->ntenants++;
 	return 0;
 }
 
-bool cp_tenant_take_announce(struct cp_tenant *t, uint64_t now_ns)
+bool loomd_tenant_take_announce(struct loomd_tenant *t, uint64_t now_ns)
 {
 	double rate = t->quota.announce_rate;
 

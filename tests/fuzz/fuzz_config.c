@@ -3,15 +3,15 @@
  * Fuzz target for loomd's configuration (controlplane/loomd/config.c). The
  * input is used twice:
  *
- *  - as a config file (a memfd, fuzz_file.h) for cp_config_load() over the
- *    defaults, then cp_config_check() on what it loaded;
+ *  - as a config file (a memfd, fuzz_file.h) for loomd_config_load() over the
+ *    defaults, then loomd_config_check() on what it loaded;
  *  - line by line, each split at its first '=' into KEY and VALUE taken as
- *    they are (no trimming, no quotes), for cp_config_set() on one config,
- *    then cp_config_check() on the result.
+ *    they are (no trimming, no quotes), for loomd_config_set() on one config,
+ *    then loomd_config_check() on the result.
  *
  * A failing call must return one of the errors it documents and leave a
- * message (cp_config_load's starting with the path); a refused
- * cp_config_set() must leave the config as it was. A config that came out
+ * message (loomd_config_load's starting with the path); a refused
+ * loomd_config_set() must leave the config as it was. A config that came out
  * of them must hold what the keys accept: strings NUL-terminated in their
  * fields, numbers inside their ranges, a log level that parses. Anything
  * else (crash, sanitizer report, leak, abort) is a bug.
@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define HAS_NUL(f) (memchr((f), 0, sizeof(f)) != NULL)
 
-static void check_config(const struct cp_config *c)
+static void check_config(const struct loomd_config *c)
 {
 	enum loom_log_level lvl;
 
@@ -60,11 +60,11 @@ static void check_config(const struct cp_config *c)
 		abort();
 }
 
-/* cp_config_check() on c: 0, or -EINVAL with a message. */
-static void check_check(const struct cp_config *c)
+/* loomd_config_check() on c: 0, or -EINVAL with a message. */
+static void check_check(const struct loomd_config *c)
 {
 	struct loom_err err = {{0}};
-	int r = cp_config_check(c, &err);
+	int r = loomd_config_check(c, &err);
 
 	if (r != 0 && (r != -EINVAL || err.msg[0] == '\0'))
 		abort();
@@ -72,15 +72,15 @@ static void check_check(const struct cp_config *c)
 
 static void fuzz_load(const uint8_t *data, size_t size)
 {
-	struct cp_config c;
+	struct loomd_config c;
 	struct loom_err err = {{0}};
 	const char *path = fuzz_file(data, size);
 	int r;
 
 	if (!path)
 		return;
-	cp_config_default(&c);
-	r = cp_config_load(&c, path, &err);
+	loomd_config_default(&c);
+	r = loomd_config_load(&c, path, &err);
 	if (r < 0) {
 		if ((r != -EINVAL && r != -ENOENT && r != -ERANGE && r != -EIO) ||
 		    strncmp(err.msg, path, strlen(path)) != 0 || err.msg[strlen(path)] != ':')
@@ -93,7 +93,7 @@ static void fuzz_load(const uint8_t *data, size_t size)
 
 static void fuzz_set(const uint8_t *data, size_t size)
 {
-	struct cp_config *c = malloc(sizeof(*c)), *before = malloc(sizeof(*c));
+	struct loomd_config *c = malloc(sizeof(*c)), *before = malloc(sizeof(*c));
 	char *text = malloc(size + 1);
 	char *line, *save = NULL;
 
@@ -101,7 +101,7 @@ static void fuzz_set(const uint8_t *data, size_t size)
 		abort();
 	memcpy(text, data, size);
 	text[size] = '\0'; /* the parser takes C strings: a NUL ends the input */
-	cp_config_default(c);
+	loomd_config_default(c);
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		struct loom_err err = {{0}};
 		char *eq = strchr(line, '=');
@@ -113,7 +113,7 @@ static void fuzz_set(const uint8_t *data, size_t size)
 			value = eq + 1;
 		}
 		memcpy(before, c, sizeof(*c));
-		r = cp_config_set(c, line, value, &err);
+		r = loomd_config_set(c, line, value, &err);
 		if (r < 0) {
 			if ((r != -ENOENT && r != -EINVAL && r != -ERANGE) || err.msg[0] == '\0')
 				abort();

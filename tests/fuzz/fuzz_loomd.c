@@ -12,7 +12,7 @@
  *             bit 5: first register a fixture job (fixture_job() below,
  *             through another connection) so that agents have flows to
  *             report on and tables to receive
- *   the rest  the bytes of one connection, fed to cp_conn_feed() a frame at
+ *   the rest  the bytes of one connection, fed to loomd_conn_feed() a frame at
  *             a time (anything after the last whole frame in one piece),
  *             with a flush and a scheduling pass after each frame
  *
@@ -42,11 +42,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FIXTURE_COFLOW1 4000000001ULL
 #define FIXTURE_COFLOW2 4000000002ULL
 
-static struct cp_server srv;
+static struct loomd_server srv;
 static bool srv_ready;
 
-/* Feeds one encoded envelope to c; returns cp_conn_feed's result. */
-static int feed_env(struct cp_conn *c, const Loom__Envelope *env)
+/* Feeds one encoded envelope to c; returns loomd_conn_feed's result. */
+static int feed_env(struct loomd_conn *c, const Loom__Envelope *env)
 {
 	uint8_t *buf;
 	size_t len;
@@ -54,12 +54,12 @@ static int feed_env(struct cp_conn *c, const Loom__Envelope *env)
 
 	if (wire_encode(env, srv.cfg.max_frame, &buf, &len) < 0)
 		abort();
-	r = cp_conn_feed(c, buf, len);
+	r = loomd_conn_feed(c, buf, len);
 	free(buf);
 	return r;
 }
 
-static int feed_hello(struct cp_conn *c, Loom__Role role, uint32_t host)
+static int feed_hello(struct loomd_conn *c, Loom__Role role, uint32_t host)
 {
 	Loom__Envelope env = LOOM__ENVELOPE__INIT;
 	Loom__Hello h = LOOM__HELLO__INIT;
@@ -113,7 +113,7 @@ static void fixture_job(void)
 	Loom__FiveTuple ts[5];
 	uint8_t addr[5][2][4];
 	Loom__Edge e = LOOM__EDGE__INIT, *es[1] = {&e};
-	struct cp_conn *c = cp_server_test_conn(&srv);
+	struct loomd_conn *c = loomd_server_test_conn(&srv);
 
 	if (!c || feed_hello(c, LOOM__ROLE__FRAMEWORK, 0) < 0)
 		abort();
@@ -152,21 +152,21 @@ static void fixture_job(void)
 	env.register_job = &rj;
 	if (feed_env(c, &env) < 0)
 		abort();
-	if (!cp_registry_job(srv.reg, FIXTURE_JOB))
+	if (!loomd_registry_job(srv.reg, FIXTURE_JOB))
 		abort();
 	/* a zero length closes (and frees) a test connection */
-	if (cp_conn_feed(c, "\0\0\0\0", 4) != -EPIPE)
+	if (loomd_conn_feed(c, "\0\0\0\0", 4) != -EPIPE)
 		abort();
 }
 
 static void server_init(void)
 {
-	struct cp_config cfg;
+	struct loomd_config cfg;
 	struct loom_err err = {{0}};
 
 	/* LOOM_FUZZ_DEBUG=1: log every refusal (to see what a seed does) */
 	loom_log_set_level(getenv("LOOM_FUZZ_DEBUG") ? LOOM_LOG_DEBUG : LOOM_LOG_ERR);
-	cp_config_default(&cfg);
+	loomd_config_default(&cfg);
 	cfg.listen_unix[0] = 0;
 	cfg.listen_tcp[0] = 0;
 	cfg.admin_socket[0] = 0;
@@ -176,20 +176,20 @@ static void server_init(void)
 	snprintf(cfg.policy, sizeof(cfg.policy), "sebf");
 	cfg.virtual_clock = true;
 	/*
-	 * cp_agent_hello() arms the agent timeout on the connection's
+	 * loomd_agent_hello() arms the agent timeout on the connection's
 	 * bufferevent, which a test connection does not have.
 	 */
 	cfg.agent_timeout_ns = 0;
-	if (cp_server_init(&srv, &cfg, &err) < 0) {
-		fprintf(stderr, "fuzz_loomd: cp_server_init: %s\n", err.msg);
+	if (loomd_server_init(&srv, &cfg, &err) < 0) {
+		fprintf(stderr, "fuzz_loomd: loomd_server_init: %s\n", err.msg);
 		abort();
 	}
 	/* every host's addresses, so that flows placed by address resolve */
 	for (uint32_t h = 0; h < FUZZ_HOSTS; h++) {
 		uint8_t v4[4] = {10, 0, 0, (uint8_t)h}, v6[16] = {0xfd, 0, [15] = (uint8_t)h};
 
-		if (cp_registry_set_host_addr(srv.reg, h, v4, 4) < 0 ||
-		    cp_registry_set_host_addr(srv.reg, h, v6, 6) < 0)
+		if (loomd_registry_set_host_addr(srv.reg, h, v4, 4) < 0 ||
+		    loomd_registry_set_host_addr(srv.reg, h, v6, 6) < 0)
 			abort();
 	}
 	srv_ready = true;
@@ -201,9 +201,9 @@ static void tick(void)
 
 	if (loom_vclock_advance_to(&srv.vclock, srv.vclock.now_ns + LOOM_NS_PER_MS) < 0)
 		abort();
-	cp_server_flush(&srv);
+	loomd_server_flush(&srv);
 	/* a registry that took every change must give a view the policy can decide on */
-	if (cp_server_pass(&srv, &err) < 0) {
+	if (loomd_server_pass(&srv, &err) < 0) {
 		fprintf(stderr, "fuzz_loomd: pass: %s\n", err.msg);
 		abort();
 	}
@@ -223,19 +223,19 @@ static size_t next_frame(const uint8_t *p, size_t n)
 static void reset_state(void)
 {
 	struct loom_err err = {{0}};
-	struct cp_registry_counts counts;
+	struct loomd_registry_counts counts;
 	uint32_t n;
 
 	for (;;) {
-		struct cp_rjob *const *jobs = cp_registry_jobs(srv.reg, &n);
+		struct loomd_rjob *const *jobs = loomd_registry_jobs(srv.reg, &n);
 
 		if (n == 0)
 			break;
-		if (cp_rpc_unregister(&srv, jobs[0]->id, true, &err) < 0)
+		if (loomd_rpc_unregister(&srv, jobs[0]->id, true, &err) < 0)
 			abort();
 	}
 	tick();
-	cp_registry_counts(srv.reg, &counts);
+	loomd_registry_counts(srv.reg, &counts);
 	if (counts.jobs || counts.coflows || counts.flows || srv.nconns || srv.nagents ||
 	    srv.nframeworks || srv.conns || srv.dirty_conns)
 		abort();
@@ -246,7 +246,7 @@ static void reset_state(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct cp_conn *c;
+	struct loomd_conn *c;
 	uint8_t sel;
 	int r = 0;
 
@@ -259,7 +259,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size--;
 	if (sel & 0x20)
 		fixture_job();
-	c = cp_server_test_conn(&srv);
+	c = loomd_server_test_conn(&srv);
 	if (!c)
 		abort();
 	switch (sel & 3) {
@@ -274,7 +274,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (r < 0)
 		abort(); /* a valid Hello never drops the connection */
-	if ((sel & 3) == 1 && (c->role != CP_ROLE_AGENT || srv.agent_of_host[(sel >> 2) & 7] != c))
+	if ((sel & 3) == 1 &&
+	    (c->role != LOOMD_ROLE_AGENT || srv.agent_of_host[(sel >> 2) & 7] != c))
 		abort();
 	tick();
 	while (size) {
@@ -282,18 +283,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (n == 0)
 			n = size; /* a bad header, or a partial frame: all of it at once */
-		r = cp_conn_feed(c, data, n);
+		r = loomd_conn_feed(c, data, n);
 		data += n;
 		size -= n;
 		tick();
 		if (r < 0) {
 			if (r != -EPIPE)
 				abort();
-			c = NULL; /* loomd dropped it; cp_conn_feed freed it */
+			c = NULL; /* loomd dropped it; loomd_conn_feed freed it */
 			break;
 		}
 	}
-	if (c && cp_conn_feed(c, "\0\0\0\0", 4) != -EPIPE)
+	if (c && loomd_conn_feed(c, "\0\0\0\0", 4) != -EPIPE)
 		abort();
 	reset_state();
 	return 0;

@@ -63,10 +63,10 @@ static void assert_contains(const char *hay, const char *needle)
 }
 
 /* Sets key = value on a default config; it must be taken. */
-static void expect_ok(struct cp_config *c, const char *key, const char *value)
+static void expect_ok(struct loomd_config *c, const char *key, const char *value)
 {
 	struct loom_err err = {{0}};
-	int r = cp_config_set(c, key, value, &err);
+	int r = loomd_config_set(c, key, value, &err);
 
 	if (r != 0)
 		fail_msg("%s = '%s' refused (%d): %s", key, value, r, err.msg);
@@ -79,14 +79,14 @@ static void expect_ok(struct cp_config *c, const char *key, const char *value)
  */
 static void expect_bad(const char *key, const char *value)
 {
-	struct cp_config c, before;
+	struct loomd_config c, before;
 	struct loom_err err = {{0}};
 	char prefix[64];
 	int r;
 
-	cp_config_default(&c);
+	loomd_config_default(&c);
 	before = c;
-	r = cp_config_set(&c, key, value, &err);
+	r = loomd_config_set(&c, key, value, &err);
 	if (r != -EINVAL && r != -ERANGE)
 		fail_msg("%s = '%s': got %d, want a refusal (-EINVAL or -ERANGE)", key, value, r);
 	snprintf(prefix, sizeof(prefix), "%s: ", key);
@@ -107,12 +107,12 @@ static char *long_string(char *buf, size_t n)
 
 static void test_defaults(void **state)
 {
-	struct cp_config c;
+	struct loomd_config c;
 	struct loom_err err = {{0}};
 
 	(void)state;
-	cp_config_default(&c);
-	assert_int_equal(cp_config_check(&c, &err), 0);
+	loomd_config_default(&c);
+	assert_int_equal(loomd_config_check(&c, &err), 0);
 	assert_string_equal(c.listen_unix, "/run/loom/loomd.sock");
 	assert_string_equal(c.listen_tcp, "127.0.0.1:7420");
 	assert_string_equal(c.policy, "sebf");
@@ -140,24 +140,24 @@ static void test_string_keys(void **state)
 		size_t size;
 		size_t off;
 	} keys[] = {
-		{"listen_unix", sizeof(((struct cp_config *)0)->listen_unix),
-		 offsetof(struct cp_config, listen_unix)},
-		{"listen_tcp", CP_ADDR_MAX, offsetof(struct cp_config, listen_tcp)},
-		{"admin_socket", sizeof(((struct cp_config *)0)->admin_socket),
-		 offsetof(struct cp_config, admin_socket)},
-		{"metrics", CP_ADDR_MAX, offsetof(struct cp_config, metrics)},
-		{"journal", PATH_MAX, offsetof(struct cp_config, journal)},
-		{"policy", POLICY_SPEC_MAX, offsetof(struct cp_config, policy)},
-		{"weights", PATH_MAX, offsetof(struct cp_config, weights)},
-		{"topology", PATH_MAX, offsetof(struct cp_config, topology)},
+		{"listen_unix", sizeof(((struct loomd_config *)0)->listen_unix),
+		 offsetof(struct loomd_config, listen_unix)},
+		{"listen_tcp", LOOMD_ADDR_MAX, offsetof(struct loomd_config, listen_tcp)},
+		{"admin_socket", sizeof(((struct loomd_config *)0)->admin_socket),
+		 offsetof(struct loomd_config, admin_socket)},
+		{"metrics", LOOMD_ADDR_MAX, offsetof(struct loomd_config, metrics)},
+		{"journal", PATH_MAX, offsetof(struct loomd_config, journal)},
+		{"policy", POLICY_SPEC_MAX, offsetof(struct loomd_config, policy)},
+		{"weights", PATH_MAX, offsetof(struct loomd_config, weights)},
+		{"topology", PATH_MAX, offsetof(struct loomd_config, topology)},
 	};
 	static char buf[PATH_MAX + 2];
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		struct cp_config c;
+		struct loomd_config c;
 
-		cp_config_default(&c);
+		loomd_config_default(&c);
 		expect_ok(&c, keys[i].key, "x:1");
 		assert_string_equal((char *)&c + keys[i].off, "x:1");
 		expect_ok(&c, keys[i].key, "");
@@ -171,11 +171,11 @@ static void test_string_keys(void **state)
 
 static void test_number_keys(void **state)
 {
-	struct cp_config c;
+	struct loomd_config c;
 	char big[32];
 
 	(void)state;
-	cp_config_default(&c);
+	loomd_config_default(&c);
 
 	expect_ok(&c, "hosts", "16");
 	assert_int_equal(c.hosts, 16);
@@ -231,10 +231,10 @@ static void test_enum_keys(void **state)
 {
 	static const char *const yes[] = {"1", "yes", "true", "on"};
 	static const char *const no[] = {"0", "no", "false", "off"};
-	struct cp_config c;
+	struct loomd_config c;
 
 	(void)state;
-	cp_config_default(&c);
+	loomd_config_default(&c);
 	expect_ok(&c, "journal_sync", "off");
 	assert_int_equal(c.journal_sync, 0);
 	expect_ok(&c, "journal_sync", "normal");
@@ -266,10 +266,10 @@ static void test_enum_keys(void **state)
 
 static void test_durations(void **state)
 {
-	struct cp_config c;
+	struct loomd_config c;
 
 	(void)state;
-	cp_config_default(&c);
+	loomd_config_default(&c);
 	expect_ok(&c, "tick", "10ms");
 	assert_true(c.tick_ns == 10 * LOOM_NS_PER_MS);
 	expect_ok(&c, "tick", "2s");
@@ -311,10 +311,10 @@ static void test_durations(void **state)
 
 static void test_rates(void **state)
 {
-	struct cp_config c;
+	struct loomd_config c;
 
 	(void)state;
-	cp_config_default(&c);
+	loomd_config_default(&c);
 	expect_ok(&c, "link_bps", "10G");
 	assert_true(c.link_bps == 10000000000ULL);
 	expect_ok(&c, "link_bps", "100M");
@@ -341,10 +341,10 @@ static void test_rates(void **state)
 
 static void test_sizes(void **state)
 {
-	struct cp_config c;
+	struct loomd_config c;
 
 	(void)state;
-	cp_config_default(&c);
+	loomd_config_default(&c);
 	expect_ok(&c, "max_frame", "4M");
 	assert_int_equal(c.max_frame, 4u << 20);
 	expect_ok(&c, "max_frame", "65536");
@@ -394,21 +394,21 @@ static void test_unknown_key(void **state)
 		"max_coflows",    "max_flows",     "max_connections", "unknown_flow_bytes",
 		"done_retention", "agent_timeout", "log_level",       "virtual_clock",
 	};
-	struct cp_config c, before;
+	struct loomd_config c, before;
 	struct loom_err err = {{0}};
 
 	(void)state;
-	cp_config_default(&c);
+	loomd_config_default(&c);
 	before = c;
-	assert_int_equal(cp_config_set(&c, "hostz", "4", &err), -ENOENT);
+	assert_int_equal(loomd_config_set(&c, "hostz", "4", &err), -ENOENT);
 	assert_contains(err.msg, "unknown key 'hostz'");
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		assert_contains(err.msg, all[i]);
 	assert_memory_equal(&c, &before, sizeof(c));
 	/* keys are case-sensitive and whole */
-	assert_int_equal(cp_config_set(&c, "Hosts", "4", &err), -ENOENT);
-	assert_int_equal(cp_config_set(&c, "host", "4", &err), -ENOENT);
-	assert_int_equal(cp_config_set(&c, "", "4", &err), -ENOENT);
+	assert_int_equal(loomd_config_set(&c, "Hosts", "4", &err), -ENOENT);
+	assert_int_equal(loomd_config_set(&c, "host", "4", &err), -ENOENT);
+	assert_int_equal(loomd_config_set(&c, "", "4", &err), -ENOENT);
 }
 
 /* ---- files ---------------------------------------------------------------------------------- */
@@ -416,7 +416,7 @@ static void test_unknown_key(void **state)
 static void test_load_file(void **state)
 {
 	char path[PATH_MAX + 32];
-	struct cp_config c;
+	struct loomd_config c;
 	struct loom_err err = {{0}};
 
 	(void)state;
@@ -438,8 +438,8 @@ static void test_load_file(void **state)
 			 "topology = \"/tmp/a # b.topo\" # '#' in quotes is the value's\n"
 			 "weights = \"\n"    /* one quote alone is kept */
 			 "log_level=debug"); /* no final newline */
-	cp_config_default(&c);
-	if (cp_config_load(&c, path, &err) != 0)
+	loomd_config_default(&c);
+	if (loomd_config_load(&c, path, &err) != 0)
 		fail_msg("load: %s", err.msg);
 	assert_int_equal(c.hosts, 16);
 	assert_int_equal(c.classes, 4);
@@ -456,17 +456,17 @@ static void test_load_file(void **state)
 	assert_string_equal(c.log_level, "debug");
 	/* untouched keys keep their defaults */
 	assert_string_equal(c.admin_socket, "/run/loom/admin.sock");
-	assert_int_equal(cp_config_check(&c, &err), 0);
+	assert_int_equal(loomd_config_check(&c, &err), 0);
 
 	/* an empty file changes nothing */
 	snprintf(path, sizeof(path), "%s/empty.conf", tmpdir);
 	write_file(path, "");
 	{
-		struct cp_config d, before;
+		struct loomd_config d, before;
 
-		cp_config_default(&d);
+		loomd_config_default(&d);
 		before = d;
-		assert_int_equal(cp_config_load(&d, path, &err), 0);
+		assert_int_equal(loomd_config_load(&d, path, &err), 0);
 		assert_memory_equal(&d, &before, sizeof(d));
 	}
 }
@@ -474,7 +474,7 @@ static void test_load_file(void **state)
 static void test_load_errors(void **state)
 {
 	char path[PATH_MAX + 32], want[PATH_MAX + 128];
-	struct cp_config c;
+	struct loomd_config c;
 	struct loom_err err = {{0}};
 	char *big;
 
@@ -486,8 +486,8 @@ static void test_load_errors(void **state)
 			 "\n"
 			 "classes = 65\n"
 			 "tick = 1s\n");
-	cp_config_default(&c);
-	assert_true(cp_config_load(&c, path, &err) < 0);
+	loomd_config_default(&c);
+	assert_true(loomd_config_load(&c, path, &err) < 0);
 	snprintf(want, sizeof(want), "%s:4: classes: ", path);
 	if (strncmp(err.msg, want, strlen(want)) != 0)
 		fail_msg("'%s' does not start with '%s'", err.msg, want);
@@ -496,24 +496,24 @@ static void test_load_errors(void **state)
 	/* an unknown key on line 2 */
 	snprintf(path, sizeof(path), "%s/bad-key.conf", tmpdir);
 	write_file(path, "hosts = 8\nhostz = 8\n");
-	cp_config_default(&c);
-	assert_int_equal(cp_config_load(&c, path, &err), -ENOENT);
+	loomd_config_default(&c);
+	assert_int_equal(loomd_config_load(&c, path, &err), -ENOENT);
 	snprintf(want, sizeof(want), "%s:2: unknown key 'hostz'", path);
 	assert_contains(err.msg, want);
 
 	/* a line that is not key = value */
 	snprintf(path, sizeof(path), "%s/no-equals.conf", tmpdir);
 	write_file(path, "hosts = 8\n\n\njust words\n");
-	cp_config_default(&c);
-	assert_int_equal(cp_config_load(&c, path, &err), -EINVAL);
+	loomd_config_default(&c);
+	assert_int_equal(loomd_config_load(&c, path, &err), -EINVAL);
 	snprintf(want, sizeof(want), "%s:4: expected 'key = value'", path);
 	assert_contains(err.msg, want);
 
 	/* a bad duration after a comment-only line */
 	snprintf(path, sizeof(path), "%s/bad-dur.conf", tmpdir);
 	write_file(path, "#\nagent_timeout = \"soon\"\n");
-	cp_config_default(&c);
-	assert_int_equal(cp_config_load(&c, path, &err), -EINVAL);
+	loomd_config_default(&c);
+	assert_int_equal(loomd_config_load(&c, path, &err), -EINVAL);
 	snprintf(want, sizeof(want), "%s:2: agent_timeout: 'soon' is not a duration", path);
 	assert_contains(err.msg, want);
 
@@ -526,15 +526,15 @@ static void test_load_errors(void **state)
 	strcpy(big + 8019, "\n");
 	write_file(path, big);
 	free(big);
-	cp_config_default(&c);
-	assert_int_equal(cp_config_load(&c, path, &err), -EINVAL);
+	loomd_config_default(&c);
+	assert_int_equal(loomd_config_load(&c, path, &err), -EINVAL);
 	snprintf(want, sizeof(want), "%s:2: line longer than", path);
 	assert_contains(err.msg, want);
 
 	/* a file that is not there */
 	snprintf(path, sizeof(path), "%s/absent.conf", tmpdir);
-	cp_config_default(&c);
-	assert_int_equal(cp_config_load(&c, path, &err), -ENOENT);
+	loomd_config_default(&c);
+	assert_int_equal(loomd_config_load(&c, path, &err), -ENOENT);
 	assert_contains(err.msg, path);
 }
 
@@ -580,7 +580,7 @@ static void test_load_crlf(void **state)
 		"policy = nosuch\n",
 	};
 	char lf[PATH_MAX + 32], crlf[PATH_MAX + 32];
-	struct cp_config a, b;
+	struct loomd_config a, b;
 	struct loom_err ea = {{0}}, eb = {{0}};
 
 	(void)state;
@@ -597,11 +597,11 @@ static void test_load_crlf(void **state)
 		   "virtual_clock = yes\n"
 		   "log_level=debug\n",
 		   lf, crlf, sizeof(lf));
-	cp_config_default(&a);
-	cp_config_default(&b);
-	if (cp_config_load(&a, lf, &ea) != 0)
+	loomd_config_default(&a);
+	loomd_config_default(&b);
+	if (loomd_config_load(&a, lf, &ea) != 0)
 		fail_msg("LF: %s", ea.msg);
-	if (cp_config_load(&b, crlf, &eb) != 0)
+	if (loomd_config_load(&b, crlf, &eb) != 0)
 		fail_msg("CRLF: %s", eb.msg);
 	assert_string_equal(b.policy, "sincronia:rates=greedy");
 	assert_string_equal(b.journal, "/tmp/with space/j.db");
@@ -609,21 +609,21 @@ static void test_load_crlf(void **state)
 	assert_int_equal(b.classes, 4);
 	assert_true(b.virtual_clock);
 	assert_memory_equal(&a, &b, sizeof(a));
-	assert_int_equal(cp_config_check(&b, &eb), 0);
+	assert_int_equal(loomd_config_check(&b, &eb), 0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char name[32];
 		int ra, rb;
 
 		snprintf(name, sizeof(name), "bad%zu.conf", i);
 		write_both(name, bad[i], lf, crlf, sizeof(lf));
-		cp_config_default(&a);
-		cp_config_default(&b);
-		ra = cp_config_load(&a, lf, &ea);
+		loomd_config_default(&a);
+		loomd_config_default(&b);
+		ra = loomd_config_load(&a, lf, &ea);
 		if (ra == 0)
-			ra = cp_config_check(&a, &ea);
-		rb = cp_config_load(&b, crlf, &eb);
+			ra = loomd_config_check(&a, &ea);
+		rb = loomd_config_load(&b, crlf, &eb);
 		if (rb == 0)
-			rb = cp_config_check(&b, &eb);
+			rb = loomd_config_check(&b, &eb);
 		assert_true(ra < 0);
 		assert_int_equal(ra, rb);
 		assert_null(strchr(eb.msg, '\r'));
@@ -641,55 +641,55 @@ static void test_load_crlf(void **state)
 
 static void test_check(void **state)
 {
-	struct cp_config c;
+	struct loomd_config c;
 	struct loom_err err = {{0}};
 
 	(void)state;
-	cp_config_default(&c);
+	loomd_config_default(&c);
 	expect_ok(&c, "listen_unix", "");
 	expect_ok(&c, "listen_tcp", "");
-	assert_int_equal(cp_config_check(&c, &err), -EINVAL);
+	assert_int_equal(loomd_config_check(&c, &err), -EINVAL);
 	assert_contains(err.msg, "nothing to listen on");
 	expect_ok(&c, "listen_tcp", "127.0.0.1:1");
-	assert_int_equal(cp_config_check(&c, &err), 0);
+	assert_int_equal(loomd_config_check(&c, &err), 0);
 	expect_ok(&c, "listen_tcp", "");
 	expect_ok(&c, "listen_unix", "/tmp/x.sock");
-	assert_int_equal(cp_config_check(&c, &err), 0);
+	assert_int_equal(loomd_config_check(&c, &err), 0);
 
 	/* malformed addresses: -EINVAL, in common/addr's words */
-	cp_config_default(&c);
+	loomd_config_default(&c);
 	expect_ok(&c, "listen_tcp", "::1:7420");
-	assert_int_equal(cp_config_check(&c, &err), -EINVAL);
+	assert_int_equal(loomd_config_check(&c, &err), -EINVAL);
 	assert_contains(err.msg, "listen_tcp \"::1:7420\": an IPv6 host goes in brackets");
-	cp_config_default(&c);
+	loomd_config_default(&c);
 	expect_ok(&c, "metrics", "127.0.0.1:70000");
-	assert_int_equal(cp_config_check(&c, &err), -EINVAL);
+	assert_int_equal(loomd_config_check(&c, &err), -EINVAL);
 	assert_contains(err.msg, "metrics \"127.0.0.1:70000\"");
 
-	cp_config_default(&c);
+	loomd_config_default(&c);
 	expect_ok(&c, "policy", "nosuchpolicy");
-	assert_int_equal(cp_config_check(&c, &err), -EINVAL);
+	assert_int_equal(loomd_config_check(&c, &err), -EINVAL);
 	assert_contains(err.msg, "policy: ");
 	assert_contains(err.msg, "nosuchpolicy");
 	expect_ok(&c, "policy", "sincronia:rates=sideways");
-	assert_int_equal(cp_config_check(&c, &err), -EINVAL);
+	assert_int_equal(loomd_config_check(&c, &err), -EINVAL);
 	assert_contains(err.msg, "policy: ");
 	expect_ok(&c, "policy", "sincronia:rates=greedy");
-	assert_int_equal(cp_config_check(&c, &err), 0);
+	assert_int_equal(loomd_config_check(&c, &err), 0);
 	expect_ok(&c, "policy", "");
-	assert_int_equal(cp_config_check(&c, &err), -EINVAL);
+	assert_int_equal(loomd_config_check(&c, &err), -EINVAL);
 
 	/* class_assign: conflict by default, per-host, nothing else */
-	cp_config_default(&c);
+	loomd_config_default(&c);
 	assert_string_equal(c.class_assign, "conflict");
-	assert_int_equal(cp_config_check(&c, &err), 0);
+	assert_int_equal(loomd_config_check(&c, &err), 0);
 	expect_ok(&c, "class_assign", "per-host");
-	assert_int_equal(cp_config_check(&c, &err), 0);
+	assert_int_equal(loomd_config_check(&c, &err), 0);
 	expect_ok(&c, "class_assign", "perhost");
-	assert_int_equal(cp_config_check(&c, &err), -EINVAL);
+	assert_int_equal(loomd_config_check(&c, &err), -EINVAL);
 	assert_contains(err.msg, "class_assign: 'perhost' is not one of conflict, per-host");
 	expect_ok(&c, "class_assign", "");
-	assert_int_equal(cp_config_check(&c, &err), -EINVAL);
+	assert_int_equal(loomd_config_check(&c, &err), -EINVAL);
 	assert_contains(err.msg, "class_assign");
 }
 

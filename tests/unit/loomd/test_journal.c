@@ -58,7 +58,7 @@ static void assert_contains(const char *hay, const char *needle)
 
 /* One record as appended or replayed. */
 struct rec {
-	enum cp_journal_kind kind;
+	enum loomd_journal_kind kind;
 	uint64_t job, id, time_ns;
 	uint8_t body[64];
 	size_t len;
@@ -72,7 +72,7 @@ struct log {
 	size_t stop_after; /* the callback fails on this record (0: never) */
 };
 
-static int collect(void *ctx, enum cp_journal_kind kind, uint64_t job_id, uint64_t id,
+static int collect(void *ctx, enum loomd_journal_kind kind, uint64_t job_id, uint64_t id,
 		   uint64_t time_ns, const void *body, size_t len)
 {
 	struct log *l = ctx;
@@ -95,22 +95,22 @@ static int collect(void *ctx, enum cp_journal_kind kind, uint64_t job_id, uint64
 	return 0;
 }
 
-static void append(struct cp_journal *j, const struct rec *r)
+static void append(struct loomd_journal *j, const struct rec *r)
 {
 	struct loom_err err = {{0}};
 
-	if (cp_journal_append(j, r->kind, r->job, r->id, r->time_ns, r->len ? r->body : NULL,
-			      r->len, &err) != 0)
+	if (loomd_journal_append(j, r->kind, r->job, r->id, r->time_ns, r->len ? r->body : NULL,
+				 r->len, &err) != 0)
 		fail_msg("append: %s", err.msg);
 }
 
-static void replay_into(struct cp_journal *j, struct log *l)
+static void replay_into(struct loomd_journal *j, struct log *l)
 {
 	struct loom_err err = {{0}};
 	uint64_t n = 12345;
 
 	l->n = 0;
-	if (cp_journal_replay(j, collect, l, &n, &err) != 0)
+	if (loomd_journal_replay(j, collect, l, &n, &err) != 0)
 		fail_msg("replay: %s", err.msg);
 	assert_int_equal(n, l->n);
 }
@@ -156,22 +156,22 @@ static size_t make_records(struct rec *r)
 	size_t n = 0;
 
 	memset(r, 0, sizeof(*r) * 8);
-	r[n] = (struct rec){CP_J_REGISTER, 1, 1, 1000, {0}, 0};
+	r[n] = (struct rec){LOOMD_J_REGISTER, 1, 1, 1000, {0}, 0};
 	r[n].len = pack_register(1, r[n].body, sizeof(r[n].body));
 	n++;
-	r[n] = (struct rec){CP_J_REGISTER, UINT64_MAX, UINT64_MAX, UINT64_MAX - 1, {0}, 0};
+	r[n] = (struct rec){LOOMD_J_REGISTER, UINT64_MAX, UINT64_MAX, UINT64_MAX - 1, {0}, 0};
 	r[n].len = pack_register(UINT64_MAX, r[n].body, sizeof(r[n].body));
 	n++;
-	r[n] = (struct rec){CP_J_FLOW, 1, 10, 2000, {0}, sizeof(announce)};
+	r[n] = (struct rec){LOOMD_J_FLOW, 1, 10, 2000, {0}, sizeof(announce)};
 	memcpy(r[n].body, announce, sizeof(announce));
 	n++;
-	r[n] = (struct rec){CP_J_FLOW_DONE, 1, 10, 3000, {0}, sizeof(tuple)};
+	r[n] = (struct rec){LOOMD_J_FLOW_DONE, 1, 10, 3000, {0}, sizeof(tuple)};
 	memcpy(r[n].body, tuple, sizeof(tuple));
 	n++;
-	r[n++] = (struct rec){CP_J_COFLOW_DONE, 1, 10, 4000, {0}, 0};
-	r[n++] = (struct rec){CP_J_COFLOW_DONE, UINT64_MAX, 7, 4500, {0}, 0};
-	r[n++] = (struct rec){CP_J_JOB_DONE, 1, 1, 5000, {0}, 0};
-	r[n++] = (struct rec){CP_J_JOB_DONE, UINT64_MAX, UINT64_MAX, 0, {0}, 0};
+	r[n++] = (struct rec){LOOMD_J_COFLOW_DONE, 1, 10, 4000, {0}, 0};
+	r[n++] = (struct rec){LOOMD_J_COFLOW_DONE, UINT64_MAX, 7, 4500, {0}, 0};
+	r[n++] = (struct rec){LOOMD_J_JOB_DONE, 1, 1, 5000, {0}, 0};
+	r[n++] = (struct rec){LOOMD_J_JOB_DONE, UINT64_MAX, UINT64_MAX, 0, {0}, 0};
 	return n;
 }
 
@@ -183,40 +183,40 @@ static void test_append_reopen_replay(void **state)
 	size_t n = make_records(recs);
 	char path[PATH_MAX + 32];
 	struct loom_err err = {{0}};
-	struct cp_journal *j;
+	struct loomd_journal *j;
 	static struct log got;
 
 	(void)state;
 	journal_path(path, sizeof(path), "a.db");
-	j = cp_journal_open(path, 2, &err);
+	j = loomd_journal_open(path, 2, &err);
 	if (!j)
 		fail_msg("open: %s", err.msg);
-	assert_false(cp_journal_pending(j));
-	assert_false(cp_journal_pending(NULL));
+	assert_false(loomd_journal_pending(j));
+	assert_false(loomd_journal_pending(NULL));
 	for (size_t i = 0; i < n; i++)
 		append(j, &recs[i]);
-	assert_true(cp_journal_pending(j));
+	assert_true(loomd_journal_pending(j));
 	/* the open transaction is visible to replay on the same connection */
 	replay_into(j, &got);
 	assert_same(recs, n, &got);
-	assert_int_equal(cp_journal_commit(j, &err), 0);
-	assert_false(cp_journal_pending(j));
-	assert_int_equal(cp_journal_commit(j, &err), 0); /* nothing pending: a no-op */
-	assert_null(cp_journal_close(j));
+	assert_int_equal(loomd_journal_commit(j, &err), 0);
+	assert_false(loomd_journal_pending(j));
+	assert_int_equal(loomd_journal_commit(j, &err), 0); /* nothing pending: a no-op */
+	assert_null(loomd_journal_close(j));
 
-	j = cp_journal_open(path, 1, &err);
+	j = loomd_journal_open(path, 1, &err);
 	if (!j)
 		fail_msg("reopen: %s", err.msg);
 	replay_into(j, &got);
 	assert_same(recs, n, &got);
 	/* appends after a reopen follow the old ones */
 	append(j, &recs[0]);
-	assert_int_equal(cp_journal_commit(j, &err), 0);
+	assert_int_equal(loomd_journal_commit(j, &err), 0);
 	replay_into(j, &got);
 	assert_int_equal(got.n, n + 1);
 	assert_same(recs, 1, &(struct log){.r = {got.r[n]}, .n = 1});
-	cp_journal_close(j);
-	assert_null(cp_journal_close(NULL));
+	loomd_journal_close(j);
+	assert_null(loomd_journal_close(NULL));
 }
 
 static void test_close_commits(void **state)
@@ -225,21 +225,21 @@ static void test_close_commits(void **state)
 	size_t n = make_records(recs);
 	char path[PATH_MAX + 32];
 	struct loom_err err = {{0}};
-	struct cp_journal *j;
+	struct loomd_journal *j;
 	static struct log got;
 
 	(void)state;
 	journal_path(path, sizeof(path), "close.db");
-	j = cp_journal_open(path, 0, &err);
+	j = loomd_journal_open(path, 0, &err);
 	assert_non_null(j);
 	for (size_t i = 0; i < n; i++)
 		append(j, &recs[i]);
-	cp_journal_close(j);                /* pending records are committed, not lost */
-	j = cp_journal_open(path, 5, &err); /* out-of-range sync levels are clamped */
+	loomd_journal_close(j);                /* pending records are committed, not lost */
+	j = loomd_journal_open(path, 5, &err); /* out-of-range sync levels are clamped */
 	assert_non_null(j);
 	replay_into(j, &got);
 	assert_same(recs, n, &got);
-	cp_journal_close(j);
+	loomd_journal_close(j);
 }
 
 static void test_forget(void **state)
@@ -248,20 +248,20 @@ static void test_forget(void **state)
 	size_t n = make_records(recs), nkeep = 0;
 	char path[PATH_MAX + 32];
 	struct loom_err err = {{0}};
-	struct cp_journal *j;
+	struct loomd_journal *j;
 	static struct log got;
 
 	(void)state;
 	journal_path(path, sizeof(path), "forget.db");
-	j = cp_journal_open(path, 2, &err);
+	j = loomd_journal_open(path, 2, &err);
 	assert_non_null(j);
 	for (size_t i = 0; i < n; i++)
 		append(j, &recs[i]);
-	assert_int_equal(cp_journal_commit(j, &err), 0);
+	assert_int_equal(loomd_journal_commit(j, &err), 0);
 
-	assert_int_equal(cp_journal_forget(j, 1, &err), 0);
-	assert_true(cp_journal_pending(j));
-	assert_int_equal(cp_journal_commit(j, &err), 0);
+	assert_int_equal(loomd_journal_forget(j, 1, &err), 0);
+	assert_true(loomd_journal_pending(j));
+	assert_int_equal(loomd_journal_commit(j, &err), 0);
 	for (size_t i = 0; i < n; i++)
 		if (recs[i].job != 1)
 			keep[nkeep++] = recs[i];
@@ -269,21 +269,21 @@ static void test_forget(void **state)
 	replay_into(j, &got);
 	assert_same(keep, nkeep, &got);
 	/* forgetting a job with no records is fine */
-	assert_int_equal(cp_journal_forget(j, 424242, &err), 0);
-	assert_int_equal(cp_journal_commit(j, &err), 0);
-	cp_journal_close(j);
+	assert_int_equal(loomd_journal_forget(j, 424242, &err), 0);
+	assert_int_equal(loomd_journal_commit(j, &err), 0);
+	loomd_journal_close(j);
 
-	j = cp_journal_open(path, 2, &err);
+	j = loomd_journal_open(path, 2, &err);
 	assert_non_null(j);
 	replay_into(j, &got);
 	assert_same(keep, nkeep, &got);
-	assert_int_equal(cp_journal_forget(j, UINT64_MAX, &err), 0);
-	cp_journal_close(j);
-	j = cp_journal_open(path, 2, &err);
+	assert_int_equal(loomd_journal_forget(j, UINT64_MAX, &err), 0);
+	loomd_journal_close(j);
+	j = loomd_journal_open(path, 2, &err);
 	assert_non_null(j);
 	replay_into(j, &got);
 	assert_int_equal(got.n, 0);
-	cp_journal_close(j);
+	loomd_journal_close(j);
 }
 
 static void test_rollback(void **state)
@@ -292,30 +292,30 @@ static void test_rollback(void **state)
 	size_t n = make_records(recs);
 	char path[PATH_MAX + 32];
 	struct loom_err err = {{0}};
-	struct cp_journal *j;
+	struct loomd_journal *j;
 	static struct log got;
 
 	(void)state;
 	journal_path(path, sizeof(path), "rollback.db");
-	j = cp_journal_open(path, 2, &err);
+	j = loomd_journal_open(path, 2, &err);
 	assert_non_null(j);
 	append(j, &recs[0]);
 	append(j, &recs[1]);
-	assert_int_equal(cp_journal_commit(j, &err), 0);
+	assert_int_equal(loomd_journal_commit(j, &err), 0);
 	for (size_t i = 2; i < n; i++)
 		append(j, &recs[i]);
-	assert_int_equal(cp_journal_forget(j, recs[0].job, &err), 0);
-	cp_journal_rollback(j);
-	assert_false(cp_journal_pending(j));
-	cp_journal_rollback(j); /* nothing open: a no-op */
+	assert_int_equal(loomd_journal_forget(j, recs[0].job, &err), 0);
+	loomd_journal_rollback(j);
+	assert_false(loomd_journal_pending(j));
+	loomd_journal_rollback(j); /* nothing open: a no-op */
 	replay_into(j, &got);
 	assert_same(recs, 2, &got);
-	cp_journal_close(j);
-	j = cp_journal_open(path, 2, &err);
+	loomd_journal_close(j);
+	j = loomd_journal_open(path, 2, &err);
 	assert_non_null(j);
 	replay_into(j, &got);
 	assert_same(recs, 2, &got);
-	cp_journal_close(j);
+	loomd_journal_close(j);
 }
 
 static void test_replay_stops(void **state)
@@ -324,46 +324,46 @@ static void test_replay_stops(void **state)
 	size_t n = make_records(recs);
 	char path[PATH_MAX + 32];
 	struct loom_err err = {{0}};
-	struct cp_journal *j;
+	struct loomd_journal *j;
 	static struct log got;
 	uint64_t count = 0;
 
 	(void)state;
 	journal_path(path, sizeof(path), "stop.db");
-	j = cp_journal_open(path, 2, &err);
+	j = loomd_journal_open(path, 2, &err);
 	assert_non_null(j);
 	for (size_t i = 0; i < n; i++)
 		append(j, &recs[i]);
-	cp_journal_commit(j, &err);
+	loomd_journal_commit(j, &err);
 	memset(&got, 0, sizeof(got));
 	got.stop_after = 3;
-	assert_int_equal(cp_journal_replay(j, collect, &got, &count, &err), -ECANCELED);
+	assert_int_equal(loomd_journal_replay(j, collect, &got, &count, &err), -ECANCELED);
 	assert_int_equal(count, 3);
 	assert_same(recs, 3, &got);
 	/* ret_n may be NULL */
 	got.n = 0;
 	got.stop_after = 0;
-	assert_int_equal(cp_journal_replay(j, collect, &got, NULL, &err), 0);
+	assert_int_equal(loomd_journal_replay(j, collect, &got, NULL, &err), 0);
 	assert_int_equal(got.n, n);
-	cp_journal_close(j);
+	loomd_journal_close(j);
 
 	/* an empty journal replays nothing */
 	journal_path(path, sizeof(path), "empty.db");
-	j = cp_journal_open(path, 2, &err);
+	j = loomd_journal_open(path, 2, &err);
 	assert_non_null(j);
 	count = 99;
 	got.n = 0;
-	assert_int_equal(cp_journal_replay(j, collect, &got, &count, &err), 0);
+	assert_int_equal(loomd_journal_replay(j, collect, &got, &count, &err), 0);
 	assert_int_equal(count, 0);
 	assert_int_equal(got.n, 0);
-	cp_journal_close(j);
+	loomd_journal_close(j);
 }
 
 static void test_not_sqlite(void **state)
 {
 	char path[PATH_MAX + 32];
 	struct loom_err err = {{0}};
-	struct cp_journal *j;
+	struct loomd_journal *j;
 	FILE *f;
 
 	(void)state;
@@ -374,7 +374,7 @@ static void test_not_sqlite(void **state)
 		fputs("this is a configuration file, not a journal\n", f);
 	fclose(f);
 	errno = 0;
-	j = cp_journal_open(path, 2, &err);
+	j = loomd_journal_open(path, 2, &err);
 	assert_null(j);
 	assert_int_equal(errno, EIO);
 	assert_contains(err.msg, path);
@@ -385,19 +385,19 @@ static void test_unwritable(void **state)
 {
 	char path[PATH_MAX + 32];
 	struct loom_err err = {{0}};
-	struct cp_journal *j;
+	struct loomd_journal *j;
 
 	(void)state;
 	journal_path(path, sizeof(path), "no/such/dir/j.db");
 	errno = 0;
-	j = cp_journal_open(path, 2, &err);
+	j = loomd_journal_open(path, 2, &err);
 	assert_null(j);
 	assert_true(errno != 0);
 	assert_contains(err.msg, path);
 
 	/* a directory in the file's place */
 	journal_path(path, sizeof(path), "");
-	j = cp_journal_open(path, 2, &err);
+	j = loomd_journal_open(path, 2, &err);
 	assert_null(j);
 	assert_contains(err.msg, tmpdir);
 }
@@ -419,20 +419,20 @@ static void test_other_schema(void **state)
 	struct rec recs[8];
 	char path[PATH_MAX + 32], want[PATH_MAX + 64];
 	struct loom_err err = {{0}};
-	struct cp_journal *j;
+	struct loomd_journal *j;
 	static struct log got;
 
 	(void)state;
 	make_records(recs);
 	journal_path(path, sizeof(path), "schema.db");
-	j = cp_journal_open(path, 2, &err);
+	j = loomd_journal_open(path, 2, &err);
 	assert_non_null(j);
 	append(j, &recs[0]);
-	cp_journal_close(j);
+	loomd_journal_close(j);
 
 	set_schema(path, 99);
 	errno = 0;
-	j = cp_journal_open(path, 2, &err);
+	j = loomd_journal_open(path, 2, &err);
 	assert_null(j);
 	assert_int_equal(errno, EPROTO);
 	snprintf(want, sizeof(want), "journal %s has schema version 99", path);
@@ -440,12 +440,12 @@ static void test_other_schema(void **state)
 
 	/* nothing was changed: back at version 1 it opens with its record */
 	set_schema(path, 1);
-	j = cp_journal_open(path, 2, &err);
+	j = loomd_journal_open(path, 2, &err);
 	if (!j)
 		fail_msg("open: %s", err.msg);
 	replay_into(j, &got);
 	assert_same(recs, 1, &got);
-	cp_journal_close(j);
+	loomd_journal_close(j);
 }
 
 int main(void)

@@ -39,23 +39,23 @@ static void assert_near(double got, double want)
 
 static void test_hist_buckets(void **state)
 {
-	struct cp_hist h;
+	struct loomd_hist h;
 
-	cp_hist_init(&h);
+	loomd_hist_init(&h);
 	assert_int_equal(h.nbounds, 17);
 	assert_near(h.bounds[0], 10e-6);
 	assert_near(h.bounds[6], 1e-3);
 	assert_near(h.bounds[16], 2.5);
 
-	cp_hist_observe(&h, 5e-6);     /* bucket 0 */
-	cp_hist_observe(&h, 10e-6);    /* bucket 0: bounds are inclusive (le) */
-	cp_hist_observe(&h, 11e-6);    /* bucket 1 */
-	cp_hist_observe(&h, 1e-3);     /* bucket 6 */
-	cp_hist_observe(&h, 2.5);      /* bucket 16 */
-	cp_hist_observe(&h, 3.0);      /* +Inf */
-	cp_hist_observe(&h, -1.0);     /* clamped to 0: bucket 0 */
-	cp_hist_observe(&h, NAN);      /* ignored */
-	cp_hist_observe(&h, INFINITY); /* +Inf */
+	loomd_hist_observe(&h, 5e-6);     /* bucket 0 */
+	loomd_hist_observe(&h, 10e-6);    /* bucket 0: bounds are inclusive (le) */
+	loomd_hist_observe(&h, 11e-6);    /* bucket 1 */
+	loomd_hist_observe(&h, 1e-3);     /* bucket 6 */
+	loomd_hist_observe(&h, 2.5);      /* bucket 16 */
+	loomd_hist_observe(&h, 3.0);      /* +Inf */
+	loomd_hist_observe(&h, -1.0);     /* clamped to 0: bucket 0 */
+	loomd_hist_observe(&h, NAN);      /* ignored */
+	loomd_hist_observe(&h, INFINITY); /* +Inf */
 	assert_int_equal(h.count, 8);
 	assert_int_equal(h.counts[0], 3);
 	assert_int_equal(h.counts[1], 1);
@@ -64,11 +64,11 @@ static void test_hist_buckets(void **state)
 	assert_int_equal(h.counts[17], 2);
 	assert_true(isinf(h.sum));
 
-	cp_hist_reset(&h);
+	loomd_hist_reset(&h);
 	assert_int_equal(h.count, 0);
 	assert_int_equal(h.counts[0], 0);
 	assert_int_equal(h.nbounds, 17);
-	cp_hist_observe(&h, 0.25);
+	loomd_hist_observe(&h, 0.25);
 	assert_int_equal(h.counts[13], 1);
 	assert_near(h.sum, 0.25);
 }
@@ -79,59 +79,59 @@ static void test_hist_quantile(void **state)
 	static const double bad1[] = {1, 1};
 	static const double bad2[] = {2, 1};
 	static const double bad3[] = {1, INFINITY};
-	double many[CP_HIST_MAX_BOUNDS + 1];
-	struct cp_hist h;
+	double many[LOOMD_HIST_MAX_BOUNDS + 1];
+	struct loomd_hist h;
 
-	cp_hist_init(&h);
-	assert_near(cp_hist_quantile(&h, 0.5), 0); /* empty */
+	loomd_hist_init(&h);
+	assert_near(loomd_hist_quantile(&h, 0.5), 0); /* empty */
 
-	assert_int_equal(cp_hist_init_bounds(&h, bounds, 3), 0);
+	assert_int_equal(loomd_hist_init_bounds(&h, bounds, 3), 0);
 	/* 2 in (0,1], 6 in (1,2], 2 in (2,4] */
-	cp_hist_observe(&h, 0.5);
-	cp_hist_observe(&h, 1.0);
+	loomd_hist_observe(&h, 0.5);
+	loomd_hist_observe(&h, 1.0);
 	for (int i = 0; i < 6; i++)
-		cp_hist_observe(&h, 1.5);
-	cp_hist_observe(&h, 3);
-	cp_hist_observe(&h, 3);
-	assert_near(cp_hist_quantile(&h, 0.5), 1.5); /* rank 5: 1 + 1 * 3/6 */
-	assert_near(cp_hist_quantile(&h, 0.1), 0.5); /* rank 1: 0 + 1 * 1/2 */
-	assert_near(cp_hist_quantile(&h, 0.2), 1.0); /* rank 2: end of bucket 0 */
-	assert_near(cp_hist_quantile(&h, 0.9), 3.0); /* rank 9: 2 + 2 * 1/2 */
-	assert_near(cp_hist_quantile(&h, 1.0), 4.0); /* rank 10 */
-	assert_near(cp_hist_quantile(&h, 0.0), 0.0); /* lower end of the first bucket */
-	assert_near(cp_hist_quantile(&h, -3), 0.0);  /* clamped */
-	assert_near(cp_hist_quantile(&h, 7), 4.0);   /* clamped */
+		loomd_hist_observe(&h, 1.5);
+	loomd_hist_observe(&h, 3);
+	loomd_hist_observe(&h, 3);
+	assert_near(loomd_hist_quantile(&h, 0.5), 1.5); /* rank 5: 1 + 1 * 3/6 */
+	assert_near(loomd_hist_quantile(&h, 0.1), 0.5); /* rank 1: 0 + 1 * 1/2 */
+	assert_near(loomd_hist_quantile(&h, 0.2), 1.0); /* rank 2: end of bucket 0 */
+	assert_near(loomd_hist_quantile(&h, 0.9), 3.0); /* rank 9: 2 + 2 * 1/2 */
+	assert_near(loomd_hist_quantile(&h, 1.0), 4.0); /* rank 10 */
+	assert_near(loomd_hist_quantile(&h, 0.0), 0.0); /* lower end of the first bucket */
+	assert_near(loomd_hist_quantile(&h, -3), 0.0);  /* clamped */
+	assert_near(loomd_hist_quantile(&h, 7), 4.0);   /* clamped */
 	/* Ranks in +Inf report the last finite bound. */
-	cp_hist_observe(&h, 100);
-	assert_near(cp_hist_quantile(&h, 1.0), 4.0);
-	assert_near(cp_hist_quantile(&h, 0.5), 1 + 3.5 / 6); /* rank 5.5 */
+	loomd_hist_observe(&h, 100);
+	assert_near(loomd_hist_quantile(&h, 1.0), 4.0);
+	assert_near(loomd_hist_quantile(&h, 0.5), 1 + 3.5 / 6); /* rank 5.5 */
 
 	/* Empty leading buckets: q=0 starts at the first non-empty one. */
-	assert_int_equal(cp_hist_init_bounds(&h, bounds, 3), 0);
-	cp_hist_observe(&h, 3);
-	assert_near(cp_hist_quantile(&h, 0.0), 2.0);
-	assert_near(cp_hist_quantile(&h, 0.5), 3.0);
+	assert_int_equal(loomd_hist_init_bounds(&h, bounds, 3), 0);
+	loomd_hist_observe(&h, 3);
+	assert_near(loomd_hist_quantile(&h, 0.0), 2.0);
+	assert_near(loomd_hist_quantile(&h, 0.5), 3.0);
 
 	/* The default ladder: 1000 observations of 300 us fall in (250us, 500us]. */
-	cp_hist_init(&h);
+	loomd_hist_init(&h);
 	for (int i = 0; i < 1000; i++)
-		cp_hist_observe(&h, 300e-6);
-	assert_near(cp_hist_quantile(&h, 0.5), 250e-6 + 250e-6 * 0.5);
-	assert_near(cp_hist_quantile(&h, 0.99), 250e-6 + 250e-6 * 0.99);
+		loomd_hist_observe(&h, 300e-6);
+	assert_near(loomd_hist_quantile(&h, 0.5), 250e-6 + 250e-6 * 0.5);
+	assert_near(loomd_hist_quantile(&h, 0.99), 250e-6 + 250e-6 * 0.99);
 	assert_near(h.sum, 1000 * 300e-6);
 
 	/* Bad ladders leave h alone. */
-	assert_int_equal(cp_hist_init_bounds(&h, bad1, 2), -EINVAL);
-	assert_int_equal(cp_hist_init_bounds(&h, bad2, 2), -EINVAL);
-	assert_int_equal(cp_hist_init_bounds(&h, bad3, 2), -EINVAL);
-	assert_int_equal(cp_hist_init_bounds(&h, bounds, 0), -EINVAL);
-	for (int i = 0; i <= CP_HIST_MAX_BOUNDS; i++)
+	assert_int_equal(loomd_hist_init_bounds(&h, bad1, 2), -EINVAL);
+	assert_int_equal(loomd_hist_init_bounds(&h, bad2, 2), -EINVAL);
+	assert_int_equal(loomd_hist_init_bounds(&h, bad3, 2), -EINVAL);
+	assert_int_equal(loomd_hist_init_bounds(&h, bounds, 0), -EINVAL);
+	for (int i = 0; i <= LOOMD_HIST_MAX_BOUNDS; i++)
 		many[i] = i + 1;
-	assert_int_equal(cp_hist_init_bounds(&h, many, CP_HIST_MAX_BOUNDS + 1), -EINVAL);
+	assert_int_equal(loomd_hist_init_bounds(&h, many, LOOMD_HIST_MAX_BOUNDS + 1), -EINVAL);
 	assert_int_equal(h.count, 1000);
-	assert_int_equal(cp_hist_init_bounds(&h, many, CP_HIST_MAX_BOUNDS), 0);
-	cp_hist_observe(&h, 1000);
-	assert_int_equal(h.counts[CP_HIST_MAX_BOUNDS], 1);
+	assert_int_equal(loomd_hist_init_bounds(&h, many, LOOMD_HIST_MAX_BOUNDS), 0);
+	loomd_hist_observe(&h, 1000);
+	assert_int_equal(h.counts[LOOMD_HIST_MAX_BOUNDS], 1);
 }
 
 /* ---- text format ---------------------------------------------------------------------- */
@@ -159,48 +159,50 @@ static void test_prom_text(void **state)
 				   "loom_decide_seconds_bucket{le=\"+Inf\"} 4\n"
 				   "loom_decide_seconds_sum 2.5009765625\n"
 				   "loom_decide_seconds_count 4\n";
-	struct cp_prom p;
-	struct cp_hist h;
+	struct loomd_prom p;
+	struct loomd_hist h;
 
-	assert_int_equal(cp_hist_init_bounds(&h, bounds, 3), 0);
-	cp_hist_observe(&h, 0.0009765625);
-	cp_hist_observe(&h, 0.25);
-	cp_hist_observe(&h, 0.25);
-	cp_hist_observe(&h, 2);
+	assert_int_equal(loomd_hist_init_bounds(&h, bounds, 3), 0);
+	loomd_hist_observe(&h, 0.0009765625);
+	loomd_hist_observe(&h, 0.25);
+	loomd_hist_observe(&h, 0.25);
+	loomd_hist_observe(&h, 2);
 
-	cp_prom_init(&p);
-	assert_string_equal(cp_prom_text(&p), "");
-	assert_int_equal(cp_prom_len(&p), 0);
-	assert_int_equal(cp_prom_counter(&p, "loom_requests_total", "Requests handled.", 42), 0);
-	assert_int_equal(
-		cp_prom_gauge(&p, "loom_rss_bytes", "Resident \\ \"memory\"\nsecond line", 1.5), 0);
-	assert_int_equal(cp_prom_gauge_labeled(&p, "loom_agent_flows", "Flows per agent.", "host",
-					       "h1", 3),
+	loomd_prom_init(&p);
+	assert_string_equal(loomd_prom_text(&p), "");
+	assert_int_equal(loomd_prom_len(&p), 0);
+	assert_int_equal(loomd_prom_counter(&p, "loom_requests_total", "Requests handled.", 42), 0);
+	assert_int_equal(loomd_prom_gauge(&p, "loom_rss_bytes",
+					  "Resident \\ \"memory\"\nsecond line", 1.5),
 			 0);
-	assert_int_equal(cp_prom_gauge_labeled(&p, "loom_agent_flows", "Flows per agent.", "host",
-					       "we\"ird\\\n", 4),
+	assert_int_equal(loomd_prom_gauge_labeled(&p, "loom_agent_flows", "Flows per agent.",
+						  "host", "h1", 3),
 			 0);
-	assert_int_equal(cp_prom_gauge(&p, "loom_up", NULL, 1), 0);
-	assert_int_equal(cp_prom_hist(&p, "loom_decide_seconds", "Decision latency.", &h), 0);
-	assert_string_equal(cp_prom_text(&p), want);
-	assert_int_equal(cp_prom_len(&p), strlen(want));
+	assert_int_equal(loomd_prom_gauge_labeled(&p, "loom_agent_flows", "Flows per agent.",
+						  "host", "we\"ird\\\n", 4),
+			 0);
+	assert_int_equal(loomd_prom_gauge(&p, "loom_up", NULL, 1), 0);
+	assert_int_equal(loomd_prom_hist(&p, "loom_decide_seconds", "Decision latency.", &h), 0);
+	assert_string_equal(loomd_prom_text(&p), want);
+	assert_int_equal(loomd_prom_len(&p), strlen(want));
 
 	/* Refusals write nothing. */
-	assert_int_equal(cp_prom_counter(&p, "9starts_with_digit", "x", 1), -EINVAL);
-	assert_int_equal(cp_prom_counter(&p, "has-dash", "x", 1), -EINVAL);
-	assert_int_equal(cp_prom_counter(&p, "", "x", 1), -EINVAL);
-	assert_int_equal(cp_prom_counter(&p, "loom_requests_total", "again", 1), -EEXIST);
-	assert_int_equal(cp_prom_gauge_labeled(&p, "loom_agent_flows", "x", "host", "h9", 1),
+	assert_int_equal(loomd_prom_counter(&p, "9starts_with_digit", "x", 1), -EINVAL);
+	assert_int_equal(loomd_prom_counter(&p, "has-dash", "x", 1), -EINVAL);
+	assert_int_equal(loomd_prom_counter(&p, "", "x", 1), -EINVAL);
+	assert_int_equal(loomd_prom_counter(&p, "loom_requests_total", "again", 1), -EEXIST);
+	assert_int_equal(loomd_prom_gauge_labeled(&p, "loom_agent_flows", "x", "host", "h9", 1),
 			 -EEXIST);
-	assert_int_equal(cp_prom_counter(&p, "loom_decide_seconds", "x", 1), -EINVAL);
-	assert_int_equal(cp_prom_hist(&p, "loom_decide_seconds", "x", &h), -EEXIST);
-	assert_int_equal(cp_prom_gauge_labeled(&p, "loom_new", "x", "__reserved", "v", 1), -EINVAL);
-	assert_int_equal(cp_prom_gauge_labeled(&p, "loom_new", "x", "a:b", "v", 1), -EINVAL);
-	assert_int_equal(cp_prom_gauge_labeled(&p, "loom_new", "x", "ok", NULL, 1), -EINVAL);
-	assert_string_equal(cp_prom_text(&p), want);
-	assert_int_equal(cp_prom_error(&p), 0);
-	cp_prom_done(&p);
-	assert_string_equal(cp_prom_text(&p), "");
+	assert_int_equal(loomd_prom_counter(&p, "loom_decide_seconds", "x", 1), -EINVAL);
+	assert_int_equal(loomd_prom_hist(&p, "loom_decide_seconds", "x", &h), -EEXIST);
+	assert_int_equal(loomd_prom_gauge_labeled(&p, "loom_new", "x", "__reserved", "v", 1),
+			 -EINVAL);
+	assert_int_equal(loomd_prom_gauge_labeled(&p, "loom_new", "x", "a:b", "v", 1), -EINVAL);
+	assert_int_equal(loomd_prom_gauge_labeled(&p, "loom_new", "x", "ok", NULL, 1), -EINVAL);
+	assert_string_equal(loomd_prom_text(&p), want);
+	assert_int_equal(loomd_prom_error(&p), 0);
+	loomd_prom_done(&p);
+	assert_string_equal(loomd_prom_text(&p), "");
 }
 
 static void test_prom_values(void **state)
@@ -216,38 +218,39 @@ static void test_prom_values(void **state)
 				   "# TYPE i counter\ni 1.8446744073709552e+19\n"
 				   "# TYPE j gauge\nj 0.30000000000000004\n"
 				   "# TYPE ns:sub_total counter\nns:sub_total 7\n";
-	struct cp_prom p;
+	struct loomd_prom p;
 
-	cp_prom_init(&p);
-	assert_int_equal(cp_prom_gauge(&p, "a", NULL, NAN), 0);
-	assert_int_equal(cp_prom_gauge(&p, "b", NULL, INFINITY), 0);
-	assert_int_equal(cp_prom_gauge(&p, "c", NULL, -INFINITY), 0);
-	assert_int_equal(cp_prom_gauge(&p, "d", NULL, 0.1), 0);
-	assert_int_equal(cp_prom_gauge(&p, "e", NULL, 1e20), 0);
-	assert_int_equal(cp_prom_gauge(&p, "f", NULL, 123456789012.0), 0);
-	assert_int_equal(cp_prom_gauge(&p, "g", NULL, -0.0), 0);
-	assert_int_equal(cp_prom_gauge(&p, "h", NULL, -2.5e-7), 0);
-	assert_int_equal(cp_prom_counter(&p, "i", NULL, 18446744073709551616.0), 0);
-	assert_int_equal(cp_prom_gauge(&p, "j", NULL, 0.1 + 0.2), 0);
-	assert_int_equal(cp_prom_counter(&p, "ns:sub_total", NULL, 7), 0);
-	assert_string_equal(cp_prom_text(&p), want);
-	cp_prom_done(&p);
+	loomd_prom_init(&p);
+	assert_int_equal(loomd_prom_gauge(&p, "a", NULL, NAN), 0);
+	assert_int_equal(loomd_prom_gauge(&p, "b", NULL, INFINITY), 0);
+	assert_int_equal(loomd_prom_gauge(&p, "c", NULL, -INFINITY), 0);
+	assert_int_equal(loomd_prom_gauge(&p, "d", NULL, 0.1), 0);
+	assert_int_equal(loomd_prom_gauge(&p, "e", NULL, 1e20), 0);
+	assert_int_equal(loomd_prom_gauge(&p, "f", NULL, 123456789012.0), 0);
+	assert_int_equal(loomd_prom_gauge(&p, "g", NULL, -0.0), 0);
+	assert_int_equal(loomd_prom_gauge(&p, "h", NULL, -2.5e-7), 0);
+	assert_int_equal(loomd_prom_counter(&p, "i", NULL, 18446744073709551616.0), 0);
+	assert_int_equal(loomd_prom_gauge(&p, "j", NULL, 0.1 + 0.2), 0);
+	assert_int_equal(loomd_prom_counter(&p, "ns:sub_total", NULL, 7), 0);
+	assert_string_equal(loomd_prom_text(&p), want);
+	loomd_prom_done(&p);
 
 	/* The default ladder's "le" labels. */
 	{
-		struct cp_hist h;
+		struct loomd_hist h;
 
-		cp_hist_init(&h);
-		cp_prom_init(&p);
-		assert_int_equal(cp_prom_hist(&p, "x_seconds", "x", &h), 0);
-		assert_non_null(strstr(cp_prom_text(&p), "x_seconds_bucket{le=\"1e-05\"} 0\n"
-							 "x_seconds_bucket{le=\"2.5e-05\"} 0\n"));
-		assert_non_null(strstr(cp_prom_text(&p), "x_seconds_bucket{le=\"0.0025\"} 0\n"));
-		assert_non_null(strstr(cp_prom_text(&p), "x_seconds_bucket{le=\"2.5\"} 0\n"
-							 "x_seconds_bucket{le=\"+Inf\"} 0\n"
-							 "x_seconds_sum 0\n"
-							 "x_seconds_count 0\n"));
-		cp_prom_done(&p);
+		loomd_hist_init(&h);
+		loomd_prom_init(&p);
+		assert_int_equal(loomd_prom_hist(&p, "x_seconds", "x", &h), 0);
+		assert_non_null(strstr(loomd_prom_text(&p),
+				       "x_seconds_bucket{le=\"1e-05\"} 0\n"
+				       "x_seconds_bucket{le=\"2.5e-05\"} 0\n"));
+		assert_non_null(strstr(loomd_prom_text(&p), "x_seconds_bucket{le=\"0.0025\"} 0\n"));
+		assert_non_null(strstr(loomd_prom_text(&p), "x_seconds_bucket{le=\"2.5\"} 0\n"
+							    "x_seconds_bucket{le=\"+Inf\"} 0\n"
+							    "x_seconds_sum 0\n"
+							    "x_seconds_count 0\n"));
+		loomd_prom_done(&p);
 	}
 }
 
@@ -340,14 +343,14 @@ static struct http_resp http_fetch(uint16_t port, const char *method, const char
 static void test_http(void **state)
 {
 	struct loom_err err = {{0}};
-	struct cp_metrics_http *h = cp_metrics_http_start("127.0.0.1", 0, &err);
+	struct loomd_metrics_http *h = loomd_metrics_http_start("127.0.0.1", 0, &err);
 	struct http_resp r;
 	uint16_t port;
 	char *big;
 
 	if (!h)
-		fail_msg("cp_metrics_http_start: %s", err.msg);
-	port = cp_metrics_http_port(h);
+		fail_msg("loomd_metrics_http_start: %s", err.msg);
+	port = loomd_metrics_http_port(h);
 	assert_true(port != 0);
 
 	/* Before the first publish: an empty exposition. */
@@ -357,7 +360,7 @@ static void test_http(void **state)
 	assert_int_equal(r.body_len, 0);
 	http_resp_free(&r);
 
-	assert_int_equal(cp_metrics_http_publish(h, "loom_up 1\nignored", 10), 0);
+	assert_int_equal(loomd_metrics_http_publish(h, "loom_up 1\nignored", 10), 0);
 	r = http_fetch(port, "GET", "/metrics");
 	assert_int_equal(r.status, 200);
 	assert_string_equal(r.content_type, "text/plain; version=0.0.4");
@@ -391,7 +394,7 @@ static void test_http(void **state)
 	http_resp_free(&r);
 
 	/* A new snapshot replaces the old one. */
-	assert_int_equal(cp_metrics_http_publish(h, "loom_up 0\n", 10), 0);
+	assert_int_equal(loomd_metrics_http_publish(h, "loom_up 0\n", 10), 0);
 	r = http_fetch(port, "GET", "/metrics");
 	assert_string_equal(r.body, "loom_up 0\n");
 	http_resp_free(&r);
@@ -402,7 +405,7 @@ static void test_http(void **state)
 	for (size_t i = 0; i < 3 * 1024 * 1024; i++)
 		big[i] = i % 64 == 63 ? '\n' : (char)('a' + i % 26);
 	big[3 * 1024 * 1024] = '\0';
-	assert_int_equal(cp_metrics_http_publish(h, big, strlen(big)), 0);
+	assert_int_equal(loomd_metrics_http_publish(h, big, strlen(big)), 0);
 	r = http_fetch(port, "GET", "/metrics");
 	assert_int_equal(r.body_len, strlen(big));
 	assert_memory_equal(r.body, big, strlen(big));
@@ -414,15 +417,15 @@ static void test_http(void **state)
 		struct loom_err err2 = {{0}};
 
 		errno = 0;
-		assert_null(cp_metrics_http_start("127.0.0.1", port, &err2));
+		assert_null(loomd_metrics_http_start("127.0.0.1", port, &err2));
 		assert_int_equal(errno, EADDRINUSE);
 		assert_non_null(strstr(err2.msg, "127.0.0.1"));
 	}
-	assert_null(cp_metrics_http_stop(h));
-	assert_null(cp_metrics_http_stop(NULL));
+	assert_null(loomd_metrics_http_stop(h));
+	assert_null(loomd_metrics_http_stop(NULL));
 
 	errno = 0;
-	assert_null(cp_metrics_http_start("not an address", 0, &err));
+	assert_null(loomd_metrics_http_start("not an address", 0, &err));
 	assert_true(errno != 0);
 	assert_non_null(strstr(err.msg, "not an address"));
 }
@@ -451,41 +454,41 @@ static void *scrape_main(void *arg)
 static void test_http_concurrent(void **state)
 {
 	struct loom_err err = {{0}};
-	struct cp_metrics_http *h = cp_metrics_http_start("127.0.0.1", 0, &err);
+	struct loomd_metrics_http *h = loomd_metrics_http_start("127.0.0.1", 0, &err);
 	struct scraper s = {0};
 	pthread_t t;
 	char text[64];
 
 	if (!h)
-		fail_msg("cp_metrics_http_start: %s", err.msg);
-	s.port = cp_metrics_http_port(h);
-	assert_int_equal(cp_metrics_http_publish(h, "v 0\nw 0\n", 8), 0);
+		fail_msg("loomd_metrics_http_start: %s", err.msg);
+	s.port = loomd_metrics_http_port(h);
+	assert_int_equal(loomd_metrics_http_publish(h, "v 0\nw 0\n", 8), 0);
 	assert_int_equal(pthread_create(&t, NULL, scrape_main, &s), 0);
 	for (unsigned i = 1; i < 2000; i++) {
 		int n = snprintf(text, sizeof(text), "v %u\nw %u\n", i, i);
 
-		assert_int_equal(cp_metrics_http_publish(h, text, (size_t)n), 0);
+		assert_int_equal(loomd_metrics_http_publish(h, text, (size_t)n), 0);
 	}
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(s.bad, 0);
-	cp_metrics_http_stop(h);
+	loomd_metrics_http_stop(h);
 }
 
 static void test_http_ipv6(void **state)
 {
 	struct loom_err err = {{0}};
-	struct cp_metrics_http *h = cp_metrics_http_start("::", 0, &err);
+	struct loomd_metrics_http *h = loomd_metrics_http_start("::", 0, &err);
 	struct http_resp r;
 
 	if (!h)
-		fail_msg("cp_metrics_http_start(::): %s", err.msg);
+		fail_msg("loomd_metrics_http_start(::): %s", err.msg);
 	/* "::" is dual-stack: IPv4 loopback reaches it. */
-	assert_int_equal(cp_metrics_http_publish(h, "x 1\n", 4), 0);
-	r = http_fetch(cp_metrics_http_port(h), "GET", "/metrics");
+	assert_int_equal(loomd_metrics_http_publish(h, "x 1\n", 4), 0);
+	r = http_fetch(loomd_metrics_http_port(h), "GET", "/metrics");
 	assert_int_equal(r.status, 200);
 	assert_string_equal(r.body, "x 1\n");
 	http_resp_free(&r);
-	cp_metrics_http_stop(h);
+	loomd_metrics_http_stop(h);
 }
 
 /* Why this machine cannot listen on IPv6's "::", or NULL when it can (IPv6 is there). */

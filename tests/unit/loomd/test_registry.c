@@ -33,10 +33,10 @@
 #define JB_EDGES   8
 
 struct jb {
-	struct cp_job_spec s;
-	struct cp_coflow_spec c[JB_COFLOWS];
-	struct cp_flow_spec f[JB_COFLOWS][JB_FLOWS];
-	struct cp_edge_spec e[JB_EDGES];
+	struct loomd_job_spec s;
+	struct loomd_coflow_spec c[JB_COFLOWS];
+	struct loomd_flow_spec f[JB_COFLOWS][JB_FLOWS];
+	struct loomd_edge_spec e[JB_EDGES];
 };
 
 static void jb_init(struct jb *j, uint64_t id)
@@ -62,7 +62,7 @@ static uint32_t jb_coflow(struct jb *j, uint64_t id, uint32_t expected_flows, ui
 static void jb_flow(struct jb *j, uint32_t ci, uint32_t src, uint32_t dst, uint64_t bytes,
 		    const struct wire_tuple *t)
 {
-	struct cp_flow_spec *f = &j->f[ci][j->c[ci].nflows++];
+	struct loomd_flow_spec *f = &j->f[ci][j->c[ci].nflows++];
 
 	assert_true(j->c[ci].nflows <= JB_FLOWS);
 	f->src = src;
@@ -79,19 +79,19 @@ static void jb_edge(struct jb *j, uint64_t parent, uint64_t child, uint64_t dela
 	uint32_t i = j->s.nedges++;
 
 	assert_true(i < JB_EDGES);
-	j->e[i] = (struct cp_edge_spec){parent, child, delay_ns};
+	j->e[i] = (struct loomd_edge_spec){parent, child, delay_ns};
 }
 
-static int jb_add(struct cp_registry *r, struct jb *j, uint64_t now_ns, struct loom_err *err)
+static int jb_add(struct loomd_registry *r, struct jb *j, uint64_t now_ns, struct loom_err *err)
 {
 	j->s.coflows = j->c;
 	j->s.edges = j->e;
 	for (uint32_t i = 0; i < j->s.ncoflows; i++)
 		j->c[i].flows = j->f[i];
-	return cp_registry_add_job(r, &j->s, now_ns, err);
+	return loomd_registry_add_job(r, &j->s, now_ns, err);
 }
 
-static void jb_add_ok(struct cp_registry *r, struct jb *j, uint64_t now_ns)
+static void jb_add_ok(struct loomd_registry *r, struct jb *j, uint64_t now_ns)
 {
 	struct loom_err err = {{0}};
 	int rc = jb_add(r, j, now_ns, &err);
@@ -121,9 +121,9 @@ static struct wire_tuple tup(uint32_t n)
 	return t;
 }
 
-static struct cp_flow_spec flow_spec(uint32_t src, uint32_t dst, uint64_t bytes, uint32_t n)
+static struct loomd_flow_spec flow_spec(uint32_t src, uint32_t dst, uint64_t bytes, uint32_t n)
 {
-	struct cp_flow_spec f = {.src = src, .dst = dst, .bytes = bytes, .has_tuple = true};
+	struct loomd_flow_spec f = {.src = src, .dst = dst, .bytes = bytes, .has_tuple = true};
 
 	f.tuple = tup(n);
 	return f;
@@ -133,14 +133,14 @@ static struct cp_flow_spec flow_spec(uint32_t src, uint32_t dst, uint64_t bytes,
 
 struct fx {
 	struct topo *t;
-	struct cp_registry *r;
+	struct loomd_registry *r;
 };
 
-static struct cp_registry *new_registry(struct topo *t, uint32_t max_jobs, uint32_t max_coflows,
-					uint32_t max_flows)
+static struct loomd_registry *new_registry(struct topo *t, uint32_t max_jobs, uint32_t max_coflows,
+					   uint32_t max_flows)
 {
-	struct cp_registry_limits lim = {max_jobs, max_coflows, max_flows, 1u << 20};
-	struct cp_registry *r = cp_registry_new(t, &lim);
+	struct loomd_registry_limits lim = {max_jobs, max_coflows, max_flows, 1u << 20};
+	struct loomd_registry *r = loomd_registry_new(t, &lim);
 
 	assert_non_null(r);
 	return r;
@@ -164,7 +164,7 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 
-	cp_registry_free(f->r);
+	loomd_registry_free(f->r);
 	topo_free(f->t);
 	free(f);
 	return 0;
@@ -176,40 +176,40 @@ static void assert_contains(const char *hay, const char *needle)
 		fail_msg("'%s' does not contain '%s'", hay, needle);
 }
 
-static struct cp_model *view(struct cp_registry *r, bool *ret_rebuilt)
+static struct cp_model *view(struct loomd_registry *r, bool *ret_rebuilt)
 {
 	struct loom_err err = {{0}};
-	struct cp_model *m = cp_registry_view(r, ret_rebuilt, &err);
+	struct cp_model *m = loomd_registry_view(r, ret_rebuilt, &err);
 
 	if (!m)
 		fail_msg("view: %s", err.msg);
 	return m;
 }
 
-static enum cp_coflow_state state_of(const struct cp_registry *r, uint64_t coflow_id)
+static enum cp_coflow_state state_of(const struct loomd_registry *r, uint64_t coflow_id)
 {
-	const struct cp_rcoflow *c = cp_registry_coflow(r, coflow_id);
+	const struct loomd_rcoflow *c = loomd_registry_coflow(r, coflow_id);
 
 	assert_non_null(c);
-	return cp_registry_coflow_state(r, c);
+	return loomd_registry_coflow_state(r, c);
 }
 
 /* The view coflow of a registry coflow. */
-static struct cp_coflow *vcoflow(struct cp_model *m, const struct cp_registry *r, uint64_t id)
+static struct cp_coflow *vcoflow(struct cp_model *m, const struct loomd_registry *r, uint64_t id)
 {
-	const struct cp_rcoflow *c = cp_registry_coflow(r, id);
+	const struct loomd_rcoflow *c = loomd_registry_coflow(r, id);
 
 	assert_non_null(c);
 	assert_true(c->view != CP_NONE && c->view < m->ncoflows);
 	assert_true(m->coflows[c->view].ext_id == id);
-	assert_ptr_equal(cp_registry_view_coflow(r, c->view), c);
+	assert_ptr_equal(loomd_registry_view_coflow(r, c->view), c);
 	return &m->coflows[c->view];
 }
 
-static bool has_event(struct cp_registry *r, enum cp_event_type type, uint32_t id, uint64_t t)
+static bool has_event(struct loomd_registry *r, enum cp_event_type type, uint32_t id, uint64_t t)
 {
 	uint32_t n;
-	const struct cp_event *ev = cp_registry_events(r, &n);
+	const struct cp_event *ev = loomd_registry_events(r, &n);
 
 	for (uint32_t i = 0; i < n; i++)
 		if (ev[i].type == type && ev[i].id == id && ev[i].time_ns == t)
@@ -219,25 +219,25 @@ static bool has_event(struct cp_registry *r, enum cp_event_type type, uint32_t i
 
 /* What a refused change must not change. */
 struct snap {
-	struct cp_registry_counts counts;
+	struct loomd_registry_counts counts;
 	uint32_t njobs;
 	uint64_t ids[16];
 	uint64_t now_ns;
 };
 
-static void take_snap(const struct cp_registry *r, struct snap *s)
+static void take_snap(const struct loomd_registry *r, struct snap *s)
 {
-	struct cp_rjob *const *jobs;
+	struct loomd_rjob *const *jobs;
 
 	memset(s, 0, sizeof(*s));
-	jobs = cp_registry_jobs(r, &s->njobs);
-	cp_registry_counts(r, &s->counts);
+	jobs = loomd_registry_jobs(r, &s->njobs);
+	loomd_registry_counts(r, &s->counts);
 	for (uint32_t i = 0; i < s->njobs && i < 16; i++)
 		s->ids[i] = jobs[i]->id;
-	s->now_ns = cp_registry_now(r);
+	s->now_ns = loomd_registry_now(r);
 }
 
-static void assert_snap(const struct cp_registry *r, const struct snap *want)
+static void assert_snap(const struct loomd_registry *r, const struct snap *want)
 {
 	struct snap got;
 
@@ -250,21 +250,21 @@ static void assert_snap(const struct cp_registry *r, const struct snap *want)
  * leaving the registry as it was: same counts and jobs, none of j's coflows
  * or tuples known unless they were before, and no rebuild of the view.
  */
-static void expect_refused(struct cp_registry *r, struct jb *j, int code, const char *needle)
+static void expect_refused(struct loomd_registry *r, struct jb *j, int code, const char *needle)
 {
 	struct loom_err err = {{0}};
 	bool known_c[JB_COFLOWS], known_t[JB_COFLOWS][JB_FLOWS], rebuilt = true;
-	bool known_job = cp_registry_job(r, j->s.id) != NULL;
+	bool known_job = loomd_registry_job(r, j->s.id) != NULL;
 	struct snap before;
 	int rc;
 
 	view(r, NULL);
 	take_snap(r, &before);
 	for (uint32_t c = 0; c < j->s.ncoflows; c++) {
-		known_c[c] = cp_registry_coflow(r, j->c[c].id) != NULL;
+		known_c[c] = loomd_registry_coflow(r, j->c[c].id) != NULL;
 		for (uint32_t f = 0; f < j->c[c].nflows; f++)
 			known_t[c][f] = j->f[c][f].has_tuple &&
-					cp_registry_flow(r, &j->f[c][f].tuple) != NULL;
+					loomd_registry_flow(r, &j->f[c][f].tuple) != NULL;
 	}
 	rc = jb_add(r, j, 1000000, &err);
 	if (rc != code)
@@ -272,12 +272,12 @@ static void expect_refused(struct cp_registry *r, struct jb *j, int code, const 
 			 code);
 	assert_contains(err.msg, needle);
 	assert_snap(r, &before);
-	assert_int_equal(cp_registry_job(r, j->s.id) != NULL, known_job);
+	assert_int_equal(loomd_registry_job(r, j->s.id) != NULL, known_job);
 	for (uint32_t c = 0; c < j->s.ncoflows; c++) {
-		assert_int_equal(cp_registry_coflow(r, j->c[c].id) != NULL, known_c[c]);
+		assert_int_equal(loomd_registry_coflow(r, j->c[c].id) != NULL, known_c[c]);
 		for (uint32_t f = 0; f < j->c[c].nflows; f++)
 			if (j->f[c][f].has_tuple)
-				assert_int_equal(cp_registry_flow(r, &j->f[c][f].tuple) != NULL,
+				assert_int_equal(loomd_registry_flow(r, &j->f[c][f].tuple) != NULL,
 						 known_t[c][f]);
 	}
 	view(r, &rebuilt);
@@ -287,7 +287,7 @@ static void expect_refused(struct cp_registry *r, struct jb *j, int code, const 
 /* ---- add_job refusals ------------------------------------------------------------------------- */
 
 /* Job 1: coflows 10 -> 11, flows with tuples 1 and 2. */
-static void add_base_job(struct cp_registry *r)
+static void add_base_job(struct loomd_registry *r)
 {
 	struct jb j;
 	struct wire_tuple t1 = tup(1), t2 = tup(2);
@@ -304,7 +304,7 @@ static void add_base_job(struct cp_registry *r)
 static void test_add_job_refusals(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_registry *r = fx->r;
+	struct loomd_registry *r = fx->r;
 	struct wire_tuple t1 = tup(1), t3 = tup(3), t4 = tup(4);
 	struct jb j;
 
@@ -420,16 +420,16 @@ static void test_add_job_refusals(void **state)
 	jb_coflow(&j, 20, 0, 0);
 	jb_flow(&j, 0, 0, 1, 10, &t3);
 	jb_add_ok(r, &j, 5);
-	assert_non_null(cp_registry_job(r, 2));
-	assert_non_null(cp_registry_flow(r, &t3));
+	assert_non_null(loomd_registry_job(r, 2));
+	assert_non_null(loomd_registry_flow(r, &t3));
 }
 
 static void test_limits(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_registry *r = new_registry(fx->t, 2, 3, 4);
+	struct loomd_registry *r = new_registry(fx->t, 2, 3, 4);
 	struct loom_err err = {{0}};
-	struct cp_flow_spec f;
+	struct loomd_flow_spec f;
 	struct jb j;
 
 	jb_init(&j, 1);
@@ -445,7 +445,7 @@ static void test_limits(void **state)
 	jb_coflow(&j, 30, 0, 0);
 	expect_refused(r, &j, -ENOSPC, "max_jobs");
 
-	assert_int_equal(cp_registry_unregister(r, 2, &err), 0);
+	assert_int_equal(loomd_registry_unregister(r, 2, &err), 0);
 	jb_init(&j, 3);
 	jb_coflow(&j, 30, 0, 0);
 	jb_coflow(&j, 31, 0, 0);
@@ -465,21 +465,21 @@ static void test_limits(void **state)
 	j.c[1].expected_flows = 0; /* coflow 31 open */
 	jb_add_ok(r, &j, 0);
 	{
-		struct cp_registry_counts c;
+		struct loomd_registry_counts c;
 
-		cp_registry_counts(r, &c);
+		loomd_registry_counts(r, &c);
 		assert_int_equal(c.jobs, 2);
 		assert_int_equal(c.coflows, 3);
 		assert_int_equal(c.flows, 4);
 	}
 	/* an announced flow counts too */
 	f = flow_spec(0, 1, 10, 7);
-	assert_int_equal(cp_registry_add_flow(r, 31, &f, 0, &err), -ENOSPC);
+	assert_int_equal(loomd_registry_add_flow(r, 31, &f, 0, &err), -ENOSPC);
 	assert_contains(err.msg, "max_flows");
-	assert_null(cp_registry_flow(r, &f.tuple));
-	assert_int_equal(cp_registry_unregister(r, 1, &err), 0);
-	assert_int_equal(cp_registry_add_flow(r, 31, &f, 0, &err), 0);
-	cp_registry_free(r);
+	assert_null(loomd_registry_flow(r, &f.tuple));
+	assert_int_equal(loomd_registry_unregister(r, 1, &err), 0);
+	assert_int_equal(loomd_registry_add_flow(r, 31, &f, 0, &err), 0);
+	loomd_registry_free(r);
 }
 
 /* ---- announcing flows --------------------------------------------------------------------- */
@@ -487,12 +487,12 @@ static void test_limits(void **state)
 static void test_announce(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_registry *r = fx->r;
+	struct loomd_registry *r = fx->r;
 	struct loom_err err = {{0}};
 	struct wire_tuple t1 = tup(1);
-	struct cp_flow_spec f;
-	struct cp_rflow *fl;
-	struct cp_registry_counts c;
+	struct loomd_flow_spec f;
+	struct loomd_rflow *fl;
+	struct loomd_registry_counts c;
 	struct jb j;
 
 	jb_init(&j, 1);
@@ -502,75 +502,75 @@ static void test_announce(void **state)
 	jb_flow(&j, 1, 0, 1, 100, NULL);
 	jb_flow(&j, 2, 0, 1, 100, &t1);
 	jb_add_ok(r, &j, 0);
-	assert_true(cp_registry_coflow(r, 10)->open);
-	assert_false(cp_registry_coflow(r, 11)->open);
-	assert_int_equal(cp_registry_coflow(r, 11)->expected_flows, 2);
-	assert_int_equal(cp_registry_coflow(r, 12)->expected_flows, 1);
+	assert_true(loomd_registry_coflow(r, 10)->open);
+	assert_false(loomd_registry_coflow(r, 11)->open);
+	assert_int_equal(loomd_registry_coflow(r, 11)->expected_flows, 2);
+	assert_int_equal(loomd_registry_coflow(r, 12)->expected_flows, 1);
 
 	f = flow_spec(0, 1, 100, 2);
-	assert_int_equal(cp_registry_add_flow(r, 99, &f, 0, &err), -ENOENT);
+	assert_int_equal(loomd_registry_add_flow(r, 99, &f, 0, &err), -ENOENT);
 	assert_contains(err.msg, "no such coflow");
 	f.has_tuple = false;
-	assert_int_equal(cp_registry_add_flow(r, 10, &f, 0, &err), -EINVAL);
+	assert_int_equal(loomd_registry_add_flow(r, 10, &f, 0, &err), -EINVAL);
 	assert_contains(err.msg, "needs its 5-tuple");
 
 	f = flow_spec(0, 1, 100, 2);
-	assert_int_equal(cp_registry_add_flow(r, 10, &f, 10, &err), 0);
-	fl = cp_registry_flow(r, &f.tuple);
+	assert_int_equal(loomd_registry_add_flow(r, 10, &f, 10, &err), 0);
+	fl = loomd_registry_flow(r, &f.tuple);
 	assert_non_null(fl);
-	assert_ptr_equal(fl->coflow, cp_registry_coflow(r, 10));
+	assert_ptr_equal(fl->coflow, loomd_registry_coflow(r, 10));
 	assert_int_equal(fl->src, 0);
 	assert_int_equal(fl->dst, 1);
-	assert_int_equal(cp_registry_now(r), 10);
+	assert_int_equal(loomd_registry_now(r), 10);
 	/* the same tuple again, here or in another coflow */
-	assert_int_equal(cp_registry_add_flow(r, 10, &f, 0, &err), -EEXIST);
+	assert_int_equal(loomd_registry_add_flow(r, 10, &f, 0, &err), -EEXIST);
 	assert_contains(err.msg, "already announced");
-	assert_int_equal(cp_registry_add_flow(r, 11, &f, 0, &err), -EEXIST);
+	assert_int_equal(loomd_registry_add_flow(r, 11, &f, 0, &err), -EEXIST);
 	f = flow_spec(0, 1, 100, 1); /* listed with the job */
-	assert_int_equal(cp_registry_add_flow(r, 10, &f, 0, &err), -EEXIST);
+	assert_int_equal(loomd_registry_add_flow(r, 10, &f, 0, &err), -EEXIST);
 
 	/* a closed coflow takes flows up to its expected count */
 	f = flow_spec(1, 2, 100, 3);
-	assert_int_equal(cp_registry_add_flow(r, 11, &f, 0, &err), 0);
+	assert_int_equal(loomd_registry_add_flow(r, 11, &f, 0, &err), 0);
 	f = flow_spec(1, 2, 100, 4);
-	assert_int_equal(cp_registry_add_flow(r, 11, &f, 0, &err), -ENOSPC);
+	assert_int_equal(loomd_registry_add_flow(r, 11, &f, 0, &err), -ENOSPC);
 	assert_contains(err.msg, "already has its 2 expected flows");
-	assert_int_equal(cp_registry_add_flow(r, 12, &f, 0, &err), -ENOSPC);
-	assert_null(cp_registry_flow(r, &f.tuple));
+	assert_int_equal(loomd_registry_add_flow(r, 12, &f, 0, &err), -ENOSPC);
+	assert_null(loomd_registry_flow(r, &f.tuple));
 
 	/* malformed flows */
 	f = flow_spec(0, NHOSTS, 100, 4);
-	assert_int_equal(cp_registry_add_flow(r, 10, &f, 0, &err), -EINVAL);
+	assert_int_equal(loomd_registry_add_flow(r, 10, &f, 0, &err), -EINVAL);
 	assert_contains(err.msg, "out of range");
 	f = flow_spec(0, 1, 100, 4);
 	f.tuple.protocol = 132;
-	assert_int_equal(cp_registry_add_flow(r, 10, &f, 0, &err), -EINVAL);
+	assert_int_equal(loomd_registry_add_flow(r, 10, &f, 0, &err), -EINVAL);
 
 	/* a done coflow takes no more */
-	assert_int_equal(cp_registry_coflow_done(r, 10, 20, &err), 0);
+	assert_int_equal(loomd_registry_coflow_done(r, 10, 20, &err), 0);
 	f = flow_spec(0, 1, 100, 4);
-	assert_int_equal(cp_registry_add_flow(r, 10, &f, 30, &err), -EALREADY);
+	assert_int_equal(loomd_registry_add_flow(r, 10, &f, 30, &err), -EALREADY);
 	assert_contains(err.msg, "already done");
-	assert_int_equal(cp_registry_coflow_done(r, 10, 30, &err), -EALREADY);
-	assert_int_equal(cp_registry_coflow_done(r, 99, 30, &err), -ENOENT);
+	assert_int_equal(loomd_registry_coflow_done(r, 10, 30, &err), -EALREADY);
+	assert_int_equal(loomd_registry_coflow_done(r, 99, 30, &err), -ENOENT);
 
-	cp_registry_counts(r, &c);
+	loomd_registry_counts(r, &c);
 	assert_int_equal(c.jobs, 1);
 	assert_int_equal(c.coflows, 3);
 	assert_int_equal(c.flows, 4);
-	assert_int_equal(cp_registry_coflow(r, 10)->nflows, 1);
-	assert_int_equal(cp_registry_coflow(r, 11)->nflows, 2);
+	assert_int_equal(loomd_registry_coflow(r, 10)->nflows, 1);
+	assert_int_equal(loomd_registry_coflow(r, 11)->nflows, 2);
 }
 
 static void test_announce_by_address(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_registry *r = fx->r;
+	struct loomd_registry *r = fx->r;
 	struct loom_err err = {{0}};
 	const uint8_t h3[4] = {10, 0, 0, 3}, h5[4] = {10, 0, 0, 5};
 	uint8_t v6a[16] = {0xfd, 0, [15] = 6}, v6b[16] = {0xfd, 0, [15] = 7};
-	struct cp_flow_spec f = {.by_address = true, .has_tuple = true, .bytes = 10};
-	struct cp_rflow *fl;
+	struct loomd_flow_spec f = {.by_address = true, .has_tuple = true, .bytes = 10};
+	struct loomd_rflow *fl;
 	struct jb j;
 
 	jb_init(&j, 1);
@@ -586,34 +586,34 @@ static void test_announce_by_address(void **state)
 	f.tuple.src_port = 5000;
 	f.tuple.dst_port = 5001;
 	/* no host announced these addresses */
-	assert_int_equal(cp_registry_add_flow(r, 10, &f, 0, &err), -ENOENT);
+	assert_int_equal(loomd_registry_add_flow(r, 10, &f, 0, &err), -ENOENT);
 	assert_contains(err.msg, "udp 10.0.0.3:5000->10.0.0.5:5001");
-	assert_int_equal(cp_registry_set_host_addr(r, 3, h3, 4), 0);
+	assert_int_equal(loomd_registry_set_host_addr(r, 3, h3, 4), 0);
 	/* only one end known */
-	assert_int_equal(cp_registry_add_flow(r, 10, &f, 0, &err), -ENOENT);
-	assert_int_equal(cp_registry_set_host_addr(r, 5, h5, 4), 0);
-	assert_int_equal(cp_registry_add_flow(r, 10, &f, 0, &err), 0);
-	fl = cp_registry_flow(r, &f.tuple);
+	assert_int_equal(loomd_registry_add_flow(r, 10, &f, 0, &err), -ENOENT);
+	assert_int_equal(loomd_registry_set_host_addr(r, 5, h5, 4), 0);
+	assert_int_equal(loomd_registry_add_flow(r, 10, &f, 0, &err), 0);
+	fl = loomd_registry_flow(r, &f.tuple);
 	assert_non_null(fl);
 	assert_int_equal(fl->src, 3);
 	assert_int_equal(fl->dst, 5);
 
 	/* refused host ids and families */
-	assert_int_equal(cp_registry_set_host_addr(r, NHOSTS, h3, 4), -EINVAL);
-	assert_int_equal(cp_registry_set_host_addr(r, 0, h3, 5), -EINVAL);
-	assert_int_equal(cp_registry_set_host_addr(r, 0, h3, 0), -EINVAL);
+	assert_int_equal(loomd_registry_set_host_addr(r, NHOSTS, h3, 4), -EINVAL);
+	assert_int_equal(loomd_registry_set_host_addr(r, 0, h3, 5), -EINVAL);
+	assert_int_equal(loomd_registry_set_host_addr(r, 0, h3, 0), -EINVAL);
 
 	/* an address that moves to another host: later flows follow it */
-	assert_int_equal(cp_registry_set_host_addr(r, 4, h5, 4), 0);
+	assert_int_equal(loomd_registry_set_host_addr(r, 4, h5, 4), 0);
 	f.tuple.src_port = 5002;
-	assert_int_equal(cp_registry_add_flow(r, 10, &f, 0, &err), 0);
-	fl = cp_registry_flow(r, &f.tuple);
+	assert_int_equal(loomd_registry_add_flow(r, 10, &f, 0, &err), 0);
+	fl = loomd_registry_flow(r, &f.tuple);
 	assert_int_equal(fl->src, 3);
 	assert_int_equal(fl->dst, 4);
 
 	/* IPv6; the same bytes as IPv4 addresses are another family */
-	assert_int_equal(cp_registry_set_host_addr(r, 6, v6a, 6), 0);
-	assert_int_equal(cp_registry_set_host_addr(r, 7, v6b, 6), 0);
+	assert_int_equal(loomd_registry_set_host_addr(r, 6, v6a, 6), 0);
+	assert_int_equal(loomd_registry_set_host_addr(r, 7, v6b, 6), 0);
 	memset(&f.tuple, 0, sizeof(f.tuple));
 	f.tuple.family = 6;
 	f.tuple.protocol = 6;
@@ -621,8 +621,8 @@ static void test_announce_by_address(void **state)
 	memcpy(f.tuple.dst, v6b, 16);
 	f.tuple.src_port = 1;
 	f.tuple.dst_port = 2;
-	assert_int_equal(cp_registry_add_flow(r, 10, &f, 0, &err), 0);
-	fl = cp_registry_flow(r, &f.tuple);
+	assert_int_equal(loomd_registry_add_flow(r, 10, &f, 0, &err), 0);
+	fl = loomd_registry_flow(r, &f.tuple);
 	assert_int_equal(fl->src, 6);
 	assert_int_equal(fl->dst, 7);
 	f.tuple.family = 4;
@@ -630,7 +630,7 @@ static void test_announce_by_address(void **state)
 	memset(f.tuple.src + 4, 0, 12);
 	memcpy(f.tuple.dst, v6b, 4); /* fd00:: as IPv4 253.0.0.0: nobody's */
 	memset(f.tuple.dst + 4, 0, 12);
-	assert_int_equal(cp_registry_add_flow(r, 10, &f, 0, &err), -ENOENT);
+	assert_int_equal(loomd_registry_add_flow(r, 10, &f, 0, &err), -ENOENT);
 
 	/* by_address in a registered job too */
 	jb_init(&j, 2);
@@ -643,7 +643,7 @@ static void test_announce_by_address(void **state)
 	memcpy(j.f[0][0].tuple.src, h5, 4);
 	memcpy(j.f[0][0].tuple.dst, h3, 4);
 	jb_add_ok(r, &j, 0);
-	fl = cp_registry_flow(r, &j.f[0][0].tuple);
+	fl = loomd_registry_flow(r, &j.f[0][0].tuple);
 	assert_non_null(fl);
 	assert_int_equal(fl->src, 4);
 	assert_int_equal(fl->dst, 3);
@@ -655,7 +655,7 @@ static void test_announce_by_address(void **state)
  * Job 1 at t=0: coflow 100 (release offset 1000; flows tuple 1, 2 of 1000
  * bytes) -> coflow 200 (delay 100; flow tuple 3 of 500 bytes).
  */
-static void add_two_stage(struct cp_registry *r)
+static void add_two_stage(struct loomd_registry *r)
 {
 	struct wire_tuple t1 = tup(1), t2 = tup(2), t3 = tup(3);
 	struct jb j;
@@ -673,12 +673,12 @@ static void add_two_stage(struct cp_registry *r)
 static void test_view_two_stage(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_registry *r = fx->r;
+	struct loomd_registry *r = fx->r;
 	struct wire_tuple t1 = tup(1), t2 = tup(2), t3 = tup(3), t9 = tup(9);
-	struct cp_registry_counts c;
+	struct loomd_registry_counts c;
 	struct cp_model *m;
 	struct cp_coflow *a, *b;
-	struct cp_rflow *f1;
+	struct loomd_rflow *f1;
 	uint64_t next = 0;
 	bool rebuilt = false;
 
@@ -698,71 +698,71 @@ static void test_view_two_stage(void **state)
 	assert_false(rebuilt);
 
 	/* not yet due */
-	assert_int_equal(cp_registry_release_due(r, 500, &next), 0);
+	assert_int_equal(loomd_registry_release_due(r, 500, &next), 0);
 	assert_int_equal(next, 1000);
 	assert_int_equal(a->state, CP_COFLOW_READY);
 	/* due: A only */
-	cp_registry_events_clear(r);
-	assert_int_equal(cp_registry_release_due(r, 1000, &next), 1);
+	loomd_registry_events_clear(r);
+	assert_int_equal(loomd_registry_release_due(r, 1000, &next), 1);
 	assert_true(next == CP_TIME_NEVER);
 	assert_int_equal(a->state, CP_COFLOW_ACTIVE);
 	assert_int_equal(a->release_ns, 1000);
 	assert_int_equal(b->state, CP_COFLOW_WAITING);
 	assert_int_equal(state_of(r, 100), CP_COFLOW_ACTIVE);
 	assert_int_equal(state_of(r, 200), CP_COFLOW_WAITING);
-	assert_true(has_event(r, CP_EV_COFLOW_RELEASE, cp_registry_coflow(r, 100)->view, 1000));
-	assert_int_equal(cp_registry_release_due(r, 5000, NULL), 0);
+	assert_true(has_event(r, CP_EV_COFLOW_RELEASE, loomd_registry_coflow(r, 100)->view, 1000));
+	assert_int_equal(loomd_registry_release_due(r, 5000, NULL), 0);
 
 	/* bytes accumulate into the flow, the coflow and the job, in the registry and the view */
-	f1 = cp_registry_flow(r, &t1);
-	assert_int_equal(cp_registry_flow_stat(r, &t1, 600, false, 1100), 0);
-	assert_int_equal(cp_registry_flow_stat(r, &t2, 50, false, 1100), 0);
+	f1 = loomd_registry_flow(r, &t1);
+	assert_int_equal(loomd_registry_flow_stat(r, &t1, 600, false, 1100), 0);
+	assert_int_equal(loomd_registry_flow_stat(r, &t2, 50, false, 1100), 0);
 	assert_int_equal(f1->sent_bytes, 600);
-	assert_int_equal(cp_registry_coflow(r, 100)->sent_bytes, 650);
-	assert_int_equal(cp_registry_job(r, 1)->sent_bytes, 650);
+	assert_int_equal(loomd_registry_coflow(r, 100)->sent_bytes, 650);
+	assert_int_equal(loomd_registry_job(r, 1)->sent_bytes, 650);
 	assert_true(a->sent_bytes == 650);
 	assert_true(m->jobs[a->job].sent_bytes == 650);
 	assert_true(m->flows[f1->view].remaining_bytes == 400);
-	assert_ptr_equal(cp_registry_view_flow(r, f1->view), f1);
+	assert_ptr_equal(loomd_registry_view_flow(r, f1->view), f1);
 	/* a flow of a coflow not yet released counts too */
-	assert_int_equal(cp_registry_flow_stat(r, &t3, 7, false, 1100), 0);
-	assert_int_equal(cp_registry_coflow(r, 200)->sent_bytes, 7);
-	assert_int_equal(cp_registry_job(r, 1)->sent_bytes, 657);
+	assert_int_equal(loomd_registry_flow_stat(r, &t3, 7, false, 1100), 0);
+	assert_int_equal(loomd_registry_coflow(r, 200)->sent_bytes, 7);
+	assert_int_equal(loomd_registry_job(r, 1)->sent_bytes, 657);
 	assert_true(b->sent_bytes == 7);
 	assert_true(m->jobs[a->job].sent_bytes == 657);
 	/* unknown tuples */
-	assert_int_equal(cp_registry_flow_stat(r, &t9, 10, true, 1100), -ENOENT);
+	assert_int_equal(loomd_registry_flow_stat(r, &t9, 10, true, 1100), -ENOENT);
 
 	/* flow 1 ends: A goes on */
-	assert_int_equal(cp_registry_flow_stat(r, &t1, 400, true, 1200), 0);
+	assert_int_equal(loomd_registry_flow_stat(r, &t1, 400, true, 1200), 0);
 	assert_true(f1->done);
 	assert_int_equal(f1->done_ns, 1200);
 	assert_true(m->flows[f1->view].done);
 	assert_int_equal(a->state, CP_COFLOW_ACTIVE);
 	assert_int_equal(a->flows_left, 1);
 	/* a report on a done flow: -EALREADY, its bytes still counted */
-	assert_int_equal(cp_registry_flow_stat(r, &t1, 10, true, 1250), -EALREADY);
+	assert_int_equal(loomd_registry_flow_stat(r, &t1, 10, true, 1250), -EALREADY);
 	assert_int_equal(f1->sent_bytes, 1010);
-	assert_int_equal(cp_registry_coflow(r, 100)->flows_done, 1);
+	assert_int_equal(loomd_registry_coflow(r, 100)->flows_done, 1);
 
 	/* flow 2 ends: A is done, B is ready after its delay */
-	cp_registry_events_clear(r);
-	assert_int_equal(cp_registry_flow_stat(r, &t2, 950, true, 1300), 0);
+	loomd_registry_events_clear(r);
+	assert_int_equal(loomd_registry_flow_stat(r, &t2, 950, true, 1300), 0);
 	assert_int_equal(a->state, CP_COFLOW_DONE);
 	assert_int_equal(a->finish_ns, 1300);
-	assert_int_equal(cp_registry_coflow(r, 100)->done_ns, 1300);
-	assert_int_equal(cp_registry_job(r, 1)->coflows_done, 1);
+	assert_int_equal(loomd_registry_coflow(r, 100)->done_ns, 1300);
+	assert_int_equal(loomd_registry_job(r, 1)->coflows_done, 1);
 	assert_int_equal(b->state, CP_COFLOW_READY);
 	assert_int_equal(b->ready_ns, 1400);
-	assert_true(has_event(r, CP_EV_COFLOW_DONE, cp_registry_coflow(r, 100)->view, 1300));
-	assert_true(has_event(r, CP_EV_COFLOW_READY, cp_registry_coflow(r, 200)->view, 1400));
-	assert_int_equal(cp_registry_release_due(r, 1300, &next), 0);
+	assert_true(has_event(r, CP_EV_COFLOW_DONE, loomd_registry_coflow(r, 100)->view, 1300));
+	assert_true(has_event(r, CP_EV_COFLOW_READY, loomd_registry_coflow(r, 200)->view, 1400));
+	assert_int_equal(loomd_registry_release_due(r, 1300, &next), 0);
 	assert_int_equal(next, 1400);
-	assert_int_equal(cp_registry_release_due(r, 1400, &next), 1);
+	assert_int_equal(loomd_registry_release_due(r, 1400, &next), 1);
 	assert_int_equal(b->state, CP_COFLOW_ACTIVE);
 	assert_int_equal(b->release_ns, 1400);
 
-	cp_registry_counts(r, &c);
+	loomd_registry_counts(r, &c);
 	assert_int_equal(c.jobs, 1);
 	assert_int_equal(c.jobs_done, 0);
 	assert_int_equal(c.coflows, 2);
@@ -772,11 +772,11 @@ static void test_view_two_stage(void **state)
 	assert_int_equal(c.flows_done, 2);
 
 	/* the last flow ends the job */
-	assert_int_equal(cp_registry_flow_stat(r, &t3, 493, true, 1500), 0);
+	assert_int_equal(loomd_registry_flow_stat(r, &t3, 493, true, 1500), 0);
 	assert_int_equal(b->state, CP_COFLOW_DONE);
-	assert_int_equal(cp_registry_job(r, 1)->done_ns, 1500);
-	assert_true(has_event(r, CP_EV_JOB_DONE, cp_registry_job(r, 1)->view, 1500));
-	cp_registry_counts(r, &c);
+	assert_int_equal(loomd_registry_job(r, 1)->done_ns, 1500);
+	assert_true(has_event(r, CP_EV_JOB_DONE, loomd_registry_job(r, 1)->view, 1500));
+	loomd_registry_counts(r, &c);
 	assert_int_equal(c.jobs_done, 1);
 	assert_int_equal(c.coflows_done, 2);
 	assert_int_equal(c.coflows_active, 0);
@@ -785,17 +785,17 @@ static void test_view_two_stage(void **state)
 	{
 		struct loom_err err = {{0}};
 
-		assert_int_equal(cp_registry_job_done(r, 1, 1600, &err), -EALREADY);
-		assert_int_equal(cp_registry_coflow_done(r, 200, 1600, &err), -EALREADY);
+		assert_int_equal(loomd_registry_job_done(r, 1, 1600, &err), -EALREADY);
+		assert_int_equal(loomd_registry_coflow_done(r, 200, 1600, &err), -EALREADY);
 	}
 }
 
 static void test_coflow_done_open(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_registry *r = fx->r;
+	struct loomd_registry *r = fx->r;
 	struct loom_err err = {{0}};
-	struct cp_flow_spec f = flow_spec(0, 1, 100, 1);
+	struct loomd_flow_spec f = flow_spec(0, 1, 100, 1);
 	struct cp_model *m;
 	uint64_t next;
 	struct jb j;
@@ -806,40 +806,40 @@ static void test_coflow_done_open(void **state)
 	jb_coflow(&j, 11, 0, 0);
 	jb_edge(&j, 10, 11, 0);
 	jb_add_ok(r, &j, 0);
-	assert_int_equal(cp_registry_add_flow(r, 10, &f, 5, &err), 0);
+	assert_int_equal(loomd_registry_add_flow(r, 10, &f, 5, &err), 0);
 	m = view(r, NULL);
-	cp_registry_release_due(r, 10, &next);
+	loomd_registry_release_due(r, 10, &next);
 	assert_int_equal(state_of(r, 10), CP_COFLOW_ACTIVE);
 	/* its only flow ends: an open coflow stays active */
-	assert_int_equal(cp_registry_flow_stat(r, &f.tuple, 100, true, 20), 0);
+	assert_int_equal(loomd_registry_flow_stat(r, &f.tuple, 100, true, 20), 0);
 	assert_int_equal(state_of(r, 10), CP_COFLOW_ACTIVE);
 	assert_int_equal(vcoflow(m, r, 10)->flows_left, 0);
 
 	/* 11 is declared done while it still waits: it ends as soon as it is released */
-	assert_int_equal(cp_registry_coflow_done(r, 11, 25, &err), 0);
-	assert_true(cp_registry_coflow(r, 11)->declared_done);
+	assert_int_equal(loomd_registry_coflow_done(r, 11, 25, &err), 0);
+	assert_true(loomd_registry_coflow(r, 11)->declared_done);
 	assert_int_equal(state_of(r, 11), CP_COFLOW_WAITING);
-	assert_int_equal(cp_registry_coflow_done(r, 11, 26, &err), -EALREADY);
+	assert_int_equal(loomd_registry_coflow_done(r, 11, 26, &err), -EALREADY);
 	/* 10 is declared done: it completes at once, 11 becomes ready */
-	assert_int_equal(cp_registry_coflow_done(r, 10, 30, &err), 0);
+	assert_int_equal(loomd_registry_coflow_done(r, 10, 30, &err), 0);
 	assert_int_equal(state_of(r, 10), CP_COFLOW_DONE);
-	assert_int_equal(cp_registry_coflow(r, 10)->done_ns, 30);
+	assert_int_equal(loomd_registry_coflow(r, 10)->done_ns, 30);
 	assert_int_equal(state_of(r, 11), CP_COFLOW_READY);
 	assert_ptr_equal(view(r, NULL), m);
-	assert_int_equal(cp_registry_release_due(r, 30, &next), 1);
+	assert_int_equal(loomd_registry_release_due(r, 30, &next), 1);
 	assert_int_equal(state_of(r, 11), CP_COFLOW_DONE);
-	assert_int_equal(cp_registry_coflow(r, 11)->done_ns, 30);
-	assert_int_equal(cp_registry_job(r, 1)->done_ns, 30);
+	assert_int_equal(loomd_registry_coflow(r, 11)->done_ns, 30);
+	assert_int_equal(loomd_registry_job(r, 1)->done_ns, 30);
 	assert_int_equal(m->jobs[0].state, CP_JOB_DONE);
 }
 
 static void test_job_done(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_registry *r = fx->r;
+	struct loomd_registry *r = fx->r;
 	struct loom_err err = {{0}};
 	struct wire_tuple t1 = tup(1);
-	struct cp_registry_counts c;
+	struct loomd_registry_counts c;
 	struct cp_model *m;
 	bool rebuilt;
 	struct jb j;
@@ -854,43 +854,43 @@ static void test_job_done(void **state)
 	jb_edge(&j, 11, 12, 1000);
 	jb_add_ok(r, &j, 0);
 	view(r, NULL);
-	cp_registry_release_due(r, 0, NULL);
+	loomd_registry_release_due(r, 0, NULL);
 	assert_int_equal(state_of(r, 10), CP_COFLOW_ACTIVE);
 	assert_int_equal(state_of(r, 11), CP_COFLOW_WAITING);
 
-	assert_int_equal(cp_registry_job_done(r, 99, 50, &err), -ENOENT);
-	assert_int_equal(cp_registry_job_done(r, 1, 50, &err), 0);
-	assert_int_equal(cp_registry_job_done(r, 1, 60, &err), -EALREADY);
+	assert_int_equal(loomd_registry_job_done(r, 99, 50, &err), -ENOENT);
+	assert_int_equal(loomd_registry_job_done(r, 1, 50, &err), 0);
+	assert_int_equal(loomd_registry_job_done(r, 1, 60, &err), -EALREADY);
 	m = view(r, &rebuilt);
 	assert_true(rebuilt);
 	assert_int_equal(state_of(r, 10), CP_COFLOW_DONE);
 	assert_int_equal(state_of(r, 11), CP_COFLOW_DONE);
 	assert_int_equal(state_of(r, 12), CP_COFLOW_DONE);
 	assert_int_equal(m->jobs[0].state, CP_JOB_DONE);
-	assert_int_equal(cp_registry_job(r, 1)->done_ns, 50);
+	assert_int_equal(loomd_registry_job(r, 1)->done_ns, 50);
 	for (uint64_t id = 10; id <= 12; id++)
-		assert_int_equal(cp_registry_coflow(r, id)->done_ns, 50);
-	cp_registry_counts(r, &c);
+		assert_int_equal(loomd_registry_coflow(r, id)->done_ns, 50);
+	loomd_registry_counts(r, &c);
 	assert_int_equal(c.jobs_done, 1);
 	assert_int_equal(c.coflows_done, 3);
 	assert_int_equal(c.coflows_active, 0);
 	/* a done job's coflows take no more flows */
 	{
-		struct cp_flow_spec f = flow_spec(0, 1, 1, 2);
+		struct loomd_flow_spec f = flow_spec(0, 1, 1, 2);
 
-		assert_int_equal(cp_registry_add_flow(r, 12, &f, 70, &err), -EALREADY);
+		assert_int_equal(loomd_registry_add_flow(r, 12, &f, 70, &err), -EALREADY);
 	}
-	assert_int_equal(cp_registry_coflow_done(r, 12, 70, &err), -EALREADY);
+	assert_int_equal(loomd_registry_coflow_done(r, 12, 70, &err), -EALREADY);
 }
 
 static void test_unregister(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_registry *r = fx->r;
+	struct loomd_registry *r = fx->r;
 	struct loom_err err = {{0}};
 	struct wire_tuple t1 = tup(1), t2 = tup(2), t3 = tup(3), t5 = tup(5);
-	struct cp_registry_counts c;
-	struct cp_rjob *const *jobs;
+	struct loomd_registry_counts c;
+	struct loomd_rjob *const *jobs;
 	struct cp_model *m;
 	bool rebuilt;
 	uint32_t n;
@@ -902,28 +902,28 @@ static void test_unregister(void **state)
 	jb_flow(&j, 0, 4, 5, 100, &t5);
 	jb_add_ok(r, &j, 0);
 	view(r, NULL);
-	cp_registry_release_due(r, 1000, NULL);
-	assert_int_equal(cp_registry_flow_stat(r, &t1, 10, false, 1000), 0);
+	loomd_registry_release_due(r, 1000, NULL);
+	assert_int_equal(loomd_registry_flow_stat(r, &t1, 10, false, 1000), 0);
 
-	assert_int_equal(cp_registry_unregister(r, 1, &err), 0);
-	assert_null(cp_registry_job(r, 1));
-	assert_null(cp_registry_coflow(r, 100));
-	assert_null(cp_registry_coflow(r, 200));
-	assert_null(cp_registry_flow(r, &t1));
-	assert_null(cp_registry_flow(r, &t2));
-	assert_null(cp_registry_flow(r, &t3));
-	assert_non_null(cp_registry_job(r, 2));
-	assert_non_null(cp_registry_flow(r, &t5));
-	jobs = cp_registry_jobs(r, &n);
+	assert_int_equal(loomd_registry_unregister(r, 1, &err), 0);
+	assert_null(loomd_registry_job(r, 1));
+	assert_null(loomd_registry_coflow(r, 100));
+	assert_null(loomd_registry_coflow(r, 200));
+	assert_null(loomd_registry_flow(r, &t1));
+	assert_null(loomd_registry_flow(r, &t2));
+	assert_null(loomd_registry_flow(r, &t3));
+	assert_non_null(loomd_registry_job(r, 2));
+	assert_non_null(loomd_registry_flow(r, &t5));
+	jobs = loomd_registry_jobs(r, &n);
 	assert_int_equal(n, 1);
 	assert_int_equal(jobs[0]->id, 2);
-	cp_registry_counts(r, &c);
+	loomd_registry_counts(r, &c);
 	assert_int_equal(c.jobs, 1);
 	assert_int_equal(c.coflows, 1);
 	assert_int_equal(c.flows, 1);
 	/* its flows' stats are unknown now */
-	assert_int_equal(cp_registry_flow_stat(r, &t1, 10, true, 1100), -ENOENT);
-	assert_int_equal(cp_registry_unregister(r, 1, &err), -ENOENT);
+	assert_int_equal(loomd_registry_flow_stat(r, &t1, 10, true, 1100), -ENOENT);
+	assert_int_equal(loomd_registry_unregister(r, 1, &err), -ENOENT);
 
 	m = view(r, &rebuilt);
 	assert_true(rebuilt);
@@ -935,25 +935,25 @@ static void test_unregister(void **state)
 
 	/* its ids and tuples are free again */
 	add_two_stage(r);
-	assert_non_null(cp_registry_flow(r, &t1));
-	assert_int_equal(cp_registry_flow(r, &t1)->sent_bytes, 0);
+	assert_non_null(loomd_registry_flow(r, &t1));
+	assert_int_equal(loomd_registry_flow(r, &t1)->sent_bytes, 0);
 
-	assert_int_equal(cp_registry_unregister(r, 2, &err), 0);
-	assert_int_equal(cp_registry_unregister(r, 1, &err), 0);
-	cp_registry_counts(r, &c);
+	assert_int_equal(loomd_registry_unregister(r, 2, &err), 0);
+	assert_int_equal(loomd_registry_unregister(r, 1, &err), 0);
+	loomd_registry_counts(r, &c);
 	assert_int_equal(c.jobs, 0);
 	assert_int_equal(c.coflows, 0);
 	assert_int_equal(c.flows, 0);
 	assert_int_equal(c.jobs_done, 0);
-	cp_registry_jobs(r, &n);
+	loomd_registry_jobs(r, &n);
 	assert_int_equal(n, 0);
-	assert_null(cp_registry_flow(r, &t5));
+	assert_null(loomd_registry_flow(r, &t5));
 }
 
 static void test_expire(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_registry *r = fx->r;
+	struct loomd_registry *r = fx->r;
 	struct loom_err err = {{0}};
 	uint64_t ids[4] = {0};
 	struct cp_model *m;
@@ -966,37 +966,38 @@ static void test_expire(void **state)
 		jb_add_ok(r, &j, 0);
 	}
 	view(r, NULL);
-	cp_registry_release_due(r, 0, NULL);
-	assert_int_equal(cp_registry_coflow_done(r, 10, 100, &err), 0);
-	assert_int_equal(cp_registry_coflow_done(r, 20, 300, &err), 0);
-	assert_int_equal(cp_registry_coflow_done(r, 30, 200, &err), 0);
-	assert_int_equal(cp_registry_job(r, 1)->done_ns, 100);
-	assert_int_equal(cp_registry_job(r, 2)->done_ns, 300);
-	assert_int_equal(cp_registry_job(r, 3)->done_ns, 200);
+	loomd_registry_release_due(r, 0, NULL);
+	assert_int_equal(loomd_registry_coflow_done(r, 10, 100, &err), 0);
+	assert_int_equal(loomd_registry_coflow_done(r, 20, 300, &err), 0);
+	assert_int_equal(loomd_registry_coflow_done(r, 30, 200, &err), 0);
+	assert_int_equal(loomd_registry_job(r, 1)->done_ns, 100);
+	assert_int_equal(loomd_registry_job(r, 2)->done_ns, 300);
+	assert_int_equal(loomd_registry_job(r, 3)->done_ns, 200);
 
 	/* done strictly before the cutoff */
-	assert_int_equal(cp_registry_expire(r, 100, ids, 4), 0);
-	assert_int_equal(cp_registry_expire(r, 201, ids, 4), 2);
+	assert_int_equal(loomd_registry_expire(r, 100, ids, 4), 0);
+	assert_int_equal(loomd_registry_expire(r, 201, ids, 4), 2);
 	assert_int_equal(ids[0], 1);
 	assert_int_equal(ids[1], 3);
-	assert_null(cp_registry_job(r, 1));
-	assert_null(cp_registry_coflow(r, 10));
-	assert_null(cp_registry_job(r, 3));
-	assert_non_null(cp_registry_job(r, 2));
-	assert_non_null(cp_registry_job(r, 4));
-	cp_registry_jobs(r, &n);
+	assert_null(loomd_registry_job(r, 1));
+	assert_null(loomd_registry_coflow(r, 10));
+	assert_null(loomd_registry_job(r, 3));
+	assert_non_null(loomd_registry_job(r, 2));
+	assert_non_null(loomd_registry_job(r, 4));
+	loomd_registry_jobs(r, &n);
 	assert_int_equal(n, 2);
 	/* no room for ids: nothing forgotten */
-	assert_int_equal(cp_registry_expire(r, 1000, ids, 0), 0);
-	assert_non_null(cp_registry_job(r, 2));
+	assert_int_equal(loomd_registry_expire(r, 1000, ids, 0), 0);
+	assert_non_null(loomd_registry_job(r, 2));
 	/* a job not done never expires */
-	assert_int_equal(cp_registry_expire(r, UINT64_MAX, ids, 4), 1);
+	assert_int_equal(loomd_registry_expire(r, UINT64_MAX, ids, 4), 1);
 	assert_int_equal(ids[0], 2);
-	assert_non_null(cp_registry_job(r, 4));
+	assert_non_null(loomd_registry_job(r, 4));
 	m = view(r, NULL);
 	assert_int_equal(m->njobs, 1);
 	assert_int_equal(m->jobs[0].ext_id, 4);
-	assert_int_equal(cp_registry_coflow_state(r, cp_registry_coflow(r, 40)), CP_COFLOW_ACTIVE);
+	assert_int_equal(loomd_registry_coflow_state(r, loomd_registry_coflow(r, 40)),
+			 CP_COFLOW_ACTIVE);
 }
 
 /* ---- rebuilds --------------------------------------------------------------------------------- */
@@ -1009,7 +1010,7 @@ struct cstate {
 	double sent_bytes, job_sent_bytes;
 };
 
-static uint32_t capture(struct cp_model *m, const struct cp_registry *r, struct cstate *out,
+static uint32_t capture(struct cp_model *m, const struct loomd_registry *r, struct cstate *out,
 			uint32_t cap)
 {
 	uint32_t n = 0;
@@ -1021,7 +1022,7 @@ static uint32_t capture(struct cp_model *m, const struct cp_registry *r, struct 
 					   cf->ready_ns,   cf->release_ns,
 					   cf->finish_ns,  cf->flows_left,
 					   cf->sent_bytes, m->jobs[cf->job].sent_bytes};
-		assert_ptr_equal(cp_registry_view_coflow(r, c)->view, c);
+		assert_ptr_equal(loomd_registry_view_coflow(r, c)->view, c);
 	}
 	return n;
 }
@@ -1058,12 +1059,12 @@ static void assert_same_states(const struct cstate *a, uint32_t na, const struct
 static void test_rebuild_keeps_state(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_registry *r = fx->r;
+	struct loomd_registry *r = fx->r;
 	struct loom_err err = {{0}};
 	struct wire_tuple t[8];
 	struct cstate before[8], after[8];
 	uint32_t nb, na;
-	struct cp_flow_spec f;
+	struct loomd_flow_spec f;
 	struct cp_model *m;
 	bool rebuilt;
 	struct jb j;
@@ -1086,30 +1087,30 @@ static void test_rebuild_keeps_state(void **state)
 	jb_coflow(&j, 20, 0, 0);
 	jb_flow(&j, 0, 5, 6, 800, &t[5]);
 	jb_add_ok(r, &j, 40);
-	f = (struct cp_flow_spec){.src = 0, .dst = 2, .bytes = 500, .has_tuple = true};
+	f = (struct loomd_flow_spec){.src = 0, .dst = 2, .bytes = 500, .has_tuple = true};
 	f.tuple = t[0];
-	assert_int_equal(cp_registry_add_flow(r, 10, &f, 45, &err), 0);
+	assert_int_equal(loomd_registry_add_flow(r, 10, &f, 45, &err), 0);
 	f.src = 1;
 	f.tuple = t[1];
-	assert_int_equal(cp_registry_add_flow(r, 10, &f, 45, &err), 0);
+	assert_int_equal(loomd_registry_add_flow(r, 10, &f, 45, &err), 0);
 
 	m = view(r, NULL);
-	cp_registry_release_due(r, 50, NULL);
+	loomd_registry_release_due(r, 50, NULL);
 	assert_int_equal(state_of(r, 10), CP_COFLOW_ACTIVE);
 	assert_int_equal(state_of(r, 20), CP_COFLOW_ACTIVE);
 	/* 10: some bytes, one flow done, then declared done */
-	assert_int_equal(cp_registry_flow_stat(r, &t[0], 500, true, 60), 0);
-	assert_int_equal(cp_registry_flow_stat(r, &t[1], 200, false, 60), 0);
+	assert_int_equal(loomd_registry_flow_stat(r, &t[0], 500, true, 60), 0);
+	assert_int_equal(loomd_registry_flow_stat(r, &t[1], 200, false, 60), 0);
 	/* bytes for 11 while it waits */
-	assert_int_equal(cp_registry_flow_stat(r, &t[2], 30, false, 70), 0);
-	assert_int_equal(cp_registry_coflow_done(r, 10, 80, &err), 0);
+	assert_int_equal(loomd_registry_flow_stat(r, &t[2], 30, false, 70), 0);
+	assert_int_equal(loomd_registry_coflow_done(r, 10, 80, &err), 0);
 	/* 11 ready at 130, 12 at 200 */
-	assert_int_equal(cp_registry_release_due(r, 150, NULL), 1);
+	assert_int_equal(loomd_registry_release_due(r, 150, NULL), 1);
 	assert_int_equal(state_of(r, 11), CP_COFLOW_ACTIVE);
 	assert_int_equal(state_of(r, 12), CP_COFLOW_READY);
-	assert_int_equal(cp_registry_flow_stat(r, &t[2], 970, true, 160), 0);
-	assert_int_equal(cp_registry_flow_stat(r, &t[3], 12345, false, 170), 0);
-	assert_int_equal(cp_registry_flow_stat(r, &t[5], 100, false, 170), 0);
+	assert_int_equal(loomd_registry_flow_stat(r, &t[2], 970, true, 160), 0);
+	assert_int_equal(loomd_registry_flow_stat(r, &t[3], 12345, false, 170), 0);
+	assert_int_equal(loomd_registry_flow_stat(r, &t[5], 100, false, 170), 0);
 	assert_ptr_equal(view(r, &rebuilt), m);
 	assert_false(rebuilt);
 	nb = capture(m, r, before, 8);
@@ -1126,7 +1127,7 @@ static void test_rebuild_keeps_state(void **state)
 	assert_same_states(before, nb, after, na);
 	/* flows too */
 	for (uint32_t i = 0; i < 6; i++) {
-		struct cp_rflow *fl = cp_registry_flow(r, &t[i]);
+		struct loomd_rflow *fl = loomd_registry_flow(r, &t[i]);
 
 		assert_non_null(fl);
 		assert_int_equal(m->flows[fl->view].done, fl->done || i == 1);
@@ -1134,46 +1135,46 @@ static void test_rebuild_keeps_state(void **state)
 			assert_true(m->flows[fl->view].remaining_bytes ==
 				    (double)(fl->bytes - fl->sent_bytes));
 	}
-	assert_true(m->flows[cp_registry_flow(r, &t[3])->view].remaining_bytes ==
+	assert_true(m->flows[loomd_registry_flow(r, &t[3])->view].remaining_bytes ==
 		    (double)(1u << 20));
 
 	/* an announced flow goes into a slot the view reserved: no rebuild, same states */
 	nb = capture(m, r, before, 8);
-	f = (struct cp_flow_spec){.src = 6, .dst = 7, .bytes = 10, .has_tuple = true};
+	f = (struct loomd_flow_spec){.src = 6, .dst = 7, .bytes = 10, .has_tuple = true};
 	f.tuple = t[6];
-	assert_int_equal(cp_registry_add_flow(r, 30, &f, 180, &err), 0);
+	assert_int_equal(loomd_registry_add_flow(r, 30, &f, 180, &err), 0);
 	m = view(r, &rebuilt);
 	assert_false(rebuilt);
 	na = capture(m, r, after, 8);
 	assert_same_states(before, nb, after, na);
 	{
-		struct cp_rflow *fl = cp_registry_flow(r, &t[6]);
+		struct loomd_rflow *fl = loomd_registry_flow(r, &t[6]);
 
 		assert_int_not_equal(fl->view, CP_NONE);
-		assert_int_equal(m->flows[fl->view].coflow, cp_registry_coflow(r, 30)->view);
+		assert_int_equal(m->flows[fl->view].coflow, loomd_registry_coflow(r, 30)->view);
 		assert_false(m->flows[fl->view].done);
 		assert_true(m->flows[fl->view].remaining_bytes == 10.0);
 	}
 	/* a forced rebuild gives the same view */
 	nb = capture(m, r, before, 8);
-	assert_int_equal(cp_registry_unregister(r, 99, &err), -ENOENT);
+	assert_int_equal(loomd_registry_unregister(r, 99, &err), -ENOENT);
 	m = view(r, &rebuilt);
 	na = capture(m, r, after, 8);
 	assert_same_states(before, nb, after, na);
 
 	/* rebuilt after the last flow of 11 ends: the job's end survives rebuilds too */
-	assert_int_equal(cp_registry_release_due(r, 200, NULL), 1);
-	assert_int_equal(cp_registry_flow_stat(r, &t[3], 1, true, 210), 0);
-	assert_int_equal(cp_registry_flow_stat(r, &t[4], 300, true, 220), 0);
-	assert_int_equal(cp_registry_job(r, 1)->done_ns, 220);
+	assert_int_equal(loomd_registry_release_due(r, 200, NULL), 1);
+	assert_int_equal(loomd_registry_flow_stat(r, &t[3], 1, true, 210), 0);
+	assert_int_equal(loomd_registry_flow_stat(r, &t[4], 300, true, 220), 0);
+	assert_int_equal(loomd_registry_job(r, 1)->done_ns, 220);
 	nb = capture(m, r, before, 8);
-	assert_int_equal(cp_registry_unregister(r, 2, &err), 0);
+	assert_int_equal(loomd_registry_unregister(r, 2, &err), 0);
 	m = view(r, &rebuilt);
 	assert_true(rebuilt);
 	na = capture(m, r, after, 8);
 	assert_int_equal(na, nb - 1);
 	assert_same_states(after, na, before, nb);
-	assert_int_equal(m->jobs[cp_registry_job(r, 1)->view].state, CP_JOB_DONE);
+	assert_int_equal(m->jobs[loomd_registry_job(r, 1)->view].state, CP_JOB_DONE);
 }
 
 /*
@@ -1185,7 +1186,7 @@ static void test_rebuild_keeps_state(void **state)
 static void test_expected_flows_reserve(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_registry *r = new_registry(fx->t, 10, 10, 1u << 20);
+	struct loomd_registry *r = new_registry(fx->t, 10, 10, 1u << 20);
 	struct loom_err err = {{0}};
 	uint32_t rebuilds = 0;
 	struct cp_model *m;
@@ -1198,12 +1199,12 @@ static void test_expected_flows_reserve(void **state)
 	m = view(r, &rebuilt);
 	assert_true(m->nflows <= 64);
 	for (uint32_t i = 0; i < 100; i++) {
-		struct cp_flow_spec f = flow_spec(i % NHOSTS, (i + 1) % NHOSTS, 10, i);
+		struct loomd_flow_spec f = flow_spec(i % NHOSTS, (i + 1) % NHOSTS, 10, i);
 
-		assert_int_equal(cp_registry_add_flow(r, 10, &f, 1, &err), 0);
+		assert_int_equal(loomd_registry_add_flow(r, 10, &f, 1, &err), 0);
 		m = view(r, &rebuilt);
 		rebuilds += rebuilt;
-		assert_int_not_equal(cp_registry_flow(r, &f.tuple)->view, CP_NONE);
+		assert_int_not_equal(loomd_registry_flow(r, &f.tuple)->view, CP_NONE);
 		assert_true(m->nflows <= 2 * (i + 1) + 64);
 	}
 	/* 16, 32, 64, 128 slots: a few rebuilds, not one per flow */
@@ -1211,7 +1212,7 @@ static void test_expected_flows_reserve(void **state)
 	jb_init(&j, 2);
 	jb_coflow(&j, 20, (1u << 20) + 1, 0);
 	expect_refused(r, &j, -ENOSPC, "expected_flows 1048577 exceeds max_flows (1048576)");
-	cp_registry_free(r);
+	loomd_registry_free(r);
 }
 
 /*
@@ -1221,7 +1222,7 @@ static void test_expected_flows_reserve(void **state)
 static void test_rebuild_job_finish_time(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_registry *r = fx->r;
+	struct loomd_registry *r = fx->r;
 	struct wire_tuple t1 = tup(1), t2 = tup(2);
 	struct cp_model *m;
 	bool rebuilt;
@@ -1234,11 +1235,11 @@ static void test_rebuild_job_finish_time(void **state)
 	jb_flow(&j, 1, 1, 2, 100, &t2);
 	jb_add_ok(r, &j, 0);
 	m = view(r, NULL);
-	assert_int_equal(cp_registry_flow_stat(r, &t2, 100, true, 100), 0);
-	assert_int_equal(cp_registry_flow_stat(r, &t1, 100, true, 200), 0);
-	assert_int_equal(cp_registry_coflow(r, 11)->done_ns, 100);
-	assert_int_equal(cp_registry_coflow(r, 10)->done_ns, 200);
-	assert_int_equal(cp_registry_job(r, 1)->done_ns, 200);
+	assert_int_equal(loomd_registry_flow_stat(r, &t2, 100, true, 100), 0);
+	assert_int_equal(loomd_registry_flow_stat(r, &t1, 100, true, 200), 0);
+	assert_int_equal(loomd_registry_coflow(r, 11)->done_ns, 100);
+	assert_int_equal(loomd_registry_coflow(r, 10)->done_ns, 200);
+	assert_int_equal(loomd_registry_job(r, 1)->done_ns, 200);
 	assert_int_equal(m->jobs[0].finish_ns, 200);
 
 	/* any change of shape rebuilds the view: job 1 still ended at 200 */
@@ -1247,10 +1248,10 @@ static void test_rebuild_job_finish_time(void **state)
 	jb_add_ok(r, &j, 300);
 	m = view(r, &rebuilt);
 	assert_true(rebuilt);
-	assert_int_equal(cp_registry_coflow(r, 11)->done_ns, 100);
-	assert_int_equal(cp_registry_coflow(r, 10)->done_ns, 200);
-	assert_int_equal(m->jobs[cp_registry_job(r, 1)->view].finish_ns, 200);
-	assert_int_equal(cp_registry_job(r, 1)->done_ns, 200);
+	assert_int_equal(loomd_registry_coflow(r, 11)->done_ns, 100);
+	assert_int_equal(loomd_registry_coflow(r, 10)->done_ns, 200);
+	assert_int_equal(m->jobs[loomd_registry_job(r, 1)->view].finish_ns, 200);
+	assert_int_equal(loomd_registry_job(r, 1)->done_ns, 200);
 }
 
 /*
@@ -1261,7 +1262,7 @@ static void test_rebuild_job_finish_time(void **state)
 static void test_rebuild_late_bytes(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_registry *r = fx->r;
+	struct loomd_registry *r = fx->r;
 	struct wire_tuple t1 = tup(1), t2 = tup(2);
 	struct cstate before[4], after[4];
 	uint32_t nb, na;
@@ -1276,11 +1277,11 @@ static void test_rebuild_late_bytes(void **state)
 	jb_flow(&j, 0, 1, 2, 100, &t2);
 	jb_add_ok(r, &j, 0);
 	m = view(r, NULL);
-	cp_registry_release_due(r, 0, NULL);
-	assert_int_equal(cp_registry_flow_stat(r, &t1, 100, true, 10), 0);
+	loomd_registry_release_due(r, 0, NULL);
+	assert_int_equal(loomd_registry_flow_stat(r, &t1, 100, true, 10), 0);
 	/* late bytes on a done flow */
-	assert_int_equal(cp_registry_flow_stat(r, &t1, 40, false, 20), -EALREADY);
-	assert_int_equal(cp_registry_coflow(r, 10)->sent_bytes, 140);
+	assert_int_equal(loomd_registry_flow_stat(r, &t1, 40, false, 20), -EALREADY);
+	assert_int_equal(loomd_registry_coflow(r, 10)->sent_bytes, 140);
 	nb = capture(m, r, before, 4);
 
 	jb_init(&j, 2);

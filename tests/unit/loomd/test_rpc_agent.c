@@ -3,8 +3,8 @@
  * Unit tests for controlplane/loomd/rpc_agent.c: the priority tables loomd
  * keeps for its agents and the versioned deltas it sends them. A server with
  * no listeners, no journal and a virtual clock (8 hosts, fifo, 4 classes
- * per host), agents on socketless test connections (cp_server_test_conn),
- * jobs put straight into the registry, passes run by cp_server_pass(); the
+ * per host), agents on socketless test connections (loomd_server_test_conn),
+ * jobs put straight into the registry, passes run by loomd_server_pass(); the
  * tables are read from the agents' connections. Checked: a Hello for a host
  * out of range is refused; an agent's table holds exactly its host's flows,
  * with the classes of the order, capped at the agent's own classes; a pass
@@ -37,14 +37,14 @@
 
 static int setup(void **state)
 {
-	struct cp_server *s = calloc(1, sizeof(*s));
-	struct cp_config cfg;
+	struct loomd_server *s = calloc(1, sizeof(*s));
+	struct loomd_config cfg;
 	struct loom_err err = {{0}};
 
 	if (!s)
 		return -1;
 	loom_log_set_level(LOOM_LOG_ERR);
-	cp_config_default(&cfg);
+	loomd_config_default(&cfg);
 	cfg.listen_unix[0] = 0;
 	cfg.listen_tcp[0] = 0;
 	cfg.admin_socket[0] = 0;
@@ -57,8 +57,8 @@ static int setup(void **state)
 	cfg.virtual_clock = true;
 	/* a test connection has no bufferevent to arm the agent timeout on */
 	cfg.agent_timeout_ns = 0;
-	if (cp_server_init(s, &cfg, &err) < 0) {
-		fprintf(stderr, "cp_server_init: %s\n", err.msg);
+	if (loomd_server_init(s, &cfg, &err) < 0) {
+		fprintf(stderr, "loomd_server_init: %s\n", err.msg);
 		free(s);
 		return -1;
 	}
@@ -68,9 +68,9 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	struct cp_server *s = *state;
+	struct loomd_server *s = *state;
 
-	cp_server_done(s);
+	loomd_server_done(s);
 	free(s);
 	return 0;
 }
@@ -90,11 +90,11 @@ static Loom__Hello agent_hello(uint32_t host, uint32_t classes)
 }
 
 /* An agent of host with classes classes, said hello through the wire. */
-static struct cp_conn *agent(struct cp_server *s, uint32_t host, uint32_t classes)
+static struct loomd_conn *agent(struct loomd_server *s, uint32_t host, uint32_t classes)
 {
 	Loom__Envelope env = LOOM__ENVELOPE__INIT;
 	Loom__Hello h = agent_hello(host, classes);
-	struct cp_conn *c = cp_server_test_conn(s);
+	struct loomd_conn *c = loomd_server_test_conn(s);
 	uint8_t *buf;
 	size_t len;
 
@@ -103,18 +103,18 @@ static struct cp_conn *agent(struct cp_server *s, uint32_t host, uint32_t classe
 	env.body_case = LOOM__ENVELOPE__BODY_HELLO;
 	env.hello = &h;
 	assert_int_equal(wire_encode(&env, s->cfg.max_frame, &buf, &len), 0);
-	assert_int_equal(cp_conn_feed(c, buf, len), 0);
+	assert_int_equal(loomd_conn_feed(c, buf, len), 0);
 	free(buf);
-	assert_int_equal(c->role, CP_ROLE_AGENT);
+	assert_int_equal(c->role, LOOMD_ROLE_AGENT);
 	assert_ptr_equal(s->agent_of_host[host], c);
 	return c;
 }
 
-static void pass_ok(struct cp_server *s)
+static void pass_ok(struct loomd_server *s)
 {
 	struct loom_err err = {{0}};
 
-	if (cp_server_pass(s, &err) < 0)
+	if (loomd_server_pass(s, &err) < 0)
 		fail_msg("pass: %s", err.msg);
 }
 
@@ -147,13 +147,13 @@ static struct wire_tuple tup(uint32_t n)
  *   C (id 12): 0 -> 5 (tuple 4), 6 -> 7 (tuple 5)
  * Host 0 sends a flow of each, in classes 0, 1, 2 there.
  */
-static void add_abc(struct cp_server *s)
+static void add_abc(struct loomd_server *s)
 {
 	static const uint32_t hosts[5][3] = {
 		{0, 0, 1}, {0, 2, 3}, {1, 0, 4}, {2, 0, 5}, {2, 6, 7}}; /* coflow, src, dst */
-	struct cp_flow_spec f[5];
-	struct cp_coflow_spec c[3];
-	struct cp_job_spec j;
+	struct loomd_flow_spec f[5];
+	struct loomd_coflow_spec c[3];
+	struct loomd_job_spec j;
 	struct loom_err err = {{0}};
 	int rc;
 
@@ -182,7 +182,7 @@ static void add_abc(struct cp_server *s)
 	snprintf(j.name, sizeof(j.name), "job1");
 	j.ncoflows = 3;
 	j.coflows = c;
-	rc = cp_registry_add_job(s->reg, &j, 0, &err);
+	rc = loomd_registry_add_job(s->reg, &j, 0, &err);
 	if (rc != 0)
 		fail_msg("add_job: %d %s", rc, err.msg);
 	assert_int_equal(loom_vclock_advance_to(&s->vclock, 100), 0);
@@ -191,17 +191,17 @@ static void add_abc(struct cp_server *s)
 /* ---- reading an agent's table --------------------------------------------------------------- */
 
 /* The class agent c has for coflow id, or -1 when it has no entry. */
-static int64_t table_class(const struct cp_conn *c, uint64_t id)
+static int64_t table_class(const struct loomd_conn *c, uint64_t id)
 {
 	uint64_t v;
 
 	if (!loom_hmap_get(&c->coflows, id, &v))
 		return -1;
-	return ((const struct cp_agent_coflow *)(uintptr_t)v)->cls;
+	return ((const struct loomd_agent_coflow *)(uintptr_t)v)->cls;
 }
 
 /* The coflow agent c maps the flow with test tuple n to, or 0 when it has no entry. */
-static uint64_t table_flow(const struct cp_conn *c, uint32_t n)
+static uint64_t table_flow(const struct loomd_conn *c, uint32_t n)
 {
 	struct wire_tuple t = tup(n);
 	struct loom_hmap_iter it;
@@ -209,7 +209,7 @@ static uint64_t table_flow(const struct cp_conn *c, uint32_t n)
 
 	loom_hmap_iter_init(&c->flows, &it);
 	while (loom_hmap_iter_next(&c->flows, &it, NULL, &v)) {
-		const struct cp_agent_flow *e = (const struct cp_agent_flow *)(uintptr_t)v;
+		const struct loomd_agent_flow *e = (const struct loomd_agent_flow *)(uintptr_t)v;
 
 		if (wire_tuple_eq(&e->tuple, &t))
 			return e->coflow_id;
@@ -225,16 +225,16 @@ static uint64_t table_flow(const struct cp_conn *c, uint32_t n)
  */
 static void test_hello_bad_host(void **state)
 {
-	struct cp_server *s = *state;
-	struct cp_conn *c = cp_server_test_conn(s);
+	struct loomd_server *s = *state;
+	struct loomd_conn *c = loomd_server_test_conn(s);
 	Loom__Hello h = agent_hello(NHOSTS, 4);
 	struct loom_err err = {{0}};
 
 	assert_non_null(c);
-	assert_int_equal(cp_agent_hello(c, &h, &err), -EINVAL);
+	assert_int_equal(loomd_agent_hello(c, &h, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "out of range"));
 	assert_int_equal(s->nagents, 0);
-	assert_int_not_equal(c->role, CP_ROLE_AGENT);
+	assert_int_not_equal(c->role, LOOMD_ROLE_AGENT);
 }
 
 /*
@@ -243,8 +243,8 @@ static void test_hello_bad_host(void **state)
  */
 static void test_first_table(void **state)
 {
-	struct cp_server *s = *state;
-	struct cp_conn *a0 = agent(s, 0, 4), *a6 = agent(s, 6, 4);
+	struct loomd_server *s = *state;
+	struct loomd_conn *a0 = agent(s, 0, 4), *a6 = agent(s, 6, 4);
 
 	add_abc(s);
 	pass_ok(s);
@@ -271,8 +271,8 @@ static void test_first_table(void **state)
 /* An agent with fewer classes than loomd gets them capped at its lowest. */
 static void test_agent_classes_cap(void **state)
 {
-	struct cp_server *s = *state;
-	struct cp_conn *a0 = agent(s, 0, 2);
+	struct loomd_server *s = *state;
+	struct loomd_conn *a0 = agent(s, 0, 2);
 
 	add_abc(s);
 	pass_ok(s);
@@ -287,8 +287,8 @@ static void test_agent_classes_cap(void **state)
  */
 static void test_unchanged_pass_sends_nothing(void **state)
 {
-	struct cp_server *s = *state;
-	struct cp_conn *a0 = agent(s, 0, 4);
+	struct loomd_server *s = *state;
+	struct loomd_conn *a0 = agent(s, 0, 4);
 	uint64_t sent;
 
 	add_abc(s);
@@ -308,16 +308,16 @@ static void test_unchanged_pass_sends_nothing(void **state)
  */
 static void test_finished_coflow_delta(void **state)
 {
-	struct cp_server *s = *state;
-	struct cp_conn *a0 = agent(s, 0, 4);
+	struct loomd_server *s = *state;
+	struct loomd_conn *a0 = agent(s, 0, 4);
 	struct wire_tuple t1 = tup(1), t2 = tup(2);
 	uint64_t sent;
 
 	add_abc(s);
 	pass_ok(s);
 	sent = s->st.tables_sent;
-	assert_int_equal(cp_registry_flow_stat(s->reg, &t1, 1000000, true, 150), 0);
-	assert_int_equal(cp_registry_flow_stat(s->reg, &t2, 1000000, true, 150), 0);
+	assert_int_equal(loomd_registry_flow_stat(s->reg, &t1, 1000000, true, 150), 0);
+	assert_int_equal(loomd_registry_flow_stat(s->reg, &t2, 1000000, true, 150), 0);
 	assert_int_equal(loom_vclock_advance_to(&s->vclock, 200), 0);
 	pass_ok(s);
 	assert_int_equal(a0->table_version, 2);
@@ -336,8 +336,8 @@ static void test_finished_coflow_delta(void **state)
  */
 static void test_resync(void **state)
 {
-	struct cp_server *s = *state;
-	struct cp_conn *a0 = agent(s, 0, 4);
+	struct loomd_server *s = *state;
+	struct loomd_conn *a0 = agent(s, 0, 4);
 	Loom__Envelope env = LOOM__ENVELOPE__INIT;
 	Loom__Resync rs = LOOM__RESYNC__INIT;
 
@@ -346,7 +346,7 @@ static void test_resync(void **state)
 	assert_int_equal(a0->table_version, 1);
 	env.body_case = LOOM__ENVELOPE__BODY_RESYNC;
 	env.resync = &rs;
-	cp_rpc_agent(a0, &env);
+	loomd_rpc_agent(a0, &env);
 	assert_true(a0->need_full);
 	pass_ok(s);
 	assert_int_equal(a0->table_version, 2);
@@ -357,14 +357,14 @@ static void test_resync(void **state)
 /* With the last job unregistered, the next pass empties every agent's table. */
 static void test_no_jobs_empties_tables(void **state)
 {
-	struct cp_server *s = *state;
-	struct cp_conn *a0 = agent(s, 0, 4);
+	struct loomd_server *s = *state;
+	struct loomd_conn *a0 = agent(s, 0, 4);
 	struct loom_err err = {{0}};
 
 	add_abc(s);
 	pass_ok(s);
 	assert_int_equal(loom_hmap_count(&a0->flows), 3);
-	assert_int_equal(cp_registry_unregister(s->reg, 1, &err), 0);
+	assert_int_equal(loomd_registry_unregister(s->reg, 1, &err), 0);
 	pass_ok(s);
 	assert_int_equal(a0->table_version, 2);
 	assert_int_equal(loom_hmap_count(&a0->flows), 0);

@@ -33,9 +33,9 @@
 #define JB_FLOWS   6
 
 struct jb {
-	struct cp_job_spec s;
-	struct cp_coflow_spec c[JB_COFLOWS];
-	struct cp_flow_spec f[JB_COFLOWS][JB_FLOWS];
+	struct loomd_job_spec s;
+	struct loomd_coflow_spec c[JB_COFLOWS];
+	struct loomd_flow_spec f[JB_COFLOWS][JB_FLOWS];
 };
 
 /* The n-th test tuple: 10.1.x.y:1000+n -> 10.2.x.y:80, TCP. */
@@ -82,7 +82,7 @@ static uint32_t jb_coflow(struct jb *j, uint64_t id, uint64_t offset_ns)
 static void jb_flow(struct jb *j, uint32_t ci, uint32_t src, uint32_t dst, uint64_t bytes,
 		    uint32_t n)
 {
-	struct cp_flow_spec *f = &j->f[ci][j->c[ci].nflows++];
+	struct loomd_flow_spec *f = &j->f[ci][j->c[ci].nflows++];
 
 	assert_true(j->c[ci].nflows <= JB_FLOWS);
 	f->src = src;
@@ -93,7 +93,7 @@ static void jb_flow(struct jb *j, uint32_t ci, uint32_t src, uint32_t dst, uint6
 	j->c[ci].expected_flows = j->c[ci].nflows;
 }
 
-static void jb_add_ok(struct cp_registry *r, struct jb *j, uint64_t now_ns)
+static void jb_add_ok(struct loomd_registry *r, struct jb *j, uint64_t now_ns)
 {
 	struct loom_err err = {{0}};
 	int rc;
@@ -101,7 +101,7 @@ static void jb_add_ok(struct cp_registry *r, struct jb *j, uint64_t now_ns)
 	j->s.coflows = j->c;
 	for (uint32_t i = 0; i < j->s.ncoflows; i++)
 		j->c[i].flows = j->f[i];
-	rc = cp_registry_add_job(r, &j->s, now_ns, &err);
+	rc = loomd_registry_add_job(r, &j->s, now_ns, &err);
 	if (rc != 0)
 		fail_msg("add_job %llu: %d %s", (unsigned long long)j->s.id, rc, err.msg);
 }
@@ -110,13 +110,13 @@ static void jb_add_ok(struct cp_registry *r, struct jb *j, uint64_t now_ns)
 
 struct fx {
 	struct topo *t;
-	struct cp_registry *r;
-	struct cp_sched *s;
+	struct loomd_registry *r;
+	struct loomd_sched *s;
 };
 
 static int setup(void **state)
 {
-	struct cp_registry_limits lim = {100, 1000, 1000, 1u << 20};
+	struct loomd_registry_limits lim = {100, 1000, 1000, 1u << 20};
 	struct fx *f = calloc(1, sizeof(*f));
 
 	if (!f)
@@ -124,7 +124,7 @@ static int setup(void **state)
 	f->t = topo_new_bigswitch(NHOSTS, TOPO_DEFAULT_BPS);
 	if (!f->t)
 		return -1;
-	f->r = cp_registry_new(f->t, &lim);
+	f->r = loomd_registry_new(f->t, &lim);
 	if (!f->r)
 		return -1;
 	*state = f;
@@ -135,8 +135,8 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 
-	cp_sched_free(f->s);
-	cp_registry_free(f->r);
+	loomd_sched_free(f->s);
+	loomd_registry_free(f->r);
 	topo_free(f->t);
 	free(f);
 	return 0;
@@ -149,25 +149,25 @@ static void assert_contains(const char *hay, const char *needle)
 }
 
 /* Makes fx's scheduler, which must succeed. */
-static struct cp_sched *new_sched(struct fx *fx, const char *spec, uint32_t k,
-				  enum policy_class_assign a)
+static struct loomd_sched *new_sched(struct fx *fx, const char *spec, uint32_t k,
+				     enum policy_class_assign a)
 {
 	struct loom_err err = {{0}};
 
-	fx->s = cp_sched_new(fx->r, fx->t, spec, NULL, k, a, 1, &err);
+	fx->s = loomd_sched_new(fx->r, fx->t, spec, NULL, k, a, 1, &err);
 	if (!fx->s)
-		fail_msg("cp_sched_new '%s': %s", spec, err.msg);
+		fail_msg("loomd_sched_new '%s': %s", spec, err.msg);
 	return fx->s;
 }
 
-static struct cp_sched_result pass_ok(struct cp_sched *s, uint64_t now_ns)
+static struct loomd_sched_result pass_ok(struct loomd_sched *s, uint64_t now_ns)
 {
 	struct loom_err err = {{0}};
-	struct cp_sched_result res;
+	struct loomd_sched_result res;
 	int rc;
 
 	memset(&res, 0xa5, sizeof(res));
-	rc = cp_sched_pass(s, now_ns, &res, &err);
+	rc = loomd_sched_pass(s, now_ns, &res, &err);
 	if (rc != 0)
 		fail_msg("pass at %llu: %d %s", (unsigned long long)now_ns, rc, err.msg);
 	return res;
@@ -177,21 +177,21 @@ static struct cp_sched_result pass_ok(struct cp_sched *s, uint64_t now_ns)
 static uint32_t cls(const struct fx *fx, uint32_t n)
 {
 	struct wire_tuple t = tup(n);
-	const struct cp_rflow *f = cp_registry_flow(fx->r, &t);
+	const struct loomd_rflow *f = loomd_registry_flow(fx->r, &t);
 
 	assert_non_null(f);
 	assert_true(f->view != CP_NONE);
-	return cp_sched_flow_class(fx->s, f->view);
+	return loomd_sched_flow_class(fx->s, f->view);
 }
 
 /* The position of coflow id in the last order (CP_NONE: not ordered). */
 static uint32_t rank_of(const struct fx *fx, uint64_t id)
 {
-	const struct cp_rcoflow *c = cp_registry_coflow(fx->r, id);
+	const struct loomd_rcoflow *c = loomd_registry_coflow(fx->r, id);
 
 	assert_non_null(c);
 	assert_true(c->view != CP_NONE);
-	return cp_sched_rank(fx->s, c->view);
+	return loomd_sched_rank(fx->s, c->view);
 }
 
 /*
@@ -222,39 +222,39 @@ static void add_abc(struct fx *fx)
 
 /*
  * A bad spec (unknown policy, unknown option) or an unloadable weights file fails
- * cp_sched_new with errno and a message, not a crash; K = 0 becomes one class.
+ * loomd_sched_new with errno and a message, not a crash; K = 0 becomes one class.
  */
 static void test_new_refusals(void **state)
 {
 	struct fx *fx = *state;
 	struct loom_err err = {{0}};
-	struct cp_sched *s;
+	struct loomd_sched *s;
 
 	errno = 0;
-	s = cp_sched_new(fx->r, fx->t, "nosuch", NULL, 4, POLICY_CLASSES_CONFLICT, 1, &err);
+	s = loomd_sched_new(fx->r, fx->t, "nosuch", NULL, 4, POLICY_CLASSES_CONFLICT, 1, &err);
 	assert_null(s);
 	assert_int_equal(errno, ENOENT);
 	assert_contains(err.msg, "unknown policy 'nosuch'");
 
 	memset(&err, 0, sizeof(err));
 	errno = 0;
-	s = cp_sched_new(fx->r, fx->t, "fifo:nosuchopt=1", NULL, 4, POLICY_CLASSES_CONFLICT, 1,
-			 &err);
+	s = loomd_sched_new(fx->r, fx->t, "fifo:nosuchopt=1", NULL, 4, POLICY_CLASSES_CONFLICT, 1,
+			    &err);
 	assert_null(s);
 	assert_int_not_equal(errno, 0);
 	assert_contains(err.msg, "nosuchopt");
 
 	memset(&err, 0, sizeof(err));
 	errno = 0;
-	s = cp_sched_new(fx->r, fx->t, "fifo", "/nonexistent/loom-weights.bin", 4,
-			 POLICY_CLASSES_CONFLICT, 1, &err);
+	s = loomd_sched_new(fx->r, fx->t, "fifo", "/nonexistent/loom-weights.bin", 4,
+			    POLICY_CLASSES_CONFLICT, 1, &err);
 	assert_null(s);
 	assert_int_not_equal(errno, 0);
 	assert_contains(err.msg, "weights: ");
 
 	s = new_sched(fx, "fifo", 0, POLICY_CLASSES_CONFLICT);
-	assert_int_equal(cp_sched_classes(s), 1);
-	assert_string_equal(cp_sched_policy(s), "fifo");
+	assert_int_equal(loomd_sched_classes(s), 1);
+	assert_string_equal(loomd_sched_policy(s), "fifo");
 }
 
 /*
@@ -266,31 +266,31 @@ static void test_set_policy(void **state)
 	struct fx *fx = *state;
 	struct loom_err err = {{0}};
 	char longspec[POLICY_SPEC_MAX + 8];
-	struct cp_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
+	struct loomd_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
 
 	add_abc(fx);
-	assert_int_equal(cp_sched_set_policy(s, "nosuch", &err), -ENOENT);
+	assert_int_equal(loomd_sched_set_policy(s, "nosuch", &err), -ENOENT);
 	assert_contains(err.msg, "unknown policy 'nosuch'");
-	assert_string_equal(cp_sched_policy(s), "fifo");
+	assert_string_equal(loomd_sched_policy(s), "fifo");
 
 	memset(&err, 0, sizeof(err));
-	assert_true(cp_sched_set_policy(s, "scf:nosuchopt=2", &err) < 0);
+	assert_true(loomd_sched_set_policy(s, "scf:nosuchopt=2", &err) < 0);
 	assert_contains(err.msg, "nosuchopt");
-	assert_string_equal(cp_sched_policy(s), "fifo");
+	assert_string_equal(loomd_sched_policy(s), "fifo");
 
 	memset(longspec, 'x', sizeof(longspec) - 1);
 	longspec[sizeof(longspec) - 1] = '\0';
 	memset(&err, 0, sizeof(err));
-	assert_int_equal(cp_sched_set_policy(s, longspec, &err), -EINVAL);
+	assert_int_equal(loomd_sched_set_policy(s, longspec, &err), -EINVAL);
 	assert_contains(err.msg, "longer than");
-	assert_string_equal(cp_sched_policy(s), "fifo");
+	assert_string_equal(loomd_sched_policy(s), "fifo");
 
 	/* the old policy still decides */
 	assert_true(pass_ok(s, 100).decided);
-	assert_int_equal(cp_sched_decisions(s), 1);
+	assert_int_equal(loomd_sched_decisions(s), 1);
 
-	assert_int_equal(cp_sched_set_policy(s, "scf", &err), 0);
-	assert_string_equal(cp_sched_policy(s), "scf");
+	assert_int_equal(loomd_sched_set_policy(s, "scf", &err), 0);
+	assert_string_equal(loomd_sched_policy(s), "scf");
 	assert_true(pass_ok(s, 100).decided);
 }
 
@@ -304,28 +304,28 @@ static void test_empty_registry(void **state)
 {
 	struct fx *fx = *state;
 	struct loom_err err = {{0}};
-	struct cp_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_CONFLICT);
-	struct cp_sched_result res = pass_ok(s, 0);
+	struct loomd_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_CONFLICT);
+	struct loomd_sched_result res = pass_ok(s, 0);
 
 	assert_false(res.decided);
 	assert_int_equal(res.released, 0);
 	assert_true(res.next_ns == CP_TIME_NEVER);
-	assert_null(cp_sched_view(s));
-	assert_null(cp_sched_decision(s));
-	assert_int_equal(cp_sched_decisions(s), 0);
+	assert_null(loomd_sched_view(s));
+	assert_null(loomd_sched_decision(s));
+	assert_int_equal(loomd_sched_decisions(s), 0);
 
 	add_abc(fx);
 	res = pass_ok(s, 100);
 	assert_true(res.decided);
-	assert_non_null(cp_sched_view(s));
-	assert_non_null(cp_sched_decision(s));
-	assert_int_equal(cp_sched_decision(s)->norder, 3);
+	assert_non_null(loomd_sched_view(s));
+	assert_non_null(loomd_sched_decision(s));
+	assert_int_equal(loomd_sched_decision(s)->norder, 3);
 
-	assert_int_equal(cp_registry_unregister(fx->r, 1, &err), 0);
+	assert_int_equal(loomd_registry_unregister(fx->r, 1, &err), 0);
 	res = pass_ok(s, 200);
 	assert_false(res.decided);
-	assert_null(cp_sched_view(s));
-	assert_null(cp_sched_decision(s));
+	assert_null(loomd_sched_view(s));
+	assert_null(loomd_sched_decision(s));
 }
 
 /*
@@ -335,13 +335,13 @@ static void test_empty_registry(void **state)
 static void test_per_host_classes(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
-	struct cp_sched_result res;
+	struct loomd_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
+	struct loomd_sched_result res;
 
 	add_abc(fx);
 	res = pass_ok(s, 100);
 	assert_true(res.decided);
-	assert_int_equal(cp_sched_decision(s)->norder, 3);
+	assert_int_equal(loomd_sched_decision(s)->norder, 3);
 	assert_int_equal(rank_of(fx, 10), 0);
 	assert_int_equal(rank_of(fx, 11), 1);
 	assert_int_equal(rank_of(fx, 12), 2);
@@ -359,7 +359,7 @@ static void test_per_host_classes(void **state)
 static void test_conflict_classes(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_CONFLICT);
+	struct loomd_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_CONFLICT);
 
 	add_abc(fx);
 	assert_true(pass_ok(s, 100).decided);
@@ -389,7 +389,7 @@ static void test_k_cap(void **state)
 	}
 	jb_add_ok(fx->r, &j, 0);
 	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
-		struct cp_sched *s = new_sched(fx, "fifo", 2, modes[m]);
+		struct loomd_sched *s = new_sched(fx, "fifo", 2, modes[m]);
 
 		assert_true(pass_ok(s, 100).decided);
 		assert_int_equal(rank_of(fx, 13), 3);
@@ -397,9 +397,9 @@ static void test_k_cap(void **state)
 		assert_int_equal(cls(fx, 2), 1);
 		assert_int_equal(cls(fx, 3), 1);
 		assert_int_equal(cls(fx, 4), 1);
-		assert_int_equal(cp_sched_flow_class(s, 1000000), 1);
-		assert_int_equal(cp_sched_rank(s, 1000000), CP_NONE);
-		fx->s = cp_sched_free(s);
+		assert_int_equal(loomd_sched_flow_class(s, 1000000), 1);
+		assert_int_equal(loomd_sched_rank(s, 1000000), CP_NONE);
+		fx->s = loomd_sched_free(s);
 	}
 }
 
@@ -410,7 +410,7 @@ static void test_k_cap(void **state)
 static void test_policy_classes_kept(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_sched *s = new_sched(fx, "fair", 4, POLICY_CLASSES_PER_HOST);
+	struct loomd_sched *s = new_sched(fx, "fair", 4, POLICY_CLASSES_PER_HOST);
 
 	add_abc(fx);
 	assert_true(pass_ok(s, 100).decided);
@@ -425,8 +425,8 @@ static void test_policy_classes_kept(void **state)
 static void test_release_and_next(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
-	struct cp_sched_result res;
+	struct loomd_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
+	struct loomd_sched_result res;
 	struct jb j;
 
 	jb_init(&j, 1);
@@ -441,7 +441,7 @@ static void test_release_and_next(void **state)
 	assert_true(res.decided);
 	assert_int_equal(res.released, 1);
 	assert_true(res.next_ns == 6000);
-	assert_int_equal(cp_sched_decision(s)->norder, 1);
+	assert_int_equal(loomd_sched_decision(s)->norder, 1);
 	assert_int_equal(rank_of(fx, 10), 0);
 	assert_int_equal(rank_of(fx, 11), CP_NONE);
 	assert_int_equal(cls(fx, 2), 3); /* not released: the lowest class */
@@ -460,17 +460,17 @@ static void test_release_and_next(void **state)
 static void test_finished_coflow(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
+	struct loomd_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
 	struct wire_tuple t1 = tup(1), t2 = tup(2);
 
 	add_abc(fx);
 	assert_true(pass_ok(s, 100).decided);
 	assert_int_equal(cls(fx, 3), 1);
 
-	assert_int_equal(cp_registry_flow_stat(fx->r, &t1, 1000, true, 150), 0);
-	assert_int_equal(cp_registry_flow_stat(fx->r, &t2, 1000, true, 150), 0);
+	assert_int_equal(loomd_registry_flow_stat(fx->r, &t1, 1000, true, 150), 0);
+	assert_int_equal(loomd_registry_flow_stat(fx->r, &t2, 1000, true, 150), 0);
 	assert_true(pass_ok(s, 200).decided);
-	assert_int_equal(cp_sched_decision(s)->norder, 2);
+	assert_int_equal(loomd_sched_decision(s)->norder, 2);
 	assert_int_equal(rank_of(fx, 10), CP_NONE);
 	assert_int_equal(rank_of(fx, 11), 0);
 	assert_int_equal(rank_of(fx, 12), 1);
@@ -487,27 +487,27 @@ static void test_finished_coflow(void **state)
 static void test_pass_unchanged(void **state)
 {
 	struct fx *fx = *state;
-	struct cp_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
+	struct loomd_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
 	uint32_t before[5], order[3];
 	const struct cp_model *v;
-	struct cp_sched_result res;
+	struct loomd_sched_result res;
 
 	add_abc(fx);
 	assert_true(pass_ok(s, 100).decided);
-	v = cp_sched_view(s);
-	memcpy(order, cp_sched_decision(s)->order, sizeof(order));
+	v = loomd_sched_view(s);
+	memcpy(order, loomd_sched_decision(s)->order, sizeof(order));
 	for (uint32_t n = 1; n <= 5; n++)
 		before[n - 1] = cls(fx, n);
 
 	res = pass_ok(s, 100);
 	assert_true(res.decided);
 	assert_int_equal(res.released, 0);
-	assert_ptr_equal(cp_sched_view(s), v);
-	assert_int_equal(cp_sched_decision(s)->norder, 3);
-	assert_memory_equal(cp_sched_decision(s)->order, order, sizeof(order));
+	assert_ptr_equal(loomd_sched_view(s), v);
+	assert_int_equal(loomd_sched_decision(s)->norder, 3);
+	assert_memory_equal(loomd_sched_decision(s)->order, order, sizeof(order));
 	for (uint32_t n = 1; n <= 5; n++)
 		assert_int_equal(cls(fx, n), before[n - 1]);
-	assert_int_equal(cp_sched_decisions(s), 2);
+	assert_int_equal(loomd_sched_decisions(s), 2);
 }
 
 /*
@@ -518,7 +518,7 @@ static void test_switch_policy(void **state)
 {
 	struct fx *fx = *state;
 	struct loom_err err = {{0}};
-	struct cp_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
+	struct loomd_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
 	struct jb j;
 
 	jb_init(&j, 1);
@@ -532,7 +532,7 @@ static void test_switch_policy(void **state)
 	assert_int_equal(rank_of(fx, 10), 0);
 	assert_int_equal(cls(fx, 2), 1);
 
-	assert_int_equal(cp_sched_set_policy(s, "scf", &err), 0);
+	assert_int_equal(loomd_sched_set_policy(s, "scf", &err), 0);
 	assert_true(pass_ok(s, 200).decided);
 	assert_int_equal(rank_of(fx, 11), 0);
 	assert_int_equal(rank_of(fx, 10), 1);

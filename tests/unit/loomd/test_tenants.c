@@ -26,14 +26,14 @@
 
 #define TOK_A  "aaaaaaaaaaaaaaaaaaaaaaaa"
 #define TOK_A2 "a2a2a2a2a2a2a2a2a2a2a2a2"
-#define TOK_B  "bbbbbbbbbbbbbbbb" /* CP_TOKEN_MIN characters exactly */
+#define TOK_B  "bbbbbbbbbbbbbbbb" /* LOOMD_TOKEN_MIN characters exactly */
 
-static struct cp_tokens *parse_ok(const char *text)
+static struct loomd_tokens *parse_ok(const char *text)
 {
-	struct cp_tokens *t = NULL;
+	struct loomd_tokens *t = NULL;
 	struct loom_err err = {{0}};
 
-	if (cp_tokens_parse("t.tokens", text, strlen(text), &t, &err) < 0)
+	if (loomd_tokens_parse("t.tokens", text, strlen(text), &t, &err) < 0)
 		fail_msg("unexpected error: %s", err.msg);
 	assert_non_null(t);
 	return t;
@@ -42,10 +42,11 @@ static struct cp_tokens *parse_ok(const char *text)
 /* text must be refused with -want and a message starting "t.tokens:LINE: " holding needle. */
 static void parse_bad(const char *text, size_t len, int want, unsigned line, const char *needle)
 {
-	struct cp_tokens *t = NULL;
+	struct loomd_tokens *t = NULL;
 	struct loom_err err = {{0}};
 	char prefix[64];
-	int r = cp_tokens_parse("t.tokens", text, len == SIZE_MAX ? strlen(text) : len, &t, &err);
+	int r = loomd_tokens_parse("t.tokens", text, len == SIZE_MAX ? strlen(text) : len, &t,
+				   &err);
 
 	if (r != -want)
 		fail_msg("expected %d, got %d (%s) for:\n%s", -want, r, err.msg, text);
@@ -66,7 +67,7 @@ static void test_parse_good(void **state)
 			   "spark\t" TOK_A2 "\r\n"
 			   "  mpi  -  announce_rate=500 flows=1000\n"
 			   "x.y_z-1 " TOK_B;
-	struct cp_tokens *t;
+	struct loomd_tokens *t;
 
 	(void)state;
 	t = parse_ok(text);
@@ -74,7 +75,7 @@ static void test_parse_good(void **state)
 	assert_string_equal(t->v[0].tenant, "spark");
 	assert_string_equal(t->v[0].token, TOK_A);
 	assert_int_equal(t->v[0].line, 3);
-	assert_int_equal(t->v[0].quota_set, CP_QUOTA_JOBS | CP_QUOTA_COFLOWS);
+	assert_int_equal(t->v[0].quota_set, LOOMD_QUOTA_JOBS | LOOMD_QUOTA_COFLOWS);
 	assert_int_equal(t->v[0].quota.jobs, 10);
 	assert_int_equal(t->v[0].quota.coflows, 20);
 	assert_string_equal(t->v[1].tenant, "spark");
@@ -83,7 +84,7 @@ static void test_parse_good(void **state)
 	assert_int_equal(t->v[1].line, 4);
 	assert_string_equal(t->v[2].tenant, "mpi");
 	assert_string_equal(t->v[2].token, "");
-	assert_int_equal(t->v[2].quota_set, CP_QUOTA_RATE | CP_QUOTA_FLOWS);
+	assert_int_equal(t->v[2].quota_set, LOOMD_QUOTA_RATE | LOOMD_QUOTA_FLOWS);
 	assert_int_equal(t->v[2].quota.announce_rate, 500);
 	assert_int_equal(t->v[2].quota.flows, 1000);
 	assert_string_equal(t->v[3].tenant, "x.y_z-1");
@@ -91,25 +92,25 @@ static void test_parse_good(void **state)
 	assert_int_equal(t->v[3].line, 6);
 
 	/* lookups: exact tokens only; "-" lines have none */
-	assert_ptr_equal(cp_tokens_find(t, TOK_A), &t->v[0]);
-	assert_ptr_equal(cp_tokens_find(t, TOK_A2), &t->v[1]);
-	assert_ptr_equal(cp_tokens_find(t, TOK_B), &t->v[3]);
-	assert_null(cp_tokens_find(t, TOK_A "a"));
-	assert_null(cp_tokens_find(t, "aaaaaaaaaaaaaaaaaaaaaaa"));
-	assert_null(cp_tokens_find(t, ""));
-	assert_null(cp_tokens_find(t, "-"));
-	assert_null(cp_tokens_find(t, NULL));
-	assert_null(cp_tokens_find(NULL, TOK_A));
-	cp_tokens_free(t);
+	assert_ptr_equal(loomd_tokens_find(t, TOK_A), &t->v[0]);
+	assert_ptr_equal(loomd_tokens_find(t, TOK_A2), &t->v[1]);
+	assert_ptr_equal(loomd_tokens_find(t, TOK_B), &t->v[3]);
+	assert_null(loomd_tokens_find(t, TOK_A "a"));
+	assert_null(loomd_tokens_find(t, "aaaaaaaaaaaaaaaaaaaaaaa"));
+	assert_null(loomd_tokens_find(t, ""));
+	assert_null(loomd_tokens_find(t, "-"));
+	assert_null(loomd_tokens_find(t, NULL));
+	assert_null(loomd_tokens_find(NULL, TOK_A));
+	loomd_tokens_free(t);
 
 	/* an empty file, and one of comments: no tenants */
 	t = parse_ok("");
 	assert_int_equal(t->n, 0);
-	cp_tokens_free(t);
+	loomd_tokens_free(t);
 	t = parse_ok("# nothing yet\n   \n\t# still nothing\n");
 	assert_int_equal(t->n, 0);
-	cp_tokens_free(t);
-	assert_null(cp_tokens_free(NULL));
+	loomd_tokens_free(t);
+	assert_null(loomd_tokens_free(NULL));
 }
 
 static void test_parse_bad(void **state)
@@ -158,21 +159,21 @@ static void test_parse_bad_lengths(void **state)
 static void test_load(void **state)
 {
 	char dir[] = "/tmp/loom-tokens-XXXXXX", path[64], cmd[96];
-	struct cp_tokens *t = NULL;
+	struct loomd_tokens *t = NULL;
 	struct loom_err err = {{0}};
 	FILE *f;
 
 	(void)state;
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/tokens", dir);
-	assert_int_equal(cp_tokens_load(path, &t, &err), -ENOENT);
+	assert_int_equal(loomd_tokens_load(path, &t, &err), -ENOENT);
 	assert_null(t);
 	assert_non_null(strstr(err.msg, path));
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fputs("# ok\nspark " TOK_A "\nmpi - jobs=3\nbroken\n", f);
 	assert_int_equal(fclose(f), 0);
-	assert_int_equal(cp_tokens_load(path, &t, &err), -EINVAL);
+	assert_int_equal(loomd_tokens_load(path, &t, &err), -EINVAL);
 	assert_null(t);
 	{
 		char want[128];
@@ -184,10 +185,10 @@ static void test_load(void **state)
 	assert_non_null(f);
 	fputs("spark " TOK_A "\nmpi - jobs=3\n", f);
 	assert_int_equal(fclose(f), 0);
-	assert_int_equal(cp_tokens_load(path, &t, &err), 0);
+	assert_int_equal(loomd_tokens_load(path, &t, &err), 0);
 	assert_int_equal(t->n, 2);
 	assert_int_equal(t->v[1].quota.jobs, 3);
-	cp_tokens_free(t);
+	loomd_tokens_free(t);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
 }
@@ -195,42 +196,42 @@ static void test_load(void **state)
 static void test_names(void **state)
 {
 	(void)state;
-	assert_true(cp_tenant_name_valid("default"));
-	assert_true(cp_tenant_name_valid("a"));
-	assert_true(cp_tenant_name_valid("spark-1.prod_eu"));
-	assert_false(cp_tenant_name_valid(""));
-	assert_false(cp_tenant_name_valid("with space"));
-	assert_false(cp_tenant_name_valid("slash/y"));
-	assert_false(cp_tenant_name_valid("*.example.net"));
-	assert_false(cp_tenant_name_valid(
+	assert_true(loomd_tenant_name_valid("default"));
+	assert_true(loomd_tenant_name_valid("a"));
+	assert_true(loomd_tenant_name_valid("spark-1.prod_eu"));
+	assert_false(loomd_tenant_name_valid(""));
+	assert_false(loomd_tenant_name_valid("with space"));
+	assert_false(loomd_tenant_name_valid("slash/y"));
+	assert_false(loomd_tenant_name_valid("*.example.net"));
+	assert_false(loomd_tenant_name_valid(
 		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
-	assert_true(cp_tenant_name_valid(
+	assert_true(loomd_tenant_name_valid(
 		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
 }
 
 /* announce_rate: a bucket of one second's worth, refilled with time, never beyond. */
 static void test_announce_bucket(void **state)
 {
-	struct cp_tenant t = {.quota = {.announce_rate = 3}, .rate_tokens = 3, .rate_ns = 0};
-	struct cp_tenant free_ = {.quota = {0}};
+	struct loomd_tenant t = {.quota = {.announce_rate = 3}, .rate_tokens = 3, .rate_ns = 0};
+	struct loomd_tenant free_ = {.quota = {0}};
 
 	(void)state;
 	for (int i = 0; i < 3; i++)
-		assert_true(cp_tenant_take_announce(&t, 0));
-	assert_false(cp_tenant_take_announce(&t, 0));
-	assert_false(cp_tenant_take_announce(&t, 0));
+		assert_true(loomd_tenant_take_announce(&t, 0));
+	assert_false(loomd_tenant_take_announce(&t, 0));
+	assert_false(loomd_tenant_take_announce(&t, 0));
 	/* a third of a second brings one back */
-	assert_true(cp_tenant_take_announce(&t, LOOM_NS_PER_S / 3 + 1000));
-	assert_false(cp_tenant_take_announce(&t, LOOM_NS_PER_S / 3 + 1000));
+	assert_true(loomd_tenant_take_announce(&t, LOOM_NS_PER_S / 3 + 1000));
+	assert_false(loomd_tenant_take_announce(&t, LOOM_NS_PER_S / 3 + 1000));
 	/* a long pause fills the bucket, no further */
 	for (int i = 0; i < 3; i++)
-		assert_true(cp_tenant_take_announce(&t, 100 * LOOM_NS_PER_S));
-	assert_false(cp_tenant_take_announce(&t, 100 * LOOM_NS_PER_S));
+		assert_true(loomd_tenant_take_announce(&t, 100 * LOOM_NS_PER_S));
+	assert_false(loomd_tenant_take_announce(&t, 100 * LOOM_NS_PER_S));
 	/* a clock that goes back takes nothing and gives nothing */
-	assert_false(cp_tenant_take_announce(&t, 50 * LOOM_NS_PER_S));
+	assert_false(loomd_tenant_take_announce(&t, 50 * LOOM_NS_PER_S));
 	/* no quota: always */
 	for (int i = 0; i < 1000; i++)
-		assert_true(cp_tenant_take_announce(&free_, 0));
+		assert_true(loomd_tenant_take_announce(&free_, 0));
 }
 
 int main(void)

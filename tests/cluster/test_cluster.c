@@ -1,0 +1,702 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * scripts/loom-cluster (docs/cluster.md) on this machine: a 3-host cluster
+ * comes up with every agent connected to loomd, the switch's ports have
+ * their HTB classes and DSCP filters, host 0 reaches host 2 (one ICMP echo,
+ * sent from this process through a socket made in host 0's namespace), and
+ * down leaves nothing: no namespace of the run, no process of it, no state
+ * folder. An `up` interrupted by SIGINT tears down what it built; a
+ * foreground `up` killed with SIGKILL leaves a stale run that `down --name`
+ * removes whole. Bad flags exit 2 naming the flag; not root exits 2.
+ *
+ * Every run is named after this process (t<pid><letter>), so that it
+ * collides with nothing. main() exits 77 (skip) without root, network
+ * namespaces, a bridge, HTB and u32 in the kernel, BPF, or a loom-agent
+ * with the tc enforcer in this build.
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <linux/bpf.h>
+#include <netinet/ip.h>
+#include <netinet/ip_icmp.h>
+#include <poll.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/precond.h"
+
+#define STATE_BASE "/run/loom-cluster"
+#define HOSTS      3
+#define CLASSES    8
+
+static char SCRIPT[512], BUILDDIR[512], LOOMCTL[512];
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+
+	nanosleep(&ts, NULL);
+}
+
+/* A name for one run of this test: t<pid><letter>. */
+static void run_name(char *buf, size_t len, char letter)
+{
+	snprintf(buf, len, "t%d%c", (int)getpid(), letter);
+}
+
+/* Waits for pid until deadline_ms; the wait status, or -1 (then it was killed and reaped). */
+static int wait_until(pid_t pid, uint64_t deadline_ms)
+{
+	int status;
+
+	while (mono_ms() < deadline_ms) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			return status;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		sleep_ms(20);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+/*
+ * Starts the script with args (NULL-terminated), its output (both streams)
+ * to the file out; the child gets the default action for every signal (a
+ * shell cannot trap a signal ignored when it started). Its pid.
+ */
+static pid_t spawn(const char *out, const char *const args[])
+{
+	const char *argv[32];
+	int n = 0;
+	pid_t pid;
+
+	argv[n++] = "bash";
+	argv[n++] = SCRIPT;
+	for (int i = 0; args[i] && n < 31; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		for (int s = 1; s < NSIG; s++)
+			signal(s, SIG_DFL);
+		if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(126);
+		execvp("bash", (char *const *)argv);
+		_exit(127);
+	}
+	assert_true(pid > 0);
+	return pid;
+}
+
+/* Reads file path into buf (NUL-terminated, truncated to len - 1). */
+static void slurp(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	if (f) {
+		n = fread(buf, 1, len - 1, f);
+		fclose(f);
+	}
+	buf[n] = 0;
+}
+
+/*
+ * Runs the script with args to its end (bounded by limit_s), its output in
+ * out; returns its exit status, failing the test when it crashed, was killed
+ * or ran past the limit.
+ */
+static int run_script(char *out, size_t len, unsigned int limit_s, const char *const args[])
+{
+	char log[128];
+	pid_t pid;
+	int status;
+
+	snprintf(log, sizeof(log), "/tmp/loom-cluster-test-%d.log", (int)getpid());
+	pid = spawn(log, args);
+	status = wait_until(pid, mono_ms() + limit_s * 1000ull);
+	slurp(log, out, len);
+	unlink(log);
+	if (status == -1)
+		fail_msg("loom-cluster %s did not end within %u s; it printed:\n%s", args[0],
+			 limit_s, out);
+	if (!WIFEXITED(status))
+		fail_msg("loom-cluster %s ended by signal %d; it printed:\n%s", args[0],
+			 WIFSIGNALED(status) ? WTERMSIG(status) : -1, out);
+	return WEXITSTATUS(status);
+}
+
+/* Runs a shell command; its output in out (NUL-terminated). The exit status or -1. */
+static int sh_out(char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int sh_out(char *out, size_t len, const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	size_t n = 0;
+	FILE *p;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	p = popen(cmd, "r");
+	if (!p) {
+		out[0] = 0;
+		return -1;
+	}
+	n = fread(out, 1, len - 1, p);
+	out[n] = 0;
+	st = pclose(p);
+	return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The run's namespaces that exist, one a line ("" when none). */
+static void run_namespaces(const char *name, char *out, size_t len)
+{
+	sh_out(out, len, "ip netns list | awk '{print $1}' | grep -E '^loomc-%s-' ", name);
+}
+
+/* The processes (not zombies) whose command line names the run's state folder. */
+static int run_processes(const char *name, char *out, size_t len)
+{
+	char needle[128];
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	size_t used = 0;
+	int n = 0;
+
+	snprintf(needle, sizeof(needle), STATE_BASE "/%s/", name);
+	out[0] = 0;
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		char path[300], buf[4096], stat[512], *p;
+		size_t k;
+		FILE *f;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		slurp(path, stat, sizeof(stat));
+		p = strrchr(stat, ')');
+		if (!p || p[1] == 0 || p[2] == 'Z' || p[2] == 'X')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		k = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[k] = 0;
+		for (size_t i = 0; i + 1 < k; i++)
+			if (!buf[i])
+				buf[i] = ' ';
+		if (!strstr(buf, needle))
+			continue;
+		n++;
+		used += (size_t)snprintf(out + used, used < len ? len - used : 0, "%s: %.200s\n",
+					 e->d_name, buf);
+		if (used >= len)
+			used = len - 1;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Nothing of run name may remain (processes get a few seconds to be reaped). */
+static void assert_nothing_left(const char *name)
+{
+	char dir[256], ns[4096], procs[4096];
+	struct stat st;
+	int n = 0;
+
+	snprintf(dir, sizeof(dir), STATE_BASE "/%s", name);
+	for (int i = 0; i < 100; i++) {
+		run_namespaces(name, ns, sizeof(ns));
+		n = run_processes(name, procs, sizeof(procs));
+		if (!ns[0] && n == 0 && stat(dir, &st) != 0)
+			return;
+		sleep_ms(50);
+	}
+	if (ns[0])
+		fail_msg("namespaces of run %s left:\n%s", name, ns);
+	if (n)
+		fail_msg("processes of run %s left:\n%s", name, procs);
+	fail_msg("the state folder %s is left", dir);
+}
+
+/* Tears run name down whatever happened (the tests' own cleanup); quiet. */
+static void force_down(const char *name)
+{
+	char out[8192];
+
+	run_script(out, sizeof(out), 120, (const char *const[]){"down", "--name", name, NULL});
+}
+
+/* The value of KEY=VALUE in the run's state file, into buf ("" when not there). */
+static void state_value(const char *name, const char *key, char *buf, size_t len)
+{
+	char path[256], all[4096], *p;
+	size_t kl = strlen(key);
+
+	snprintf(path, sizeof(path), STATE_BASE "/%s/state", name);
+	slurp(path, all, sizeof(all));
+	buf[0] = 0;
+	for (p = all; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		if (strncmp(p, key, kl) == 0 && p[kl] == '=') {
+			size_t n = strcspn(p + kl + 1, "\n");
+
+			snprintf(buf, len, "%.*s", (int)n, p + kl + 1);
+			return;
+		}
+	}
+}
+
+static bool ns_exists(const char *ns)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "/run/netns/%s", ns);
+	return access(path, F_OK) == 0;
+}
+
+/* Every host's agent is connected to the run's loomd, with the tc enforcer and K classes. */
+static void assert_agents_connected(const char *name)
+{
+	char out[16384];
+	bool seen[HOSTS] = {false};
+	json_t *j, *a;
+	size_t i;
+	int rc;
+
+	rc = sh_out(out, sizeof(out), "%s --socket " STATE_BASE "/%s/admin.sock --json agents",
+		    LOOMCTL, name);
+	assert_int_equal(rc, 0);
+	j = json_loads(out, 0, NULL);
+	if (!json_is_array(j))
+		fail_msg("loomctl agents printed no JSON array:\n%s", out);
+	assert_int_equal(json_array_size(j), HOSTS);
+	json_array_foreach(j, i, a)
+	{
+		json_int_t h = json_integer_value(json_object_get(a, "host"));
+
+		assert_true(h >= 0 && h < HOSTS);
+		seen[h] = true;
+		assert_string_equal(json_string_value(json_object_get(a, "enforcer")), "tc");
+		assert_int_equal(json_integer_value(json_object_get(a, "classes")), CLASSES);
+	}
+	json_decref(j);
+	for (int h = 0; h < HOSTS; h++)
+		assert_true(seen[h]);
+}
+
+/* Each switch port towards a host: HTB root, K classes prio 0..K-1 at the link rate, DSCP filters. */
+static void assert_switch_queues(const char *name)
+{
+	char out[16384], want[128];
+
+	for (int p = 0; p < HOSTS; p++) {
+		assert_int_equal(sh_out(out, sizeof(out), "tc -n loomc-%s-sw qdisc show dev p%d",
+					name, p),
+				 0);
+		snprintf(want, sizeof(want), "qdisc htb 1: root");
+		if (!strstr(out, want))
+			fail_msg("port p%d: no '%s' in:\n%s", p, want, out);
+		assert_int_equal(sh_out(out, sizeof(out), "tc -n loomc-%s-sw class show dev p%d",
+					name, p),
+				 0);
+		assert_non_null(strstr(out, "class htb 1:1 root rate 100Mbit ceil 100Mbit"));
+		for (int q = 0; q < CLASSES; q++) {
+			snprintf(want, sizeof(want), "class htb 1:1%x parent 1:1 prio %d ", q, q);
+			if (!strstr(out, want))
+				fail_msg("port p%d: no '%s' in:\n%s", p, want, out);
+		}
+		assert_int_equal(sh_out(out, sizeof(out), "tc -n loomc-%s-sw filter show dev p%d",
+					name, p),
+				 0);
+		for (int q = 0; q < CLASSES; q++) {
+			/* u32 shows the TOS byte as the second byte of the IP header's first word */
+			snprintf(want, sizeof(want), "*flowid 1:1%x", q);
+			if (!strstr(out, want))
+				fail_msg("port p%d: no filter to class 1:1%x in:\n%s", p, q, out);
+			snprintf(want, sizeof(want), "match 00%02x0000/00fc0000 at 0",
+				 (8 * (7 - q)) << 2);
+			if (!strstr(out, want))
+				fail_msg("port p%d: no DSCP %d match ('%s') in:\n%s", p,
+					 8 * (7 - q), want, out);
+		}
+	}
+}
+
+static uint16_t icmp_sum(const void *data, size_t len)
+{
+	const uint8_t *b = data;
+	uint32_t s = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2)
+		s += (uint32_t)(b[i] << 8 | b[i + 1]);
+	if (len & 1)
+		s += (uint32_t)b[len - 1] << 8;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return htons((uint16_t)~s);
+}
+
+/*
+ * One ICMP echo from namespace ns to dst, answered within the deadline (up
+ * to 5 requests, one a second: the first may wait for ARP). 0, or -1.
+ */
+static int ping_from(const char *ns, const char *dst)
+{
+	struct sockaddr_in to = {.sin_family = AF_INET};
+	uint16_t id = (uint16_t)getpid();
+	int self, nsfd, fd;
+	char path[256];
+
+	snprintf(path, sizeof(path), "/run/netns/%s", ns);
+	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (self < 0 || nsfd < 0 || setns(nsfd, CLONE_NEWNET) < 0)
+		return -1;
+	fd = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMP);
+	assert_int_equal(setns(self, CLONE_NEWNET), 0);
+	close(self);
+	close(nsfd);
+	if (fd < 0 || inet_pton(AF_INET, dst, &to.sin_addr) != 1)
+		return -1;
+	for (uint16_t seq = 1; seq <= 5; seq++) {
+		struct icmphdr req = {.type = ICMP_ECHO};
+		uint64_t until = mono_ms() + 1000;
+
+		req.un.echo.id = htons(id);
+		req.un.echo.sequence = htons(seq);
+		req.checksum = icmp_sum(&req, sizeof(req));
+		if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&to, sizeof(to)) < 0)
+			continue;
+		while (mono_ms() < until) {
+			struct pollfd p = {.fd = fd, .events = POLLIN};
+			uint8_t buf[256];
+			const struct icmphdr *rep;
+			size_t ihl;
+			ssize_t n;
+
+			if (poll(&p, 1, (int)(until - mono_ms())) <= 0)
+				break;
+			n = recv(fd, buf, sizeof(buf), 0);
+			if (n < (ssize_t)sizeof(struct iphdr))
+				continue;
+			ihl = (size_t)((const struct iphdr *)buf)->ihl * 4;
+			if ((size_t)n < ihl + sizeof(*rep))
+				continue;
+			rep = (const void *)(buf + ihl);
+			if (rep->type == ICMP_ECHOREPLY && rep->un.echo.id == htons(id)) {
+				close(fd);
+				return 0;
+			}
+		}
+	}
+	close(fd);
+	return -1;
+}
+
+static void test_up_check_down(void **state)
+{
+	char name[32], out[16384], subnet[64], dst[80], ns0[80];
+	int rc;
+
+	(void)state;
+	run_name(name, sizeof(name), 'a');
+	rc = run_script(out, sizeof(out), 180,
+			(const char *const[]){"up", "--name", name, "--hosts", "3", "--classes",
+					      "8", "--rate", "100mbit", "--build", BUILDDIR,
+					      "--timeout", "90", NULL});
+	if (rc != 0) {
+		force_down(name);
+		fail_msg("up exited %d:\n%s", rc, out);
+	}
+	print_message("%s", out);
+	assert_non_null(strstr(out, "down --name"));
+
+	assert_agents_connected(name);
+	assert_switch_queues(name);
+	state_value(name, "SUBNET", subnet, sizeof(subnet));
+	assert_true(subnet[0] != 0);
+	snprintf(dst, sizeof(dst), "%s.%d", subnet, HOSTS);
+	snprintf(ns0, sizeof(ns0), "loomc-%s-h0", name);
+	if (ping_from(ns0, dst) != 0) {
+		force_down(name);
+		fail_msg("no ICMP echo reply from host 2 (%s) to host 0", dst);
+	}
+	rc = run_script(out, sizeof(out), 60,
+			(const char *const[]){"status", "--name", name, NULL});
+	if (rc != 0)
+		fail_msg("status exited %d:\n%s", rc, out);
+	assert_non_null(strstr(out, "agents running: 3"));
+
+	rc = run_script(out, sizeof(out), 120, (const char *const[]){"down", "--name", name, NULL});
+	if (rc != 0)
+		fail_msg("down exited %d:\n%s", rc, out);
+	assert_nothing_left(name);
+}
+
+/* SIGINT while up builds (32 hosts: long enough to be caught half-way) tears down; exit 130. */
+static void test_interrupted_up(void **state)
+{
+	char name[32], log[128], h1[80], out[16384];
+	uint64_t deadline = mono_ms() + 120000;
+	pid_t pid;
+	int status;
+
+	(void)state;
+	run_name(name, sizeof(name), 'b');
+	snprintf(log, sizeof(log), "/tmp/loom-cluster-test-%s.log", name);
+	snprintf(h1, sizeof(h1), "loomc-%s-h1", name);
+	pid = spawn(log, (const char *const[]){"up", "--name", name, "--hosts", "32", "--build",
+					       BUILDDIR, "--timeout", "90", NULL});
+	/* half-way: hosts are being made */
+	while (!ns_exists(h1) && mono_ms() < deadline && waitpid(pid, &status, WNOHANG) == 0)
+		sleep_ms(5);
+	assert_true(ns_exists(h1));
+	assert_int_equal(kill(pid, SIGINT), 0);
+	status = wait_until(pid, mono_ms() + 120000);
+	slurp(log, out, sizeof(out));
+	unlink(log);
+	if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 130) {
+		force_down(name);
+		fail_msg("up after SIGINT: wait status %#x (expected exit 130); it printed:\n%s",
+			 (unsigned)status, out);
+	}
+	assert_non_null(strstr(out, "SIGINT"));
+	assert_nothing_left(name);
+}
+
+/* A foreground up killed with SIGKILL leaves a stale run; down --name removes it whole. */
+static void test_killed_up_then_down(void **state)
+{
+	char name[32], log[128], st[64], out[16384], ns[4096];
+	uint64_t deadline = mono_ms() + 120000;
+	pid_t pid;
+	int status = 0, rc;
+
+	(void)state;
+	run_name(name, sizeof(name), 'c');
+	snprintf(log, sizeof(log), "/tmp/loom-cluster-test-%s.log", name);
+	pid = spawn(log, (const char *const[]){"up", "--foreground", "--name", name, "--hosts", "3",
+					       "--build", BUILDDIR, "--timeout", "90", NULL});
+	for (st[0] = 0; strcmp(st, "up") != 0 && mono_ms() < deadline; sleep_ms(50)) {
+		state_value(name, "STATUS", st, sizeof(st));
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			pid = 0;
+			break;
+		}
+	}
+	if (strcmp(st, "up") != 0) {
+		slurp(log, out, sizeof(out));
+		if (pid > 0)
+			wait_until(pid, 0);
+		force_down(name);
+		fail_msg("foreground up did not come up; it printed:\n%s", out);
+	}
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	status = wait_until(pid, mono_ms() + 30000);
+	unlink(log);
+	assert_true(status != -1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+	/* the run is still there, and status calls it stale */
+	run_namespaces(name, ns, sizeof(ns));
+	assert_true(ns[0] != 0);
+	rc = run_script(out, sizeof(out), 60, (const char *const[]){"status", NULL});
+	assert_int_equal(rc, 0);
+	if (!strstr(out, name) || !strstr(out, "died"))
+		fail_msg("status does not list run %s as stale:\n%s", name, out);
+
+	rc = run_script(out, sizeof(out), 120, (const char *const[]){"down", "--name", name, NULL});
+	if (rc != 0)
+		fail_msg("down exited %d:\n%s", rc, out);
+	assert_nothing_left(name);
+}
+
+/* Bad flags: exit 2, a message naming the flag, and nothing made. */
+static void test_bad_flags(void **state)
+{
+	static const struct {
+		const char *args[4], *says;
+	} cases[] = {
+		{{"up", "--hosts", "0"}, "--hosts"},
+		{{"up", "--hosts", "33"}, "--hosts"},
+		{{"up", "--hosts", "many"}, "--hosts"},
+		{{"up", "--rate", "5"}, "--rate"},
+		{{"up", "--rate", "100mbps"}, "--rate"},
+		{{"up", "--rate", "20gbit"}, "--rate"},
+		{{"up", "--classes", "9"}, "--classes"},
+		{{"up", "--classes", "0"}, "--classes"},
+		{{"up", "--name", "Bad-Name"}, "--name"},
+		{{"up", "--timeout", "0"}, "--timeout"},
+		{{"up", "--hosts"}, "--hosts"},
+		{{"up", "--frobnicate"}, "--frobnicate"},
+		{{"down"}, "--name"},
+		{{"frobnicate"}, "frobnicate"},
+	};
+	char out[8192];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *args[8] = {NULL};
+		int k = 0, rc;
+
+		for (int a = 0; a < 4 && cases[i].args[a]; a++)
+			args[k++] = cases[i].args[a];
+		args[k] = NULL;
+		rc = run_script(out, sizeof(out), 60, args);
+		if (rc != 2 || !strstr(out, cases[i].says))
+			fail_msg("case %zu (%s %s %s): exit %d, expected 2 and a message naming "
+				 "'%s':\n%s",
+				 i, args[0], args[1] ? args[1] : "",
+				 args[1] && args[2] ? args[2] : "", rc, cases[i].says, out);
+	}
+}
+
+/* Not root: exit 2, saying so (run as nobody through setpriv). */
+static void test_not_root(void **state)
+{
+	char out[4096];
+	int rc;
+
+	(void)state;
+	rc = sh_out(out, sizeof(out),
+		    "setpriv --reuid=65534 --regid=65534 --clear-groups bash %s up --hosts 3 2>&1",
+		    SCRIPT);
+	if (rc != 2 || !strstr(out, "root"))
+		fail_msg("as nobody: exit %d, expected 2 and a message about root:\n%s", rc, out);
+}
+
+/* Whether the kernel loads a tc program from us ("r0 = 0; exit"). */
+static bool bpf_usable(void)
+{
+	struct bpf_insn prog[] = {
+		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0},
+		{.code = BPF_JMP | BPF_EXIT},
+	};
+	union bpf_attr attr;
+	int fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_type = BPF_PROG_TYPE_SCHED_CLS;
+	attr.insns = (uint64_t)(uintptr_t)prog;
+	attr.insn_cnt = 2;
+	attr.license = (uint64_t)(uintptr_t) "GPL";
+	fd = (int)syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* Whether a namespace takes a bridge, a veth on it, HTB and a u32 filter (the probe is deleted). */
+static bool kernel_usable(void)
+{
+	char out[2048];
+	int rc;
+
+	rc = sh_out(out, sizeof(out),
+		    "n=loomcprobe%d; ip netns add $n 2>/dev/null || exit 1; "
+		    "ip -n $n link add br0 type bridge && "
+		    "ip -n $n link add p0 type veth peer name q0 && "
+		    "ip -n $n link set p0 master br0 && "
+		    "tc -n $n qdisc add dev p0 root handle 1: htb default 10 && "
+		    "tc -n $n class add dev p0 parent 1: classid 1:10 htb rate 1mbit prio 0 && "
+		    "tc -n $n filter add dev p0 parent 1: protocol ip prio 1 u32 "
+		    "match ip dsfield 0xe0 0xfc flowid 1:10; r=$?; ip netns del $n; exit $r",
+		    (int)getpid());
+	return rc == 0;
+}
+
+static bool agent_has_tc(const char *agent)
+{
+	char out[8192];
+
+	sh_out(out, sizeof(out), "%s --help 2>&1", agent);
+	return strstr(out, "\n  tc ") != NULL;
+}
+
+/* Why the tests cannot run here, or NULL. */
+static const char *missing_precondition(void)
+{
+	const char *src = getenv("LOOM_SRCDIR"), *build = getenv("LOOM_BUILDDIR");
+	const char *agent = getenv("LOOM_AGENT"), *ctl = getenv("LOOMCTL");
+
+	if (!src || !build || !agent || !ctl)
+		return "run by meson test (LOOM_SRCDIR, LOOM_BUILDDIR, LOOM_AGENT, LOOMCTL)";
+	snprintf(SCRIPT, sizeof(SCRIPT), "%s/scripts/loom-cluster", src);
+	snprintf(BUILDDIR, sizeof(BUILDDIR), "%s", build);
+	snprintf(LOOMCTL, sizeof(LOOMCTL), "%s", ctl);
+	if (geteuid() != 0)
+		return "needs root";
+	if (system("ip -V >/dev/null 2>&1") != 0 || system("tc -V >/dev/null 2>&1") != 0)
+		return "needs ip(8) and tc(8)";
+	if (!kernel_usable())
+		return "needs network namespaces, a bridge, veth, HTB and u32 filters";
+	if (!bpf_usable())
+		return "the kernel loads no BPF tc program here";
+	if (access(agent, X_OK) != 0 || !agent_has_tc(agent))
+		return "loom-agent has no tc enforcer in this build";
+	return NULL;
+}
+
+int main(void)
+{
+	struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_up_check_down),
+		cmocka_unit_test(test_interrupted_up),
+		cmocka_unit_test(test_killed_up_then_down),
+		cmocka_unit_test(test_bad_flags),
+		cmocka_unit_test(test_not_root),
+	};
+	size_t n = sizeof(tests) / sizeof(tests[0]);
+	const char *why = missing_precondition();
+
+	if (why) {
+		printf("skipped: %s\n", why);
+		return PRECOND_SKIP;
+	}
+	n = precond_leave_out(tests, n, test_not_root,
+			      system("setpriv --version >/dev/null 2>&1") != 0 ? "no setpriv(1)" :
+										 NULL);
+	return precond_run(tests, n, NULL, NULL);
+}

@@ -95,26 +95,43 @@ def multi(out):
 def multi_table(runs):
     loads = sorted(runs)
     policies = list(runs[loads[0]][0][1])
+    # loom-replay's LP bound (--bound lp, its default on multi-stage traces) where every run has it
+    has_lp = all(s["fair"].get("lp_bound_wjct_s", float("nan")) ==
+                 s["fair"].get("lp_bound_wjct_s") for l in loads for _, s in runs[l])
+    bounds = ["(isolation bound)"] + (["(LP bound)"] if has_lp else [])
     lines = ["**Multi-stage jobs: avg weighted JCT, ratio to fair** (mean over seeds of "
-             "each seed's ratio, min-max in brackets; the bound row is the mean job "
-             "critical-path isolation time, weighted, over fair's wJCT)", "",
+             "each seed's ratio, min-max in brackets; the isolation bound row is the mean job "
+             "critical-path isolation time, weighted, over fair's wJCT; the LP bound row "
+             "loom-replay's LP lower bound on the avg weighted JCT (docs/bounds.md); "
+             "'x LP bound': the policy's avg weighted JCT over the LP bound at the highest "
+             "load, mean over seeds)", "",
              "| policy | " + " | ".join(f"load {l}" for l in loads) + " | JCT slowdown at "
-             f"{loads[-1]} |", "|---|" + "---|" * (len(loads) + 1)]
+             f"{loads[-1]} |" + (f" x LP bound at {loads[-1]} |" if has_lp else ""),
+             "|---|" + "---|" * (len(loads) + 1 + has_lp)]
     data = {}
-    for p in policies + ["(isolation bound)"]:
+    for p in policies + bounds:
         cells = [p]
         for l in loads:
             rs = []
             for _, s in runs[l]:
-                key = "avg_wjob_isolation_s" if p.startswith("(") else "avg_wjct_s"
-                src = s["fair"] if p.startswith("(") else s[p]
-                rs.append(src[key] / s["fair"]["avg_wjct_s"])
+                if p == "(isolation bound)":
+                    v = s["fair"]["avg_wjob_isolation_s"]
+                elif p == "(LP bound)":
+                    v = s["fair"]["lp_bound_wjct_s"]
+                else:
+                    v = s[p]["avg_wjct_s"]
+                rs.append(v / s["fair"]["avg_wjct_s"])
             data[(p, l)] = statistics.mean(rs)
             cells.append(f"{statistics.mean(rs):.3f} ({min(rs):.2f}-{max(rs):.2f})")
         if p.startswith("("):
-            cells.append("1")
+            cells.append("1" if p == "(isolation bound)" else "-")
         else:
             cells.append(f"{statistics.mean(s[p]['avg_jct_slowdown'] for _, s in runs[loads[-1]]):.2f}")
+        if has_lp:
+            src = (lambda s: s["fair"]["avg_wjob_isolation_s"]) if p == "(isolation bound)" else \
+                (lambda s: s["fair"]["lp_bound_wjct_s"]) if p == "(LP bound)" else \
+                (lambda s: s[p]["avg_wjct_s"])
+            cells.append(f"{statistics.mean(src(s) / s['fair']['lp_bound_wjct_s'] for _, s in runs[loads[-1]]):.3f}")
         lines.append("| " + " | ".join(cells) + " |")
     fair_s = {l: statistics.mean(s["fair"]["avg_wjct_s"] for _, s in runs[l]) for l in loads}
     seeds = sorted({seed for l in loads for seed, _ in runs[l]})

@@ -30,6 +30,7 @@
 #include "controlplane/loomd/rpc_wire.h"
 #include "controlplane/loomd/server.h"
 #include "proto/wire.h"
+#include "tests/unit/loomd/jobspec.h"
 
 #define NHOSTS 8
 
@@ -118,27 +119,6 @@ static void pass_ok(struct loomd_server *s)
 		fail_msg("pass: %s", err.msg);
 }
 
-/* The n-th test tuple: 10.1.x.y:1000+n -> 10.2.x.y:80, TCP. */
-static struct wire_tuple tup(uint32_t n)
-{
-	struct wire_tuple t;
-
-	memset(&t, 0, sizeof(t));
-	t.family = 4;
-	t.protocol = 6;
-	t.src[0] = 10;
-	t.src[1] = 1;
-	t.src[2] = (uint8_t)(n >> 8);
-	t.src[3] = (uint8_t)n;
-	t.dst[0] = 10;
-	t.dst[1] = 2;
-	t.dst[2] = (uint8_t)(n >> 8);
-	t.dst[3] = (uint8_t)n;
-	t.src_port = (uint16_t)(1000 + n);
-	t.dst_port = 80;
-	return t;
-}
-
 /*
  * Job 1, arriving at 0, with three coflows released at 0, 10 and 20 ns (fifo
  * orders them A, B, C), each flow 1 MB:
@@ -149,42 +129,19 @@ static struct wire_tuple tup(uint32_t n)
  */
 static void add_abc(struct loomd_server *s)
 {
-	static const uint32_t hosts[5][3] = {
-		{0, 0, 1}, {0, 2, 3}, {1, 0, 4}, {2, 0, 5}, {2, 6, 7}}; /* coflow, src, dst */
-	struct loomd_flow_spec f[5];
-	struct loomd_coflow_spec c[3];
-	struct loomd_job_spec j;
-	struct loom_err err = {{0}};
-	int rc;
+	struct wire_tuple t1 = tup(1), t2 = tup(2), t3 = tup(3), t4 = tup(4), t5 = tup(5);
+	struct jb j;
 
-	memset(&j, 0, sizeof(j));
-	memset(c, 0, sizeof(c));
-	memset(f, 0, sizeof(f));
-	for (uint32_t i = 0; i < 5; i++) {
-		f[i].src = hosts[i][1];
-		f[i].dst = hosts[i][2];
-		f[i].bytes = 1000000;
-		f[i].has_tuple = true;
-		f[i].tuple = tup(i + 1);
-	}
-	for (uint32_t i = 0; i < 3; i++) {
-		c[i].id = 10 + i;
-		c[i].release_offset_ns = 10 * i;
-	}
-	c[0].flows = &f[0];
-	c[0].nflows = c[0].expected_flows = 2;
-	c[1].flows = &f[2];
-	c[1].nflows = c[1].expected_flows = 1;
-	c[2].flows = &f[3];
-	c[2].nflows = c[2].expected_flows = 2;
-	j.id = 1;
-	j.weight = 1.0;
-	snprintf(j.name, sizeof(j.name), "job1");
-	j.ncoflows = 3;
-	j.coflows = c;
-	rc = loomd_registry_add_job(s->reg, &j, 0, &err);
-	if (rc != 0)
-		fail_msg("add_job: %d %s", rc, err.msg);
+	jb_init(&j, 1);
+	jb_coflow(&j, 10, 2, 0);
+	jb_coflow(&j, 11, 1, 10);
+	jb_coflow(&j, 12, 2, 20);
+	jb_flow(&j, 0, 0, 1, 1000000, &t1);
+	jb_flow(&j, 0, 2, 3, 1000000, &t2);
+	jb_flow(&j, 1, 0, 4, 1000000, &t3);
+	jb_flow(&j, 2, 0, 5, 1000000, &t4);
+	jb_flow(&j, 2, 6, 7, 1000000, &t5);
+	jb_add_ok(s->reg, &j, 0);
 	assert_int_equal(loom_vclock_advance_to(&s->vclock, 100), 0);
 }
 

@@ -15,7 +15,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,88 +22,10 @@
 
 #include "controlplane/loomd/registry.h"
 #include "controlplane/loomd/sched.h"
+#include "tests/unit/loomd/jobspec.h"
 #include "topo/topo.h"
 
 #define NHOSTS 8
-
-/* ---- job specs ------------------------------------------------------------------------------ */
-
-#define JB_COFLOWS 6
-#define JB_FLOWS   6
-
-struct jb {
-	struct loomd_job_spec s;
-	struct loomd_coflow_spec c[JB_COFLOWS];
-	struct loomd_flow_spec f[JB_COFLOWS][JB_FLOWS];
-};
-
-/* The n-th test tuple: 10.1.x.y:1000+n -> 10.2.x.y:80, TCP. */
-static struct wire_tuple tup(uint32_t n)
-{
-	struct wire_tuple t;
-
-	memset(&t, 0, sizeof(t));
-	t.family = 4;
-	t.protocol = 6;
-	t.src[0] = 10;
-	t.src[1] = 1;
-	t.src[2] = (uint8_t)(n >> 8);
-	t.src[3] = (uint8_t)n;
-	t.dst[0] = 10;
-	t.dst[1] = 2;
-	t.dst[2] = (uint8_t)(n >> 8);
-	t.dst[3] = (uint8_t)n;
-	t.src_port = (uint16_t)(1000 + n);
-	t.dst_port = 80;
-	return t;
-}
-
-static void jb_init(struct jb *j, uint64_t id)
-{
-	memset(j, 0, sizeof(*j));
-	j->s.id = id;
-	j->s.weight = 1.0;
-	snprintf(j->s.name, sizeof(j->s.name), "job%llu", (unsigned long long)id);
-}
-
-/* Adds a root coflow released offset_ns after the job arrives; returns its index in the spec. */
-static uint32_t jb_coflow(struct jb *j, uint64_t id, uint64_t offset_ns)
-{
-	uint32_t i = j->s.ncoflows++;
-
-	assert_true(i < JB_COFLOWS);
-	j->c[i].id = id;
-	j->c[i].release_offset_ns = offset_ns;
-	return i;
-}
-
-/* Adds flow src -> dst of bytes with test tuple n to coflow ci (all its flows are listed). */
-static void jb_flow(struct jb *j, uint32_t ci, uint32_t src, uint32_t dst, uint64_t bytes,
-		    uint32_t n)
-{
-	struct loomd_flow_spec *f = &j->f[ci][j->c[ci].nflows++];
-
-	assert_true(j->c[ci].nflows <= JB_FLOWS);
-	f->src = src;
-	f->dst = dst;
-	f->bytes = bytes;
-	f->has_tuple = true;
-	f->tuple = tup(n);
-	j->c[ci].expected_flows = j->c[ci].nflows;
-}
-
-static void jb_add_ok(struct loomd_registry *r, struct jb *j, uint64_t now_ns)
-{
-	struct loom_err err = {{0}};
-	int rc;
-
-	j->s.coflows = j->c;
-	for (uint32_t i = 0; i < j->s.ncoflows; i++)
-		j->c[i].flows = j->f[i];
-	rc = loomd_registry_add_job(r, &j->s, now_ns, &err);
-	if (rc != 0)
-		fail_msg("add_job %llu: %d %s", (unsigned long long)j->s.id, rc, err.msg);
-}
 
 /* ---- fixture and helpers -------------------------------------------------------------------- */
 
@@ -204,17 +125,18 @@ static uint32_t rank_of(const struct fx *fx, uint64_t id)
  */
 static void add_abc(struct fx *fx)
 {
+	struct wire_tuple t1 = tup(1), t2 = tup(2), t3 = tup(3), t4 = tup(4), t5 = tup(5);
 	struct jb j;
 
 	jb_init(&j, 1);
-	jb_coflow(&j, 10, 0);
-	jb_coflow(&j, 11, 10);
-	jb_coflow(&j, 12, 20);
-	jb_flow(&j, 0, 0, 1, 1000, 1);
-	jb_flow(&j, 0, 2, 3, 1000, 2);
-	jb_flow(&j, 1, 0, 4, 1000, 3);
-	jb_flow(&j, 2, 2, 5, 1000, 4);
-	jb_flow(&j, 2, 6, 7, 1000, 5);
+	jb_coflow(&j, 10, 2, 0);
+	jb_coflow(&j, 11, 1, 10);
+	jb_coflow(&j, 12, 2, 20);
+	jb_flow(&j, 0, 0, 1, 1000, &t1);
+	jb_flow(&j, 0, 2, 3, 1000, &t2);
+	jb_flow(&j, 1, 0, 4, 1000, &t3);
+	jb_flow(&j, 2, 2, 5, 1000, &t4);
+	jb_flow(&j, 2, 6, 7, 1000, &t5);
 	jb_add_ok(fx->r, &j, 0);
 }
 
@@ -384,8 +306,10 @@ static void test_k_cap(void **state)
 	/* four coflows, all from host 0 to host 1, released in turn */
 	jb_init(&j, 1);
 	for (uint32_t i = 0; i < 4; i++) {
-		jb_coflow(&j, 10 + i, 10 * i);
-		jb_flow(&j, i, 0, 1, 1000, 1 + i);
+		struct wire_tuple t = tup(1 + i);
+
+		jb_coflow(&j, 10 + i, 1, 10 * i);
+		jb_flow(&j, i, 0, 1, 1000, &t);
 	}
 	jb_add_ok(fx->r, &j, 0);
 	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
@@ -427,13 +351,14 @@ static void test_release_and_next(void **state)
 	struct fx *fx = *state;
 	struct loomd_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
 	struct loomd_sched_result res;
+	struct wire_tuple t1 = tup(1), t2 = tup(2);
 	struct jb j;
 
 	jb_init(&j, 1);
-	jb_coflow(&j, 10, 1000);
-	jb_coflow(&j, 11, 6000);
-	jb_flow(&j, 0, 0, 1, 1000, 1);
-	jb_flow(&j, 1, 0, 2, 1000, 2);
+	jb_coflow(&j, 10, 1, 1000);
+	jb_coflow(&j, 11, 1, 6000);
+	jb_flow(&j, 0, 0, 1, 1000, &t1);
+	jb_flow(&j, 1, 0, 2, 1000, &t2);
 	jb_add_ok(fx->r, &j, 0);
 
 	/* the first view is made at time 0: both releases come from the pass */
@@ -519,13 +444,14 @@ static void test_switch_policy(void **state)
 	struct fx *fx = *state;
 	struct loom_err err = {{0}};
 	struct loomd_sched *s = new_sched(fx, "fifo", 4, POLICY_CLASSES_PER_HOST);
+	struct wire_tuple t1 = tup(1), t2 = tup(2);
 	struct jb j;
 
 	jb_init(&j, 1);
-	jb_coflow(&j, 10, 0);
-	jb_coflow(&j, 11, 10);
-	jb_flow(&j, 0, 0, 1, 1000000, 1);
-	jb_flow(&j, 1, 0, 2, 1000, 2);
+	jb_coflow(&j, 10, 1, 0);
+	jb_coflow(&j, 11, 1, 10);
+	jb_flow(&j, 0, 0, 1, 1000000, &t1);
+	jb_flow(&j, 1, 0, 2, 1000, &t2);
 	jb_add_ok(fx->r, &j, 0);
 
 	assert_true(pass_ok(s, 100).decided);

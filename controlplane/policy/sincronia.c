@@ -206,6 +206,15 @@ static int collect(struct sinc *x, const struct cp_model *m, const uint32_t *set
 }
 
 /* BSSI: fills order[0 .. n) from set[0 .. n). */
+/*
+ * Relative differences below this are ties, in port loads and in weight per
+ * byte: loomd's byte counts come from agents in whole bytes, so the same
+ * state reaches it a fraction of a byte per flow away from the simulator's,
+ * and an order must not hang on that (the differential test against loomd
+ * found one that did).
+ */
+#define BSSI_TIE 1e-5
+
 static int bssi(struct sinc *x, const struct cp_model *m, const uint32_t *set, uint32_t n,
 		uint32_t *order)
 {
@@ -218,8 +227,9 @@ static int bssi(struct sinc *x, const struct cp_model *m, const uint32_t *set, u
 		uint32_t b = 0, last = UINT32_MAX;
 		double best = -1, ratio = INFINITY;
 
+		/* near ties go to the first port: see BSSI_TIE */
 		for (uint32_t p = 0; p < x->nports; p++)
-			if (x->load[p] > best) {
+			if (x->load[p] > best + BSSI_TIE * (best > 0 ? best : 0)) {
 				best = x->load[p];
 				b = p;
 			}
@@ -232,10 +242,11 @@ static int bssi(struct sinc *x, const struct cp_model *m, const uint32_t *set, u
 			if (x->placed[dm->pos])
 				continue;
 			v = x->w[dm->pos] / dm->bytes;
-			/* Ties: the later release goes last. */
-			if (v < ratio || (v == ratio && last != UINT32_MAX &&
-					  m->coflows[set[dm->pos]].release_ns >
-						  m->coflows[set[last]].release_ns)) {
+			/* Ties (within BSSI_TIE): the later release goes last. */
+			if (v < ratio * (1 - BSSI_TIE) ||
+			    (v <= ratio * (1 + BSSI_TIE) && last != UINT32_MAX &&
+			     m->coflows[set[dm->pos]].release_ns >
+				     m->coflows[set[last]].release_ns)) {
 				ratio = v;
 				last = dm->pos;
 			}

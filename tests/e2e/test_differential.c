@@ -492,6 +492,7 @@ DIFF_TEST(sincronia, "sincronia")
 DIFF_TEST(wsrjf, "wsrjf")
 DIFF_TEST(dclas, "dclas")
 DIFF_TEST(gnn, "gnn")
+DIFF_TEST(blend, "blend")
 DIFF_TEST(fair, "fair")
 
 int main(void)
@@ -515,6 +516,9 @@ int main(void)
 		cmocka_unit_test(test_gnn),
 		cmocka_unit_test(test_gnn_classes),
 		cmocka_unit_test(test_gnn_per_host),
+		cmocka_unit_test(test_blend),
+		cmocka_unit_test(test_blend_classes),
+		cmocka_unit_test(test_blend_per_host),
 		cmocka_unit_test(test_fair),
 		cmocka_unit_test(test_fair_classes),
 		cmocka_unit_test(test_fair_per_host),

@@ -469,6 +469,37 @@ static void test_bssi(void **state)
 }
 
 /*
+ * Near ties are ties: A (released first, 1,000,000 bytes) and B (released
+ * later, 999,999 bytes) share one port with equal weights, so A has the
+ * lower weight per byte by one part in a million. Agents report whole
+ * bytes, so loomd sees such a state a fraction of a byte per flow away from
+ * the simulator: BSSI treats weights per byte within 1e-5 as equal and puts
+ * the later release last (A, B), as it does for an exact tie (B at
+ * 1,000,000). A clear difference (B at 900,000 bytes) orders by weight per
+ * byte: the lower one, A's, goes last (B, A).
+ */
+static void test_bssi_near_tie(void **state)
+{
+	static const uint64_t tie[] = {1, 2}, clear[] = {2, 1};
+	static const uint64_t bytes_b[] = {999999, 1000000, 900000};
+	struct world w;
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		world_begin(&w, 2);
+		job(&w, 1, 0, 1);
+		job(&w, 2, 1, 1);
+		coflow(&w, 1, 1);
+		coflow(&w, 2, 2);
+		flow(&w, 1, 0, 1, 1000000);
+		flow(&w, 2, 0, 1, bytes_b[i]);
+		world_finish(&w, true);
+		expect_order(w.m, "sincronia", i < 2 ? tie : clear, 2);
+		world_end(&w);
+	}
+}
+
+/*
  * Order-preserving greedy rates: B takes up0/up1 and down3 first, C then
  * gets up1's rest and A the rest of up0 — so nobody is idle where capacity is
  * free, but no flow takes capacity from an earlier coflow.
@@ -764,6 +795,7 @@ int main(void)
 		cmocka_unit_test(test_dclas_job_scope),
 		cmocka_unit_test(test_dclas_weighted_sharing),
 		cmocka_unit_test(test_bssi),
+		cmocka_unit_test(test_bssi_near_tie),
 		cmocka_unit_test(test_bssi_greedy_rates),
 		cmocka_unit_test(test_cpf_longer_path_first),
 		cmocka_unit_test(test_cpf_counts_delays),

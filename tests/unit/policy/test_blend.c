@@ -31,7 +31,7 @@ static int setup(void **state)
 	if (!t)
 		return -1;
 	sim_gen_params_default(&gp);
-	gp.njobs = 10;
+	gp.njobs = 7;
 	gp.load = 0.9;
 	gp.seed = 11;
 	gp.bytes_scale = 0.05;

@@ -1533,10 +1533,25 @@ static bool eval_due(const struct learn_opts *o, uint32_t it)
 	return o->eval_every && ((it + 1) % o->eval_every == 0 || it + 1 == o->iters);
 }
 
+/* Writes the model as best.lgw (rank 0, when there is an out_dir). 0 or -errno with err. */
+static int save_best(struct learn *L, struct loom_err *err)
+{
+	struct gnn_err gerr = {{0}};
+	char path[4096];
+	int rc;
+
+	if (!L->o->out_dir || L->rank != 0)
+		return 0;
+	snprintf(path, sizeof(path), "%s/best.lgw", L->o->out_dir);
+	rc = gnn_save(L->w[0].model, path, &gerr);
+	if (rc < 0)
+		loom_err_from(err, -rc, gerr.msg);
+	return rc;
+}
+
 /* Validates the model, keeps it as best.lgw (rank 0, out_dir) if best so far, checkpoints. */
 static int evaluate_and_keep(struct learn *L, uint32_t it, struct loom_err *err)
 {
-	struct gnn_err gerr = {{0}};
 	int rc;
 
 	rc = evaluate(L, &L->last_eval, err);
@@ -1544,14 +1559,7 @@ static int evaluate_and_keep(struct learn *L, uint32_t it, struct loom_err *err)
 		return rc;
 	if (L->last_eval < L->best) {
 		L->best = L->last_eval;
-		if (L->o->out_dir && L->rank == 0) {
-			char path[4096];
-
-			snprintf(path, sizeof(path), "%s/best.lgw", L->o->out_dir);
-			rc = gnn_save(L->w[0].model, path, &gerr);
-			if (rc < 0)
-				loom_err_from(err, -rc, gerr.msg);
-		}
+		rc = save_best(L, err);
 	}
 	if (rc == 0)
 		rc = checkpoint(L, it + 1, L->ema, L->best, err);
@@ -1565,7 +1573,6 @@ static int evaluate_and_keep(struct learn *L, uint32_t it, struct loom_err *err)
  */
 static int evaluate_start(struct learn *L, struct loom_err *err)
 {
-	struct gnn_err gerr = {{0}};
 	double v;
 	int rc;
 
@@ -1576,14 +1583,7 @@ static int evaluate_start(struct learn *L, struct loom_err *err)
 	if (L->rank == 0)
 		log_info("validation before training: %.4f x the best heuristic (the prior %s)", v,
 			 policy_gnn_prior_name(gnn_model_config(L->w[0].model)->prior));
-	if (L->o->out_dir && L->rank == 0) {
-		char path[4096];
-
-		snprintf(path, sizeof(path), "%s/best.lgw", L->o->out_dir);
-		rc = gnn_save(L->w[0].model, path, &gerr);
-		if (rc < 0)
-			loom_err_from(err, -rc, gerr.msg);
-	}
+	rc = save_best(L, err);
 	return agree(L, rc, err);
 }
 

@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <linux/bpf.h>
 #include <netinet/ip.h>
 #include <netinet/ip_icmp.h>
 #include <poll.h>
@@ -35,13 +34,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "tests/e2e/netns.h"
 #include "tests/precond.h"
 
 #define STATE_BASE "/run/loom-cluster"
@@ -606,28 +605,6 @@ static void test_not_root(void **state)
 		fail_msg("as nobody: exit %d, expected 2 and a message about root:\n%s", rc, out);
 }
 
-/* Whether the kernel loads a tc program from us ("r0 = 0; exit"). */
-static bool bpf_usable(void)
-{
-	struct bpf_insn prog[] = {
-		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0},
-		{.code = BPF_JMP | BPF_EXIT},
-	};
-	union bpf_attr attr;
-	int fd;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.prog_type = BPF_PROG_TYPE_SCHED_CLS;
-	attr.insns = (uint64_t)(uintptr_t)prog;
-	attr.insn_cnt = 2;
-	attr.license = (uint64_t)(uintptr_t) "GPL";
-	fd = (int)syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
-}
-
 /* Whether a namespace takes a bridge, a veth on it, HTB and a u32 filter (the probe is deleted). */
 static bool kernel_usable(void)
 {
@@ -672,7 +649,7 @@ static const char *missing_precondition(void)
 		return "needs ip(8) and tc(8)";
 	if (!kernel_usable())
 		return "needs network namespaces, a bridge, veth, HTB and u32 filters";
-	if (!bpf_usable())
+	if (!nsx_bpf_usable())
 		return "the kernel loads no BPF tc program here";
 	if (access(agent, X_OK) != 0 || !agent_has_tc(agent))
 		return "loom-agent has no tc enforcer in this build";

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <linux/bpf.h>
 #include <linux/if_packet.h>
 #include <net/ethernet.h>
 #include <net/if.h>
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,6 +53,27 @@ bool nsx_usable(void)
 	if (nsx_sh("ip netns add %s 2>/dev/null", name) != 0)
 		return false;
 	nsx_sh("ip netns del %s", name);
+	return true;
+}
+
+bool nsx_bpf_usable(void)
+{
+	struct bpf_insn prog[] = {
+		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0},
+		{.code = BPF_JMP | BPF_EXIT},
+	};
+	union bpf_attr attr;
+	int fd;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_type = BPF_PROG_TYPE_SCHED_CLS;
+	attr.insns = (uint64_t)(uintptr_t)prog;
+	attr.insn_cnt = 2;
+	attr.license = (uint64_t)(uintptr_t) "GPL";
+	fd = (int)syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
+	if (fd < 0)
+		return false;
+	close(fd);
 	return true;
 }
 

@@ -32,6 +32,9 @@ int nsx_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Whether we are root and can make a namespace (the probe is deleted again). */
 bool nsx_usable(void);
 
+/* Whether the kernel loads a tc program from us ("r0 = 0; exit"): no BPF here when not. */
+bool nsx_bpf_usable(void);
+
 /* Makes a namespace named loom<tag><pid> (lo up, no IPv6); its name (in x), or NULL. */
 const char *nsx_add(struct nsx *x, const char *tag);
 

@@ -30,14 +30,12 @@
  * that does not start, or does not stop cleanly, fails them.
  */
 #include <fcntl.h>
-#include <linux/bpf.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -524,30 +522,6 @@ static void test_loomd_exits_cleanly(void **state)
 	assert_int_equal(h_loomd_stop_clean(&H), 0);
 }
 
-#if defined(NETNS_TC)
-/* Whether the kernel loads a tc program from us ("r0 = 0; exit"): no BPF here when not. */
-static bool bpf_usable(void)
-{
-	struct bpf_insn prog[] = {
-		{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0},
-		{.code = BPF_JMP | BPF_EXIT},
-	};
-	union bpf_attr attr;
-	int fd;
-
-	memset(&attr, 0, sizeof(attr));
-	attr.prog_type = BPF_PROG_TYPE_SCHED_CLS;
-	attr.insns = (uint64_t)(uintptr_t)prog;
-	attr.insn_cnt = 2;
-	attr.license = (uint64_t)(uintptr_t) "GPL";
-	fd = (int)syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
-}
-#endif
-
 /* Why the tests cannot run on this machine, or NULL when they can. */
 static const char *missing_precondition(void)
 {
@@ -563,7 +537,7 @@ static const char *missing_precondition(void)
 #else
 	if (system("tc -V >/dev/null 2>&1") != 0 || system("bpftool version >/dev/null 2>&1") != 0)
 		return "needs tc(8) and bpftool";
-	if (!bpf_usable())
+	if (!nsx_bpf_usable())
 		return "the kernel loads no BPF tc program here";
 #endif
 	return NULL;

@@ -53,23 +53,14 @@ def multi_table(runs):
              "| policy | " + " | ".join(f"load {l}" for l in loads) + " |",
              "|---|" + "---|" * len(loads)]
     data = {}
-    bounds = ["(isolation bound)"]
-    if all(s["fair"].get("lp_bound_wjct_s", float("nan")) == s["fair"].get("lp_bound_wjct_s")
-           for l in loads for _, s in runs[l]):
-        bounds.append("(LP bound)")  # loom-replay --bound lp wrote it for every workload
+    bounds = pr.bound_rows(runs)
     for p in policies + bounds:
         cells = [p]
         for l in loads:
             rs = []
             for _, s in runs[l]:
                 _, best = best_heuristic(s)
-                if p == "(isolation bound)":
-                    v = s["fair"]["avg_wjob_isolation_s"]
-                elif p == "(LP bound)":
-                    v = s["fair"]["lp_bound_wjct_s"]
-                else:
-                    v = s[p]["avg_wjct_s"]
-                rs.append(v / best)
+                rs.append(pr.wjct(s, p) / best)
             data[(p, l)] = statistics.mean(rs)
             cells.append(f"{statistics.mean(rs):.3f} ({min(rs):.2f}-{max(rs):.2f})")
         if learned(p):

@@ -92,13 +92,30 @@ def multi(out):
     return runs
 
 
+def bound_rows(runs):
+    """The bound rows every multi-stage run has: the isolation bound, and loom-replay's LP
+    bound (--bound lp, its default on multi-stage traces) where every run computed it."""
+    rows = ["(isolation bound)"]
+    if all(s["fair"].get("lp_bound_wjct_s", float("nan")) == s["fair"].get("lp_bound_wjct_s")
+           for rs in runs.values() for _, s in rs):
+        rows.append("(LP bound)")
+    return rows
+
+
+def wjct(s, p):
+    """Average weighted JCT of policy or bound row p in one workload's summary s."""
+    if p == "(isolation bound)":
+        return s["fair"]["avg_wjob_isolation_s"]
+    if p == "(LP bound)":
+        return s["fair"]["lp_bound_wjct_s"]
+    return s[p]["avg_wjct_s"]
+
+
 def multi_table(runs):
     loads = sorted(runs)
     policies = list(runs[loads[0]][0][1])
-    # loom-replay's LP bound (--bound lp, its default on multi-stage traces) where every run has it
-    has_lp = all(s["fair"].get("lp_bound_wjct_s", float("nan")) ==
-                 s["fair"].get("lp_bound_wjct_s") for l in loads for _, s in runs[l])
-    bounds = ["(isolation bound)"] + (["(LP bound)"] if has_lp else [])
+    bounds = bound_rows(runs)
+    has_lp = "(LP bound)" in bounds
     lines = ["**Multi-stage jobs: avg weighted JCT, ratio to fair** (mean over seeds of "
              "each seed's ratio, min-max in brackets; the isolation bound row is the mean job "
              "critical-path isolation time, weighted, over fair's wJCT; the LP bound row "
@@ -114,13 +131,7 @@ def multi_table(runs):
         for l in loads:
             rs = []
             for _, s in runs[l]:
-                if p == "(isolation bound)":
-                    v = s["fair"]["avg_wjob_isolation_s"]
-                elif p == "(LP bound)":
-                    v = s["fair"]["lp_bound_wjct_s"]
-                else:
-                    v = s[p]["avg_wjct_s"]
-                rs.append(v / s["fair"]["avg_wjct_s"])
+                rs.append(wjct(s, p) / s["fair"]["avg_wjct_s"])
             data[(p, l)] = statistics.mean(rs)
             cells.append(f"{statistics.mean(rs):.3f} ({min(rs):.2f}-{max(rs):.2f})")
         if p.startswith("("):
@@ -128,10 +139,7 @@ def multi_table(runs):
         else:
             cells.append(f"{statistics.mean(s[p]['avg_jct_slowdown'] for _, s in runs[loads[-1]]):.2f}")
         if has_lp:
-            src = (lambda s: s["fair"]["avg_wjob_isolation_s"]) if p == "(isolation bound)" else \
-                (lambda s: s["fair"]["lp_bound_wjct_s"]) if p == "(LP bound)" else \
-                (lambda s: s[p]["avg_wjct_s"])
-            cells.append(f"{statistics.mean(src(s) / s['fair']['lp_bound_wjct_s'] for _, s in runs[loads[-1]]):.3f}")
+            cells.append(f"{statistics.mean(wjct(s, p) / wjct(s, '(LP bound)') for _, s in runs[loads[-1]]):.3f}")
         lines.append("| " + " | ".join(cells) + " |")
     fair_s = {l: statistics.mean(s["fair"]["avg_wjct_s"] for _, s in runs[l]) for l in loads}
     seeds = sorted({seed for l in loads for seed, _ in runs[l]})

@@ -43,11 +43,9 @@ static const struct policy_opt_def blend_opts[] = {
 };
 
 struct blend {
-	struct policy *h[BLEND_NH];
-	double w[BLEND_NH];
+	struct policy *h[BLEND_NH]; /* NULL where the weight (p->opt[i]) is 0 */
 	struct policy_decision hd;
 	struct pol_scratch s;
-	bool madd;
 };
 
 static void blend_done(struct policy *p)
@@ -73,7 +71,6 @@ static int blend_init(struct policy *p, const struct cp_model *m)
 	if (!x)
 		return -ENOMEM;
 	p->priv = x;
-	x->madd = p->opt[OPT_RATES] != 0;
 	r = pol_scratch_init(&x->s, m);
 	if (r == 0)
 		r = policy_decision_init(&x->hd, m);
@@ -87,8 +84,7 @@ static int blend_init(struct policy *p, const struct cp_model *m)
 	for (uint32_t i = 0; r == 0 && i < BLEND_NH; i++) {
 		struct loom_err e = {0};
 
-		x->w[i] = p->opt[i];
-		if (!(x->w[i] > 0))
+		if (!(p->opt[i] > 0))
 			continue;
 		x->h[i] = policy_new(blend_heur[i], &p->params, m, &e);
 		if (!x->h[i]) {
@@ -134,14 +130,14 @@ static int blend_decide(struct policy *p, const struct cp_model *m, uint64_t now
 		for (uint32_t q = 0; q < x->hd.norder; q++) {
 			uint32_t c = x->hd.order[q];
 
-			x->s.key[c] += x->w[i] * q * inv;
+			x->s.key[c] += p->opt[i] * q * inv;
 			if (first)
 				x->s.key2[c] = q;
 		}
 		first = false;
 	}
 	d->norder = pol_sort_active(m, d->order, x->s.key, x->s.key2);
-	if (x->madd) {
+	if (p->opt[OPT_RATES] != 0) {
 		policy_madd(m, d->order, d->norder, x->s.free_bps, x->s.port_load, d->rate_bps);
 		d->has_rates = true;
 	}

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/addr.h"
 #include "common/admin.h"
 #include "common/clock.h"
 
@@ -248,6 +250,105 @@ void h_loomd_cleanup(struct h_loomd *h)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", h->dir);
 	if (system(cmd) < 0)
 		perror("system");
+}
+
+int h_loomd_metrics_port(const struct h_loomd *h)
+{
+	static const char needle[] = "metrics on http://";
+	char line[1024];
+	int port = -1;
+	FILE *f = fopen(h->log, "r");
+
+	if (!f)
+		return -1;
+	while (port < 0 && fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, needle), *end, *colon;
+
+		if (!p)
+			continue;
+		p += strlen(needle);
+		end = strchr(p, '/');
+		if (!end)
+			continue;
+		*end = '\0';
+		colon = strrchr(p, ':');
+		if (colon)
+			port = atoi(colon + 1);
+	}
+	fclose(f);
+	return port > 0 && port < 65536 ? port : -1;
+}
+
+int h_http_get(uint16_t port, const char *path, char *body, size_t size)
+{
+	struct loom_addr a = {.kind = LOOM_ADDR_TCP, .host = "127.0.0.1", .port = port};
+	uint64_t deadline = h_mono_ms() + H_TIMEOUT_MS;
+	size_t cap = 1 << 16, n = 0;
+	char *buf = NULL, *hdr_end, req[1200];
+	struct loom_err err;
+	int fd, code = -1, len;
+
+	body[0] = '\0';
+	len = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1:%u\r\n\r\n", path,
+		       (unsigned)port);
+	if (len < 0 || (size_t)len >= sizeof(req)) {
+		fprintf(stderr, "GET %s: the path is too long\n", path);
+		return -1;
+	}
+	fd = loom_addr_dial("http", &a, deadline * LOOM_NS_PER_MS, 0, &err);
+	if (fd < 0) {
+		fprintf(stderr, "GET %s: %s\n", path, loom_err_str(&err));
+		return -1;
+	}
+	if (wire_write_all(fd, req, (size_t)len, H_TIMEOUT_MS) < 0) {
+		fprintf(stderr, "GET %s on port %u: cannot send the request\n", path,
+			(unsigned)port);
+		goto out;
+	}
+	/* HTTP/1.0: the server closes the connection after the body */
+	buf = malloc(cap);
+	while (buf) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		uint64_t now = h_mono_ms();
+		ssize_t got;
+
+		if (now >= deadline || poll(&p, 1, (int)(deadline - now)) != 1) {
+			fprintf(stderr, "GET %s on port %u: no whole answer in %d ms\n", path,
+				(unsigned)port, H_TIMEOUT_MS);
+			goto out;
+		}
+		if (n + 1 == cap) {
+			char *more = realloc(buf, cap * 2);
+
+			if (!more)
+				break;
+			buf = more;
+			cap *= 2;
+		}
+		got = read(fd, buf + n, cap - 1 - n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		n += (size_t)got;
+	}
+	if (!buf) {
+		fprintf(stderr, "GET %s: out of memory\n", path);
+		goto out;
+	}
+	buf[n] = '\0';
+	hdr_end = strstr(buf, "\r\n\r\n");
+	if (strncmp(buf, "HTTP/1.", 7) != 0 || strlen(buf) < 12 || !hdr_end) {
+		fprintf(stderr, "GET %s on port %u: not an HTTP answer: %.200s\n", path,
+			(unsigned)port, buf);
+		goto out;
+	}
+	code = atoi(buf + 9);
+	snprintf(body, size, "%s", hdr_end + 4);
+out:
+	free(buf);
+	close(fd);
+	return code;
 }
 
 json_t *h_admin(struct h_loomd *h, const char *cmd, int argc, const char *const *argv)

@@ -89,6 +89,21 @@ int h_loomd_stop_clean(struct h_loomd *h);
 /* Stops loomd if running and removes the directory. */
 void h_loomd_cleanup(struct h_loomd *h);
 
+/*
+ * The TCP port of loomd's /metrics, from the "metrics on http://HOST:PORT/"
+ * line it logs at start (loomd started with metrics=HOST:0 picks a free one);
+ * -1 when the log has no such line.
+ */
+int h_loomd_metrics_port(const struct h_loomd *h);
+
+/*
+ * GET path from 127.0.0.1:port over HTTP/1.0, bounded by H_TIMEOUT_MS. The
+ * body goes into body (NUL-terminated; at most size - 1 bytes, the rest of a
+ * longer one is dropped). Returns the HTTP status code, or -1 (nothing
+ * answered in time, or not HTTP) after saying why.
+ */
+int h_http_get(uint16_t port, const char *path, char *body, size_t size);
+
 /* Admin call; returns the result (caller decrefs) or NULL, printing the error. */
 json_t *h_admin(struct h_loomd *h, const char *cmd, int argc, const char *const *argv);
 

@@ -27,6 +27,7 @@ optional=(
 	libbpf-dev libnl-route-3-dev bpftool clang llvm
 	iproute2 ethtool
 	libopenmpi-dev openmpi-bin # loom-train --mpi (meson option mpi) and its test
+	prometheus # tests/e2e/test_prometheus.c scrapes loomd with it (the Grafana dashboard's queries)
 )
 
 missing=()

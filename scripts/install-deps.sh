@@ -17,6 +17,9 @@ required=(
 	# above carries libevent_openssl.pc; openssl (the CLI) makes the certificates
 	# of tests/e2e/test_tls.c
 	libssl-dev openssl
+	# the lint scripts and the Python bindings with their tests (tests/python/);
+	# meson needs it anyway, named here because the tests use it themselves
+	python3
 )
 # Optional features (meson options default to auto): installed when the
 # distribution has them so that CI exercises them too.

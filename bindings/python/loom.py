@@ -51,7 +51,7 @@ import os
 import socket
 import threading
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Sequence, Union
 
 __all__ = [
@@ -81,7 +81,7 @@ _U32 = (1 << 32) - 1
 _U64 = (1 << 64) - 1
 _INT_MAX = (1 << 31) - 1
 
-# ---- errors -------------------------------------------------------------------------------
+# ---- errors -------------------------------------------------------------------------------------
 
 
 class LoomError(OSError):
@@ -189,7 +189,7 @@ def _invalid(message: str) -> InvalidArgumentError:
     return InvalidArgumentError(_errno.EINVAL, message)
 
 
-# ---- the library --------------------------------------------------------------------------
+# ---- the library --------------------------------------------------------------------------------
 
 
 class _CTuple(ctypes.Structure):
@@ -349,7 +349,7 @@ def _check(r: int) -> int:
     return r
 
 
-# ---- argument checks ------------------------------------------------------------------------
+# ---- argument checks ----------------------------------------------------------------------------
 
 
 def _uint(what: str, v, top: int) -> int:
@@ -381,7 +381,7 @@ def _fd(sock) -> int:
         raise _invalid("%r is neither a socket nor a file descriptor" % (sock,)) from None
 
 
-# ---- the structs ----------------------------------------------------------------------------
+# ---- the structs --------------------------------------------------------------------------------
 
 IPAddress = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
 
@@ -574,7 +574,7 @@ def _hosts_to_c(hosts) -> Optional[_CHosts]:
     return _CHosts(_uint("hosts src_host", src, _U32), _uint("hosts dst_host", dst, _U32))
 
 
-# ---- calls without a client -----------------------------------------------------------------
+# ---- calls without a client ---------------------------------------------------------------------
 
 
 def socket_tuple(sock) -> Tuple:
@@ -610,7 +610,7 @@ def _free_handle(lib, handle):
     lib.loom_client_free(handle)
 
 
-# ---- the client ------------------------------------------------------------------------------
+# ---- the client ---------------------------------------------------------------------------------
 
 
 class Client:

@@ -37,9 +37,11 @@ import socket
 import sys
 import time
 
-# The bindings: from $LOOM_PYTHONPATH-less source trees, bindings/python beside examples/.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "bindings", "python"))
+# The bindings of this source tree (bindings/python beside examples/), else an installed loom.py.
+_TREE_BINDINGS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "bindings", "python")
+if os.path.exists(os.path.join(_TREE_BINDINGS, "loom.py")):
+    sys.path.insert(0, _TREE_BINDINGS)
 import loom  # noqa: E402
 
 PROG = "shuffle.py"
@@ -71,7 +73,7 @@ def die_with_parent(parent):
         os._exit(1)
 
 
-# ---- sockets --------------------------------------------------------------------------------
+# ---- sockets ------------------------------------------------------------------------------------
 
 
 def listen_loopback():
@@ -153,7 +155,7 @@ def receive_flows(lsock, n, nbytes, who, deadline):
         sel.close()
 
 
-# ---- the workers (separate processes) ---------------------------------------------------------
+# ---- the workers (separate processes) -----------------------------------------------------------
 
 
 def worker(role, index, a, parent, q, go, info):
@@ -202,7 +204,7 @@ def worker(role, index, a, parent, q, go, info):
         sys.exit(1)
 
 
-# ---- the driver -------------------------------------------------------------------------------
+# ---- the driver ---------------------------------------------------------------------------------
 
 
 class Run:
@@ -315,7 +317,7 @@ def run(a):
     return 0
 
 
-# ---- options ----------------------------------------------------------------------------------
+# ---- options ------------------------------------------------------------------------------------
 
 
 def size(s):

@@ -187,7 +187,7 @@ class Bindings(unittest.TestCase):
         self.assertTrue(e.message and e.message != "no error", repr(e))
         return e
 
-    # ---- the API as a whole -----------------------------------------------------------------
+    # ---- the API as a whole ---------------------------------------------------------------------
 
     def test_every_c_call_has_a_binding(self):
         with open(os.path.join(SRCDIR, "controlplane", "client", "loom.h")) as f:
@@ -340,7 +340,7 @@ class Bindings(unittest.TestCase):
         self.assertNotEqual(other[0][0], mine)
         self.assertEqual(loom.strerror(), mine)
 
-    # ---- jobs -------------------------------------------------------------------------------------
+    # ---- jobs -----------------------------------------------------------------------------------
 
     def test_job_lifecycle(self):
         t = loom.Tuple("10.0.0.1", 40000, "10.0.0.2", 80)
@@ -406,7 +406,7 @@ class Bindings(unittest.TestCase):
         for fn in (self.c.coflow_done, self.c.job_done, self.c.job_unregister):
             self.assertLoomError(loom.InvalidArgumentError, errno.EINVAL, fn, -1)
 
-    # ---- flows ------------------------------------------------------------------------------------
+    # ---- flows ----------------------------------------------------------------------------------
 
     def test_flows_announce(self):
         self.c.job_register(loom.Job(1201, coflows=[loom.Coflow(12011)]))
@@ -529,7 +529,7 @@ class Bindings(unittest.TestCase):
                 self.fail("entered a job loomd refused")
         self.assertIn(1502, self.D.job_ids())
 
-    # ---- handles ----------------------------------------------------------------------------------
+    # ---- handles --------------------------------------------------------------------------------
 
     def test_no_handle_leak(self):
         gc.collect()
@@ -549,7 +549,7 @@ class Bindings(unittest.TestCase):
         wait_until("loomd sees the 20 connections closed",
                    lambda: self.D.stat("connections") == conns)
 
-    # ---- the example --------------------------------------------------------------------------------
+    # ---- the example ----------------------------------------------------------------------------
 
     def run_example(self, *args):
         return subprocess.run([sys.executable, EXAMPLE] + list(args), capture_output=True,

@@ -52,6 +52,15 @@ ALLOWED = {
     "controlplane/loomd": {"controlplane/model", "controlplane/policy", "proto", "topo", "common"},
     "controlplane/client": {"controlplane/model", "controlplane/policy", "proto", "topo", "common"},
     "controlplane/cli": {"controlplane/model", "controlplane/policy", "proto", "topo", "common"},
+    # loom-run: the simulator's model, traces and CSV files, driven live through libloom
+    "controlplane/run": {
+        "controlplane/model",
+        "controlplane/policy",
+        "controlplane/sim",
+        "controlplane/client",
+        "topo",
+        "common",
+    },
     "dataplane": {"common", "proto", "ebpf"},
     "dataplane/dpdk": {"common", "proto", "ebpf", "dataplane"},
 }

@@ -8,6 +8,13 @@
  * folder. An `up` interrupted by SIGINT tears down what it built; a
  * foreground `up` killed with SIGKILL leaves a stale run that `down --name`
  * removes whole. Bad flags exit 2 naming the flag; not root exits 2.
+ * `loom-cluster run` plays a small trace with loom-run (controlplane/run):
+ * every job and coflow of the trace finishes, the per-job and per-coflow CSV
+ * files have loom-replay's columns and one row per job and coflow of the
+ * scaled trace, no coflow starts before its parents are done plus the
+ * scaled compute delay, loomd saw every flow announced and keeps no job;
+ * loom-run's bad flags exit 2 naming the flag, a bad trace exits 1 naming
+ * its line.
  *
  * Every run is named after this process (t<pid><letter>), so that it
  * collides with nothing. main() exits 77 (skip) without root, network
@@ -47,7 +54,7 @@
 #define HOSTS      3
 #define CLASSES    8
 
-static char SCRIPT[512], BUILDDIR[512], LOOMCTL[512];
+static char SCRIPT[512], BUILDDIR[512], LOOMCTL[512], LOOMRUN[512];
 
 static uint64_t mono_ms(void)
 {
@@ -570,6 +577,7 @@ static void test_bad_flags(void **state)
 		{{"up", "--hosts"}, "--hosts"},
 		{{"up", "--frobnicate"}, "--frobnicate"},
 		{{"down"}, "--name"},
+		{{"run"}, "TRACE"},
 		{{"frobnicate"}, "frobnicate"},
 	};
 	char out[8192];
@@ -605,6 +613,279 @@ static void test_not_root(void **state)
 		fail_msg("as nobody: exit %d, expected 2 and a message about root:\n%s", rc, out);
 }
 
+/* ---- loom-cluster run: loom-run on a live cluster ------------------------------------------- */
+
+/*
+ * The workload: 4 jobs on 3 hosts, played with --bytes-scale 2 --time-scale
+ * 0.5: a two-stage job, a job whose second coflow has no flows (and a flow
+ * from a host to itself), a job of one flowless coflow, and a diamond.
+ */
+static const char RUN_TRACE[] = "loom-trace 1 hosts 3\n"
+				"job 1 0 1\n"
+				"coflow 10 1 0\n"
+				"flow 10 0 1 400000\n"
+				"flow 10 2 1 200000\n"
+				"coflow 11 1 0\n"
+				"flow 11 1 2 100000\n"
+				"edge 10 11 20\n"
+				"job 2 50 2\n"
+				"coflow 20 2 10\n"
+				"flow 20 2 0 300000\n"
+				"flow 20 0 0 1000\n"
+				"coflow 21 2 0\n"
+				"edge 20 21 5\n"
+				"job 3 80 1\n"
+				"coflow 30 3 0\n"
+				"job 4 100 1\n"
+				"coflow 40 4 0\n"
+				"flow 40 1 0 250000\n"
+				"flow 40 1 2 250000\n"
+				"coflow 41 4 0\n"
+				"flow 41 0 2 100000\n"
+				"coflow 42 4 0\n"
+				"flow 42 2 1 50000\n"
+				"edge 40 42 0\n"
+				"edge 41 42 0\n";
+#define RUN_JOBS    4
+#define RUN_COFLOWS 8
+#define RUN_FLOWS   9
+
+struct csv_row {
+	uint64_t v[9];
+	bool empty[9];
+	char bin[32];
+};
+
+/*
+ * Reads a CSV file of loom-replay's (header exactly `header`) into rows of
+ * unsigned fields (column `text_col`, if any, kept as text); the row count.
+ */
+static int read_csv(const char *path, const char *header, int text_col, struct csv_row *rows,
+		    int max)
+{
+	char buf[8192], *line, *save = NULL;
+	int n = 0;
+
+	slurp(path, buf, sizeof(buf));
+	line = strtok_r(buf, "\n", &save);
+	if (!line)
+		fail_msg("%s is empty", path);
+	assert_string_equal(line, header);
+	while ((line = strtok_r(NULL, "\n", &save))) {
+		struct csv_row *r = &rows[n];
+		char *p = line;
+
+		if (n == max)
+			fail_msg("%s: more than %d rows", path, max);
+		memset(r, 0, sizeof(*r));
+		for (int c = 0; c < 9 && p; c++) {
+			char *end = strchr(p, ',');
+			size_t len = end ? (size_t)(end - p) : strlen(p);
+
+			r->empty[c] = len == 0;
+			if (c == text_col)
+				snprintf(r->bin, sizeof(r->bin), "%.*s", (int)len, p);
+			else if (len)
+				r->v[c] = strtoull(p, NULL, 10);
+			p = end ? end + 1 : NULL;
+		}
+		n++;
+	}
+	return n;
+}
+
+static const struct csv_row *row_of(const struct csv_row *rows, int n, uint64_t id)
+{
+	for (int i = 0; i < n; i++)
+		if (rows[i].v[0] == id)
+			return &rows[i];
+	fail_msg("no row for id %llu", (unsigned long long)id);
+	return NULL;
+}
+
+static void test_run_trace(void **state)
+{
+	static const struct {
+		uint64_t id, arrival_ns, weight;
+	} jobs[RUN_JOBS] = {{1, 0, 1}, {2, 25000000, 2}, {3, 40000000, 1}, {4, 50000000, 1}};
+	static const struct {
+		uint64_t id, job, bytes, width;
+	} coflows[RUN_COFLOWS] = {{10, 1, 1200000, 2}, {11, 1, 200000, 1}, {20, 2, 602000, 2},
+				  {21, 2, 0, 0},       {30, 3, 0, 0},      {40, 4, 1000000, 2},
+				  {41, 4, 200000, 1},  {42, 4, 100000, 1}};
+	/* parent, child, scaled delay */
+	static const uint64_t edges[][3] = {
+		{10, 11, 10000000}, {20, 21, 2500000}, {40, 42, 0}, {41, 42, 0}};
+	char name[32], dir[128], trace[160], path[256], out[16384];
+	struct csv_row jr[8], cr[16];
+	FILE *f;
+	int rc, n;
+
+	(void)state;
+	run_name(name, sizeof(name), 'd');
+	snprintf(dir, sizeof(dir), "/tmp/loom-run-test-%d", (int)getpid());
+	snprintf(trace, sizeof(trace), "%s/in.loom", dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	f = fopen(trace, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(RUN_TRACE, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+
+	rc = run_script(out, sizeof(out), 180,
+			(const char *const[]){"up", "--name", name, "--hosts", "3", "--build",
+					      BUILDDIR, "--timeout", "90", NULL});
+	if (rc != 0) {
+		force_down(name);
+		fail_msg("up exited %d:\n%s", rc, out);
+	}
+	snprintf(path, sizeof(path), "%s/out", dir);
+	rc = run_script(out, sizeof(out), 180,
+			(const char *const[]){"run", "--name", name, "--build", BUILDDIR, trace,
+					      "--out", path, "--bytes-scale", "2", "--time-scale",
+					      "0.5", "--timeout", "120", "--verbose", NULL});
+	if (rc != 0) {
+		force_down(name);
+		fail_msg("run exited %d:\n%s", rc, out);
+	}
+	print_message("%s", out);
+	if (!strstr(out, "4 of 4 jobs, 8 coflows, 9 of 9 flows")) {
+		force_down(name);
+		fail_msg("run did not say every job, coflow and flow finished:\n%s", out);
+	}
+
+	/* loomd saw every flow announced, and the finished jobs are gone from it */
+	rc = sh_out(out, sizeof(out), "%s --socket " STATE_BASE "/%s/admin.sock --json stats",
+		    LOOMCTL, name);
+	{
+		json_t *j = json_loads(out, 0, NULL);
+		json_int_t announced = json_integer_value(json_object_get(j, "flows_announced"));
+		json_int_t held = json_integer_value(json_object_get(j, "jobs"));
+		json_int_t errors = json_integer_value(json_object_get(j, "errors"));
+
+		json_decref(j);
+		force_down(name);
+		assert_int_equal(rc, 0);
+		assert_int_equal(announced, RUN_FLOWS);
+		assert_int_equal(held, 0);
+		assert_int_equal(errors, 0);
+	}
+	assert_nothing_left(name);
+
+	/* the jobs: one row each, scaled arrivals, finished after they arrived */
+	snprintf(path, sizeof(path), "%s/out/live-jobs.csv", dir);
+	n = read_csv(path, "job_id,arrival_ns,finish_ns,jct_ns,weight", -1, jr, 8);
+	assert_int_equal(n, RUN_JOBS);
+	for (int i = 0; i < RUN_JOBS; i++) {
+		const struct csv_row *r = row_of(jr, n, jobs[i].id);
+
+		assert_int_equal(r->v[1], jobs[i].arrival_ns);
+		assert_false(r->empty[2]);
+		assert_true(r->v[2] >= r->v[1]);
+		assert_int_equal(r->v[3], r->v[2] - r->v[1]);
+		assert_int_equal(r->v[4], jobs[i].weight);
+	}
+	/* the coflows: scaled bytes, released after their job arrived, finished */
+	snprintf(path, sizeof(path), "%s/out/live-coflows.csv", dir);
+	n = read_csv(path,
+		     "coflow_id,job_id,release_ns,finish_ns,cct_ns,bytes,width,bin,isolation_ns", 7,
+		     cr, 16);
+	assert_int_equal(n, RUN_COFLOWS);
+	for (int i = 0; i < RUN_COFLOWS; i++) {
+		const struct csv_row *r = row_of(cr, n, coflows[i].id);
+		const struct csv_row *j = row_of(jr, RUN_JOBS, coflows[i].job);
+
+		assert_int_equal(r->v[1], coflows[i].job);
+		assert_false(r->empty[2] || r->empty[3]);
+		assert_true(r->v[2] >= j->v[1]);
+		assert_true(r->v[3] >= r->v[2] && r->v[3] <= j->v[2]);
+		assert_int_equal(r->v[4], r->v[3] - r->v[2]);
+		assert_int_equal(r->v[5], coflows[i].bytes);
+		assert_int_equal(r->v[6], coflows[i].width);
+		assert_string_equal(r->bin, "short_narrow");
+		assert_false(r->empty[8]);
+	}
+	/* no child before its parent's finish plus the scaled delay */
+	for (size_t e = 0; e < sizeof(edges) / sizeof(edges[0]); e++) {
+		const struct csv_row *p = row_of(cr, n, edges[e][0]);
+		const struct csv_row *c = row_of(cr, n, edges[e][1]);
+
+		if (c->v[2] < p->v[3] + edges[e][2])
+			fail_msg(
+				"coflow %llu released at %llu ns, before parent %llu's finish %llu "
+				"+ %llu ns",
+				(unsigned long long)edges[e][1], (unsigned long long)c->v[2],
+				(unsigned long long)edges[e][0], (unsigned long long)p->v[3],
+				(unsigned long long)edges[e][2]);
+	}
+	/* the scaled trace and the topology loom-replay predicts from */
+	snprintf(path, sizeof(path), "%s/out/trace.loom", dir);
+	slurp(path, out, sizeof(out));
+	assert_non_null(strstr(out, "\njob 2 25 2\n"));
+	assert_non_null(strstr(out, "\nflow 10 0 1 800000\n"));
+	assert_non_null(strstr(out, "\nedge 10 11 10\n"));
+	snprintf(path, sizeof(path), "%s/out/topology.json", dir);
+	slurp(path, out, sizeof(out));
+	assert_non_null(strstr(out, "100000000"));
+	sh_out(out, sizeof(out), "rm -rf '%s'", dir);
+}
+
+/* loom-run's own bad flags exit 2 naming the flag; a bad trace exits 1 naming its line. */
+static void test_run_bad_flags(void **state)
+{
+	static const struct {
+		const char *args;
+		int rc;
+		const char *says;
+	} cases[] = {
+		{"", 2, "--trace"},
+		{"--trace T --topo T --controller C --netns n", 2, "--first-addr"},
+		{"--bytes-scale 0", 2, "--bytes-scale"},
+		{"--bytes-scale x", 2, "--bytes-scale"},
+		{"--time-scale -1", 2, "--time-scale"},
+		{"--port 0", 2, "--port"},
+		{"--port 20000", 2, "--port"},
+		{"--timeout 0", 2, "--timeout"},
+		{"--netns a/b", 2, "--netns"},
+		{"--first-addr 10.1", 2, "--first-addr"},
+		{"--format nope", 2, "--format"},
+		{"--frobnicate", 2, "frobnicate"},
+		{NULL, 1, "bad.loom:2:"}, /* every flag right, the trace wrong */
+	};
+	char dir[128], bad[160], topo[160], outdir[160], out[4096], args[600];
+	FILE *f;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/loom-run-flags-%d", (int)getpid());
+	snprintf(bad, sizeof(bad), "%s/bad.loom", dir);
+	snprintf(topo, sizeof(topo), "%s/topo.json", dir);
+	snprintf(outdir, sizeof(outdir), "%s/out", dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	f = fopen(bad, "w");
+	assert_non_null(f);
+	fputs("loom-trace 1 hosts 2\njob 1 zero 1\n", f);
+	assert_int_equal(fclose(f), 0);
+	f = fopen(topo, "w");
+	assert_non_null(f);
+	fputs("{\"hosts\": 2, \"link_bps\": 100000000}\n", f);
+	assert_int_equal(fclose(f), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc;
+
+		if (cases[i].args)
+			snprintf(args, sizeof(args), "%s", cases[i].args);
+		else
+			snprintf(args, sizeof(args),
+				 "--trace %s --topo %s --controller unix:/nonexistent --netns x "
+				 "--first-addr 10.0.0.1 --out %s",
+				 bad, topo, outdir);
+		rc = sh_out(out, sizeof(out), "%s %s 2>&1", LOOMRUN, args);
+		if (rc != cases[i].rc || !strstr(out, cases[i].says))
+			fail_msg("loom-run %s: exit %d, expected %d and a message naming '%s':\n%s",
+				 args, rc, cases[i].rc, cases[i].says, out);
+	}
+	sh_out(out, sizeof(out), "rm -rf '%s'", dir);
+}
+
 /* Whether a namespace takes a bridge, a veth on it, HTB and a u32 filter (the probe is deleted). */
 static bool kernel_usable(void)
 {
@@ -637,12 +918,14 @@ static const char *missing_precondition(void)
 {
 	const char *src = getenv("LOOM_SRCDIR"), *build = getenv("LOOM_BUILDDIR");
 	const char *agent = getenv("LOOM_AGENT"), *ctl = getenv("LOOMCTL");
+	const char *lrun = getenv("LOOM_RUN");
 
-	if (!src || !build || !agent || !ctl)
-		return "run by meson test (LOOM_SRCDIR, LOOM_BUILDDIR, LOOM_AGENT, LOOMCTL)";
+	if (!src || !build || !agent || !ctl || !lrun)
+		return "run by meson test (LOOM_SRCDIR, LOOM_BUILDDIR, LOOM_AGENT, LOOMCTL, LOOM_RUN)";
 	snprintf(SCRIPT, sizeof(SCRIPT), "%s/scripts/loom-cluster", src);
 	snprintf(BUILDDIR, sizeof(BUILDDIR), "%s", build);
 	snprintf(LOOMCTL, sizeof(LOOMCTL), "%s", ctl);
+	snprintf(LOOMRUN, sizeof(LOOMRUN), "%s", lrun);
 	if (geteuid() != 0)
 		return "needs root";
 	if (system("ip -V >/dev/null 2>&1") != 0 || system("tc -V >/dev/null 2>&1") != 0)
@@ -653,6 +936,8 @@ static const char *missing_precondition(void)
 		return "the kernel loads no BPF tc program here";
 	if (access(agent, X_OK) != 0 || !agent_has_tc(agent))
 		return "loom-agent has no tc enforcer in this build";
+	if (access(lrun, X_OK) != 0)
+		return "no loom-run in this build";
 	return NULL;
 }
 
@@ -664,6 +949,8 @@ int main(void)
 		cmocka_unit_test(test_killed_up_then_down),
 		cmocka_unit_test(test_bad_flags),
 		cmocka_unit_test(test_not_root),
+		cmocka_unit_test(test_run_trace),
+		cmocka_unit_test(test_run_bad_flags),
 	};
 	size_t n = sizeof(tests) / sizeof(tests[0]);
 	const char *why = missing_precondition();

@@ -46,6 +46,7 @@
 #define READY_MS        10000 /* how long the hosts get to enter their namespaces and listen */
 #define REAP_MS         5000  /* how long the hosts get to exit once told to */
 #define NETNS_DIR       "/run/netns/"
+#define CTL_SNDBUF      (16 << 20) /* bytes: a driver-host socket's send buffer */
 
 struct run_args {
 	const char *trace, *topo, *controller, *netns, *out, *label;
@@ -273,6 +274,17 @@ static int host_spawn(struct driver *d, uint32_t i)
 	snprintf(ns, sizeof(ns), NETNS_DIR "%s%u", d->a->netns, i);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
+	/*
+	 * Both sides send blocking: room for some 16k messages each way, so that
+	 * the driver starting a wide coflow and a host reporting many flows done
+	 * do not both wait for the other to read
+	 */
+	for (int k = 0; k < 2; k++) {
+		int sz = CTL_SNDBUF;
+
+		if (setsockopt(sv[k], SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz)) < 0)
+			setsockopt(sv[k], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {

@@ -864,9 +864,10 @@ static int flow_check(const struct loom_client_flow *f, bool need_tuple, const c
 	return 0;
 }
 
-int loom_client_job_register(struct loom_client *c, const struct loom_client_job *job)
+/* RegisterJob of job (extend: coflows added to a registered job), checked first. */
+static int job_send(struct loom_client *c, const struct loom_client_job *job, bool extend,
+		    const char *op)
 {
-	static const char op[] = "register_job";
 	struct loom_client_msg *req;
 	size_t n_flows = 0;
 	int r;
@@ -897,11 +898,21 @@ int loom_client_job_register(struct loom_client *c, const struct loom_client_job
 		n_flows += cf->n_flows;
 	}
 
-	if (loom_client_rpc_register_new(job, &req) < 0)
+	if (loom_client_rpc_register_new(job, extend, &req) < 0)
 		return fail(-ENOMEM, "%s: out of memory", op);
 	r = client_call(c, req, op, NULL);
 	loom_client_rpc_free(req);
 	return r;
+}
+
+int loom_client_job_register(struct loom_client *c, const struct loom_client_job *job)
+{
+	return job_send(c, job, false, "register_job");
+}
+
+int loom_client_job_extend(struct loom_client *c, const struct loom_client_job *job)
+{
+	return job_send(c, job, true, "extend_job");
 }
 
 int loom_client_flows_announce(struct loom_client *c, const struct loom_client_announce *flows,

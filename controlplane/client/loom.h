@@ -179,6 +179,20 @@ uint32_t loom_client_version(const struct loom_client *c);
 int loom_client_job_register(struct loom_client *c, const struct loom_client_job *job);
 
 /*
+ * Adds coflows and edges to job->id, a job this tenant registered that has
+ * not finished (job->weight and job->name are ignored): for a DAG that grows
+ * as the framework learns it (one coflow per MPI collective). Each edge's
+ * child must be one of the coflows added; its parent may be any of the
+ * job's, done or not (a child of a done parent is released at once, or
+ * delay_ns after the parent's end). A job finishes when all its coflows are
+ * done: keep one open coflow unfinished while more may come. Returns 0, or
+ * -errno as loom_client_job_register() does, and -ENOENT (no such job),
+ * -EALREADY (the job has finished), -EINVAL (an edge leads to a coflow
+ * registered before).
+ */
+int loom_client_job_extend(struct loom_client *c, const struct loom_client_job *job);
+
+/*
  * Announces n flows in one request. Each needs a tuple. Returns the number
  * the controller took: n when all were, k < n when it took flows[0..k-1] and
  * refused flows[k] (errno and loom_client_strerror() then say why; announce

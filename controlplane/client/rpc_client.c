@@ -102,7 +102,8 @@ static void flow_to_pb(const struct loom_client_flow *f, Loom__FlowSpec *pb, Loo
 	}
 }
 
-int loom_client_rpc_register_new(const struct loom_client_job *job, struct loom_client_msg **ret)
+int loom_client_rpc_register_new(const struct loom_client_job *job, bool extend,
+				 struct loom_client_msg **ret)
 {
 	struct loom_client_msg *m = msg_new(LOOM__ENVELOPE__BODY_REGISTER_JOB);
 	Loom__RegisterJob *rj;
@@ -158,6 +159,7 @@ int loom_client_rpc_register_new(const struct loom_client_job *job, struct loom_
 	rj->coflows = job->n_coflows ? cfp : NULL;
 	rj->n_edges = job->n_edges;
 	rj->edges = job->n_edges ? esp : NULL;
+	rj->extend = extend;
 	m->env.register_job = rj;
 	*ret = m;
 	return 0;

@@ -32,14 +32,14 @@ struct loom_client_msg;
 
 /*
  * Makes a request: Hello as a framework (name, and token when not NULL);
- * RegisterJob; AnnounceFlows of n flows; CoflowDone, JobDone or Unregister
+ * RegisterJob (extend: of coflows added to a registered job); AnnounceFlows of n flows; CoflowDone, JobDone or Unregister
  * of one id. The arguments are as the API checked them (loom.h; a tuple of
  * family 0 is none). Returns 0 with *ret (free with
  * loom_client_rpc_free()), or -ENOMEM.
  */
 LOOM_CLIENT_HIDDEN int loom_client_rpc_hello_new(const char *name, const char *token,
 						 struct loom_client_msg **ret);
-LOOM_CLIENT_HIDDEN int loom_client_rpc_register_new(const struct loom_client_job *job,
+LOOM_CLIENT_HIDDEN int loom_client_rpc_register_new(const struct loom_client_job *job, bool extend,
 						    struct loom_client_msg **ret);
 LOOM_CLIENT_HIDDEN int loom_client_rpc_announce_new(const struct loom_client_announce *flows,
 						    size_t n, struct loom_client_msg **ret);

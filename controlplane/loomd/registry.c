@@ -443,14 +443,14 @@ out:
 	return rc;
 }
 
+static int validate_coflows(const struct loomd_registry *r, const struct loomd_job_spec *s,
+			    uint32_t from, uint64_t nflows, struct loomd_flow_spec *resolved,
+			    struct loom_err *err);
+
 static int validate_job(const struct loomd_registry *r, const struct loomd_job_spec *s,
 			struct loomd_flow_spec *resolved, struct loom_err *err)
 {
-	struct id_idx *ids = NULL;
-	struct wire_tuple *tuples = NULL;
 	uint64_t nflows = 0;
-	uint32_t k = 0, nt = 0;
-	int rc = 0;
 
 	if (loomd_registry_job(r, s->id))
 		return loom_err_set(err, EEXIST, "job %llu is already registered",
@@ -476,6 +476,23 @@ static int validate_job(const struct loomd_registry *r, const struct loomd_job_s
 				    "job %llu: %llu more flows would exceed max_flows (%u)",
 				    (unsigned long long)s->id, (unsigned long long)nflows,
 				    r->lim.max_flows);
+	return validate_coflows(r, s, 0, nflows, resolved, err);
+}
+
+/*
+ * The coflows s->coflows[from..] (those before are the job's registered
+ * ones, given by id only) with their nflows flows: new ids, flows within the
+ * limits and the fabric, tuples new, then the edges (check_edges, over all).
+ */
+static int validate_coflows(const struct loomd_registry *r, const struct loomd_job_spec *s,
+			    uint32_t from, uint64_t nflows, struct loomd_flow_spec *resolved,
+			    struct loom_err *err)
+{
+	struct id_idx *ids = NULL;
+	struct wire_tuple *tuples = NULL;
+	uint32_t k = 0, nt = 0;
+	int rc = 0;
+
 	ids = calloc(s->ncoflows, sizeof(*ids));
 	tuples = calloc(nflows + 1, sizeof(*tuples));
 	if (!ids || !tuples) {
@@ -486,6 +503,8 @@ static int validate_job(const struct loomd_registry *r, const struct loomd_job_s
 		const struct loomd_coflow_spec *c = &s->coflows[i];
 
 		ids[i] = (struct id_idx){c->id, i};
+		if (i < from)
+			continue;
 		if (loomd_registry_coflow(r, c->id)) {
 			rc = loom_err_set(err, EEXIST,
 					  "job %llu: coflow id %llu is already registered (coflow "
@@ -730,6 +749,181 @@ fail_mapped:
 	job_unmap(r, j);
 fail:
 	job_free(j);
+	loom_err_set(err, ENOMEM, "out of memory");
+out:
+	free(resolved);
+	return rc;
+}
+
+/* Whether every coflow of j is done (by the facts or the view): j is finished or about to be. */
+static bool job_all_done(const struct loomd_registry *r, const struct loomd_rjob *j)
+{
+	for (uint32_t c = 0; c < j->ncoflows; c++)
+		if (!coflow_done(r, &j->coflows[c]))
+			return false;
+	return true;
+}
+
+/*
+ * Checks an extension of j: j not finished, the limits, the new coflows
+ * (validate_coflows over j's coflow ids followed by the new ones) and every
+ * edge leading to a new coflow. resolved gets the new flows' hosts.
+ */
+static int validate_extend(const struct loomd_registry *r, const struct loomd_rjob *j,
+			   const struct loomd_job_spec *spec, uint64_t nflows,
+			   struct loomd_flow_spec *resolved, struct loom_err *err)
+{
+	struct loomd_job_spec all = *spec;
+	struct loomd_coflow_spec *cs;
+	int rc;
+
+	if (j->declared_done || j->done_ns != CP_TIME_NEVER || job_all_done(r, j))
+		return loom_err_set(
+			err, EALREADY,
+			"job %llu has finished (all its coflows are done): it cannot be "
+			"extended",
+			(unsigned long long)j->id);
+	if (spec->ncoflows == 0)
+		return loom_err_set(err, EINVAL, "job %llu: the extension adds no coflows",
+				    (unsigned long long)j->id);
+	if (r->ncoflows + spec->ncoflows > r->lim.max_coflows)
+		return loom_err_set(err, ENOSPC,
+				    "job %llu: %u more coflows would exceed max_coflows (%u)",
+				    (unsigned long long)j->id, spec->ncoflows, r->lim.max_coflows);
+	if (r->nflows + nflows > r->lim.max_flows)
+		return loom_err_set(err, ENOSPC,
+				    "job %llu: %llu more flows would exceed max_flows (%u)",
+				    (unsigned long long)j->id, (unsigned long long)nflows,
+				    r->lim.max_flows);
+	cs = calloc((size_t)j->ncoflows + spec->ncoflows, sizeof(*cs));
+	if (!cs)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < j->ncoflows; i++)
+		cs[i].id = j->coflows[i].id;
+	memcpy(cs + j->ncoflows, spec->coflows, spec->ncoflows * sizeof(*cs));
+	all.coflows = cs;
+	all.ncoflows = j->ncoflows + spec->ncoflows;
+	rc = validate_coflows(r, &all, j->ncoflows, nflows, resolved, err);
+	for (uint32_t e = 0; rc == 0 && e < spec->nedges; e++)
+		if (loomd_registry_coflow(r, spec->edges[e].child))
+			rc = loom_err_set(err, EINVAL,
+					  "job %llu edge %u: coflow %llu was registered before; an "
+					  "extension's edges lead to the coflows it adds",
+					  (unsigned long long)j->id, e,
+					  (unsigned long long)spec->edges[e].child);
+	free(cs);
+	return rc;
+}
+
+/* Fills c, a new coflow of j, from cs and its resolved flows. 0 or -ENOMEM (c's flows freed). */
+static int coflow_fill(struct loomd_rjob *j, struct loomd_rcoflow *c,
+		       const struct loomd_coflow_spec *cs, const struct loomd_flow_spec *resolved)
+{
+	c->id = cs->id;
+	c->job = j;
+	c->release_offset_ns = cs->release_offset_ns;
+	c->expected_flows = cs->expected_flows ? cs->expected_flows : cs->nflows;
+	c->open = c->expected_flows == 0;
+	c->done_ns = CP_TIME_NEVER;
+	c->view = CP_NONE;
+	for (uint32_t f = 0; f < cs->nflows; f++) {
+		struct loomd_rflow *fl = flow_new(&resolved[f], c);
+
+		if (!fl || coflow_push_flow(c, fl) < 0) {
+			free(fl);
+			for (uint32_t g = 0; g < c->nflows; g++)
+				free(c->flows[g]);
+			free(c->flows);
+			c->flows = NULL;
+			c->nflows = 0;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int loomd_registry_extend_job(struct loomd_registry *r, const struct loomd_job_spec *spec,
+			      uint64_t now_ns, struct loom_err *err)
+{
+	struct loomd_rjob *j = loomd_registry_job(r, spec->id);
+	struct loomd_flow_spec *resolved = NULL;
+	struct loomd_rcoflow *nc = NULL;
+	struct loomd_edge_spec *ne = NULL;
+	uint64_t nflows = 0, ntuples = 0;
+	uint32_t old, k = 0, made = 0;
+	int rc;
+
+	if (!j)
+		return loom_err_set(err, ENOENT, "job %llu is not registered (nothing to extend)",
+				    (unsigned long long)spec->id);
+	if (j->tenant != spec->tenant)
+		return loom_err_set(err, EACCES, "job %llu belongs to another tenant",
+				    (unsigned long long)spec->id);
+	for (uint32_t i = 0; i < spec->ncoflows; i++)
+		for (uint32_t f = 0; f < spec->coflows[i].nflows; f++, nflows++)
+			ntuples += spec->coflows[i].flows[f].has_tuple;
+	resolved = calloc(nflows + 1, sizeof(*resolved));
+	if (!resolved)
+		return loom_err_set(err, ENOMEM, "out of memory");
+	rc = validate_extend(r, j, spec, nflows, resolved, err);
+	if (rc < 0)
+		goto out;
+	old = j->ncoflows;
+	rc = -ENOMEM;
+	nc = calloc((size_t)old + spec->ncoflows, sizeof(*nc));
+	ne = calloc((size_t)j->nedges + spec->nedges + 1, sizeof(*ne));
+	if (!nc || !ne || loom_hmap_reserve(&r->by_coflow, spec->ncoflows) < 0 ||
+	    loom_hmap_reserve(&r->by_tuple, ntuples) < 0)
+		goto fail;
+	memcpy(nc, j->coflows, old * sizeof(*nc));
+	for (; made < spec->ncoflows; made++) {
+		if (coflow_fill(j, &nc[old + made], &spec->coflows[made], &resolved[k]) < 0)
+			goto fail;
+		k += spec->coflows[made].nflows;
+	}
+	/* Nothing fails from here: the old coflows move to nc, every pointer to them follows. */
+	for (uint32_t i = 0; i < old; i++) {
+		struct loomd_rcoflow *was = &j->coflows[i], *now = &nc[i];
+		size_t pos = loom_hmap_find_val(&r->by_coflow, was->id, (uintptr_t)was);
+
+		r->by_coflow.slot[pos].val = (uintptr_t)now;
+		for (uint32_t f = 0; f < now->nflows; f++)
+			now->flows[f]->coflow = now;
+		if (r->vcoflow && now->view != CP_NONE)
+			r->vcoflow[now->view] = now;
+	}
+	for (uint32_t i = old; i < old + spec->ncoflows; i++) {
+		(void)loom_hmap_add_dup(&r->by_coflow, nc[i].id, (uintptr_t)&nc[i]);
+		for (uint32_t f = 0; f < nc[i].nflows; f++)
+			if (nc[i].flows[f]->has_tuple)
+				(void)loom_hmap_add_dup(&r->by_tuple,
+							wire_tuple_hash(&nc[i].flows[f]->tuple),
+							(uintptr_t)nc[i].flows[f]);
+	}
+	memcpy(ne, j->edges, j->nedges * sizeof(*ne));
+	memcpy(ne + j->nedges, spec->edges, spec->nedges * sizeof(*ne));
+	free(j->coflows);
+	free(j->edges);
+	j->coflows = nc;
+	j->edges = ne;
+	j->ncoflows = old + spec->ncoflows;
+	j->nedges += spec->nedges;
+	r->ncoflows += spec->ncoflows;
+	r->nflows += nflows;
+	r->use[j->tenant].coflows += spec->ncoflows;
+	r->use[j->tenant].flows += nflows;
+	see_time(r, now_ns);
+	r->dirty = true;
+	rc = 0;
+	goto out;
+fail:
+	for (uint32_t i = 0; i < made; i++) {
+		for (uint32_t f = 0; f < nc[old + i].nflows; f++)
+			free(nc[old + i].flows[f]);
+		free(nc[old + i].flows);
+	}
+	free(nc);
+	free(ne);
 	loom_err_set(err, ENOMEM, "out of memory");
 out:
 	free(resolved);

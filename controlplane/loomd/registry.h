@@ -120,6 +120,14 @@ struct loomd_registry *loomd_registry_free(struct loomd_registry *r);
  */
 int loomd_registry_add_job(struct loomd_registry *r, const struct loomd_job_spec *spec,
 			   uint64_t now_ns, struct loom_err *err);
+/*
+ * Adds spec's coflows and edges to the registered job spec->id (weight and
+ * name ignored; spec->tenant must be the job's): -ENOENT no such job,
+ * -EALREADY it finished (or all its coflows are done), -EINVAL an edge to a
+ * coflow registered before, and the checks of add_job for the new coflows.
+ */
+int loomd_registry_extend_job(struct loomd_registry *r, const struct loomd_job_spec *spec,
+			      uint64_t now_ns, struct loom_err *err);
 int loomd_registry_add_flow(struct loomd_registry *r, uint64_t coflow_id,
 			    const struct loomd_flow_spec *f, uint64_t now_ns, struct loom_err *err);
 int loomd_registry_coflow_done(struct loomd_registry *r, uint64_t coflow_id, uint64_t now_ns,

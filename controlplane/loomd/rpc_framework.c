@@ -192,7 +192,8 @@ int loomd_rpc_register_job(struct loomd_server *s, Loom__RegisterJob *m, uint64_
 		if (r < 0)
 			goto out;
 	}
-	r = loomd_registry_add_job(s->reg, &spec, now_ns, err);
+	r = m->extend ? loomd_registry_extend_job(s->reg, &spec, now_ns, err) :
+			loomd_registry_add_job(s->reg, &spec, now_ns, err);
 	if (r == 0 && jbuf)
 		r = journal_append(s, LOOMD_J_REGISTER, m->job_id, m->job_id, now_ns, jbuf, jlen,
 				   err);
@@ -287,7 +288,10 @@ static int check_owner(const struct loomd_conn *c, const struct loomd_rjob *j, c
 			    what, (unsigned long long)id, c->srv->tenants[c->tenant].name);
 }
 
-/* A new job of c's tenant: not another tenant's id, within its jobs, coflows and flows quotas. */
+/*
+ * A new job of c's tenant, or an extension of one of its jobs: not another
+ * tenant's id, within its jobs (a new job only), coflows and flows quotas.
+ */
 static int check_register(const struct loomd_conn *c, const Loom__RegisterJob *m,
 			  struct loom_err *err)
 {
@@ -302,7 +306,7 @@ static int check_register(const struct loomd_conn *c, const Loom__RegisterJob *m
 	loomd_registry_tenant_use(c->srv->reg, c->tenant, &u);
 	for (size_t i = 0; i < m->n_coflows; i++)
 		nflows += m->coflows[i]->n_flows;
-	if (t->quota.jobs && u.jobs >= t->quota.jobs)
+	if (!m->extend && t->quota.jobs && u.jobs >= t->quota.jobs)
 		return loom_err_set(err, ENOSPC,
 				    "job %llu: tenant '%s' holds %u jobs, its quota 'jobs' "
 				    "(unregister some, or wait for done ones to be forgotten)",

@@ -150,7 +150,7 @@ static void test_register(void **state)
 	Loom__Envelope *env;
 
 	(void)state;
-	assert_int_equal(loom_client_rpc_register_new(&job, &m), 0);
+	assert_int_equal(loom_client_rpc_register_new(&job, false, &m), 0);
 	env = reframe(m, 5);
 	assert_int_equal(env->body_case, LOOM__ENVELOPE__BODY_REGISTER_JOB);
 	rj = env->register_job;
@@ -182,6 +182,7 @@ static void test_register(void **state)
 	assert_int_equal(rj->edges[0]->delay_ns, 1000);
 	assert_int_equal(rj->edges[1]->parent, 11);
 	assert_int_equal(rj->edges[1]->child, 12);
+	assert_false(rj->extend);
 	wire_free(env);
 	/* a second attempt: the same request with its own seq */
 	env = reframe(m, 6);
@@ -191,12 +192,23 @@ static void test_register(void **state)
 
 	/* nothing but an id; no name */
 	job = (struct loom_client_job){.id = 8};
-	assert_int_equal(loom_client_rpc_register_new(&job, &m), 0);
+	assert_int_equal(loom_client_rpc_register_new(&job, false, &m), 0);
 	env = reframe(m, 7);
 	assert_int_equal(env->register_job->job_id, 8);
 	assert_string_equal(env->register_job->name, "");
 	assert_int_equal(env->register_job->n_coflows, 0);
 	assert_int_equal(env->register_job->n_edges, 0);
+	wire_free(env);
+	loom_client_rpc_free(m);
+
+	/* an extension: the same message with extend set */
+	job = (struct loom_client_job){.id = 7, .coflows = cfs + 2, .n_coflows = 1};
+	assert_int_equal(loom_client_rpc_register_new(&job, true, &m), 0);
+	env = reframe(m, 8);
+	assert_int_equal(env->register_job->job_id, 7);
+	assert_true(env->register_job->extend);
+	assert_int_equal(env->register_job->n_coflows, 1);
+	assert_int_equal(env->register_job->coflows[0]->id, 12);
 	wire_free(env);
 	loom_client_rpc_free(m);
 }

@@ -109,6 +109,17 @@ static inline int jb_add(struct loomd_registry *r, struct jb *j, uint64_t now_ns
 	return loomd_registry_add_job(r, &j->s, now_ns, err);
 }
 
+/* Adds j's coflows and edges to the registered job j->s.id: loomd_registry_extend_job's result. */
+static inline int jb_extend(struct loomd_registry *r, struct jb *j, uint64_t now_ns,
+			    struct loom_err *err)
+{
+	j->s.coflows = j->c;
+	j->s.edges = j->e;
+	for (uint32_t i = 0; i < j->s.ncoflows; i++)
+		j->c[i].flows = j->f[i];
+	return loomd_registry_extend_job(r, &j->s, now_ns, err);
+}
+
 /* Adds the job to r at now_ns; fails the test if it is refused. */
 static inline void jb_add_ok(struct loomd_registry *r, struct jb *j, uint64_t now_ns)
 {

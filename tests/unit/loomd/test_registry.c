@@ -5,7 +5,8 @@
  * weights, limits) and that a refused job changes nothing; every refusal of
  * an announced flow, and flows placed by address; the view: releases on
  * time, flow statistics completing coflows and releasing their children,
- * coflows and jobs declared done, unregistering and expiring jobs, and a
+ * coflows and jobs declared done, jobs extended with coflows (and every
+ * refusal of an extension), unregistering and expiring jobs, and a
  * rebuilt view that keeps the states and sent bytes of the old one.
  */
 #include <errno.h>
@@ -740,6 +741,141 @@ static void test_coflow_done_open(void **state)
 	assert_int_equal(m->jobs[0].state, CP_JOB_DONE);
 }
 
+/* An extension refused with code and a message containing needle changes nothing. */
+static void expect_extend_refused(struct loomd_registry *r, struct jb *j, int code,
+				  const char *needle)
+{
+	struct loom_err err = {{0}};
+	struct snap before;
+	bool rebuilt = true;
+
+	view(r, NULL);
+	take_snap(r, &before);
+	assert_int_equal(jb_extend(r, j, loomd_registry_now(r), &err), code);
+	assert_contains(err.msg, needle);
+	assert_snap(r, &before);
+	view(r, &rebuilt);
+	assert_false(rebuilt);
+}
+
+/*
+ * A job that grows: an open anchor coflow 10 and coflow 11 (one flow), then
+ * coflow 12 added with an edge 11 -> 12 while 11 runs, and 13 after 12 is
+ * done. The coflows already registered keep their flows, states and sent
+ * bytes across the move; the new ones wait for their parents; every refusal
+ * changes nothing; a finished job cannot grow.
+ */
+static void test_extend(void **state)
+{
+	struct fx *fx = *state;
+	struct loomd_registry *r = fx->r;
+	struct loom_err err = {{0}};
+	struct wire_tuple t1 = tup(1), t2 = tup(2), t3 = tup(3);
+	struct loomd_registry_counts c;
+	struct cp_model *m;
+	bool rebuilt;
+	struct jb j, x;
+
+	jb_init(&j, 1);
+	jb_coflow(&j, 10, 0, 0);
+	jb_coflow(&j, 11, 0, 0);
+	jb_flow(&j, 1, 0, 1, 1000, &t1);
+	jb_add_ok(r, &j, 0);
+	view(r, NULL);
+	loomd_registry_release_due(r, 0, NULL);
+	assert_int_equal(state_of(r, 11), CP_COFLOW_ACTIVE);
+	assert_int_equal(loomd_registry_flow_stat(r, &t1, 400, false, 10), 0);
+
+	/* 12 (one flow, open) after 11 */
+	jb_init(&x, 1);
+	jb_coflow(&x, 12, 0, 0);
+	jb_flow(&x, 0, 1, 2, 500, &t2);
+	jb_edge(&x, 11, 12, 0);
+	assert_int_equal(jb_extend(r, &x, 20, &err), 0);
+	loomd_registry_counts(r, &c);
+	assert_int_equal(c.jobs, 1);
+	assert_int_equal(c.coflows, 3);
+	assert_int_equal(c.flows, 2);
+	assert_int_equal(loomd_registry_job(r, 1)->ncoflows, 3);
+	assert_int_equal(loomd_registry_job(r, 1)->nedges, 1);
+	/* every pointer to the moved coflows followed them */
+	assert_ptr_equal(loomd_registry_flow(r, &t1)->coflow, loomd_registry_coflow(r, 11));
+	assert_ptr_equal(loomd_registry_coflow(r, 11)->job, loomd_registry_job(r, 1));
+	assert_ptr_equal(loomd_registry_flow(r, &t2)->coflow, loomd_registry_coflow(r, 12));
+	assert_int_equal(loomd_registry_coflow(r, 11)->sent_bytes, 400);
+	m = view(r, &rebuilt);
+	assert_true(rebuilt);
+	assert_int_equal(m->ncoflows, 3);
+	assert_int_equal(state_of(r, 11), CP_COFLOW_ACTIVE);
+	assert_int_equal(state_of(r, 12), CP_COFLOW_WAITING);
+	assert_true(vcoflow(m, r, 11)->sent_bytes == 400);
+
+	/* refusals */
+	jb_init(&x, 2);
+	jb_coflow(&x, 20, 0, 0);
+	expect_extend_refused(r, &x, -ENOENT, "job 2 is not registered");
+	jb_init(&x, 1);
+	expect_extend_refused(r, &x, -EINVAL, "adds no coflows");
+	jb_init(&x, 1);
+	jb_coflow(&x, 12, 0, 0);
+	expect_extend_refused(r, &x, -EEXIST, "coflow id 12 is already registered");
+	jb_init(&x, 1);
+	jb_coflow(&x, 13, 0, 0);
+	jb_edge(&x, 13, 11, 0);
+	expect_extend_refused(r, &x, -EINVAL, "coflow 11 was registered before");
+	jb_init(&x, 1);
+	jb_coflow(&x, 13, 0, 0);
+	jb_edge(&x, 99, 13, 0);
+	expect_extend_refused(r, &x, -ENOENT, "coflow 99 is not one of this job's");
+	jb_init(&x, 1);
+	jb_coflow(&x, 13, 0, 0);
+	jb_coflow(&x, 14, 0, 0);
+	jb_edge(&x, 13, 14, 0);
+	jb_edge(&x, 14, 13, 0);
+	expect_extend_refused(r, &x, -ELOOP, "cycle");
+	jb_init(&x, 1);
+	jb_coflow(&x, 13, 0, 0);
+	jb_flow(&x, 0, 0, 1, 10, &t1);
+	expect_extend_refused(r, &x, -EEXIST, "already announced");
+	jb_init(&x, 1);
+	jb_coflow(&x, 13, 0, 0);
+	jb_flow(&x, 0, 0, NHOSTS, 10, NULL);
+	expect_extend_refused(r, &x, -EINVAL, "out of range");
+	jb_init(&x, 1);
+	x.s.tenant = 3;
+	jb_coflow(&x, 13, 0, 0);
+	expect_extend_refused(r, &x, -EACCES, "another tenant");
+
+	/* 11 ends: 12 is released; 13 joins after 12, which is then declared done */
+	assert_int_equal(loomd_registry_flow_stat(r, &t1, 600, true, 30), 0);
+	assert_int_equal(state_of(r, 11), CP_COFLOW_DONE);
+	loomd_registry_release_due(r, 30, NULL);
+	assert_int_equal(state_of(r, 12), CP_COFLOW_ACTIVE);
+	assert_int_equal(loomd_registry_coflow_done(r, 12, 40, &err), 0);
+	jb_init(&x, 1);
+	jb_coflow(&x, 13, 0, 0);
+	jb_flow(&x, 0, 2, 3, 70, &t3);
+	jb_edge(&x, 12, 13, 5);
+	assert_int_equal(jb_extend(r, &x, 50, &err), 0);
+	view(r, &rebuilt);
+	assert_true(rebuilt);
+	assert_int_equal(state_of(r, 12), CP_COFLOW_DONE);
+	assert_int_equal(loomd_registry_coflow(r, 12)->done_ns, 40);
+	/* its parent ended at 40 with a delay of 5: due at 45, released by now */
+	loomd_registry_release_due(r, 50, NULL);
+	assert_int_equal(state_of(r, 13), CP_COFLOW_ACTIVE);
+	assert_int_equal(loomd_registry_job(r, 1)->done_ns, CP_TIME_NEVER);
+
+	/* the anchor and 13 end: the job is finished and cannot grow */
+	assert_int_equal(loomd_registry_flow_stat(r, &t3, 70, true, 60), 0);
+	assert_int_equal(loomd_registry_coflow_done(r, 10, 70, &err), 0);
+	view(r, NULL);
+	assert_int_equal(loomd_registry_job(r, 1)->done_ns, 70);
+	jb_init(&x, 1);
+	jb_coflow(&x, 14, 0, 0);
+	expect_extend_refused(r, &x, -EALREADY, "job 1 has finished");
+}
+
 static void test_job_done(void **state)
 {
 	struct fx *fx = *state;
@@ -1210,6 +1346,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_view_two_stage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_coflow_done_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_job_done, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_extend, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unregister, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_expire, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rebuild_keeps_state, setup, teardown),

@@ -122,10 +122,14 @@ static bool parse_dec(const char *s, unsigned long long lo, unsigned long long h
 static bool host_matches(const char *name, const char *key)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+	unsigned char raw[sizeof(struct in6_addr)];
 	bool hit = false;
 
 	if (strcmp(name, key) == 0)
 		return true;
+	/* only an address is looked up among name's (no name lookup for other keys) */
+	if (inet_pton(AF_INET, key, raw) != 1 && inet_pton(AF_INET6, key, raw) != 1)
+		return false;
 	if (getaddrinfo(name, NULL, &hints, &ai) != 0)
 		return false;
 	for (struct addrinfo *a = ai; a && !hit; a = a->ai_next) {

@@ -2,9 +2,11 @@
 /*
  * Restart: jobs registered (and acknowledged) survive loomd being killed
  * with SIGKILL; their state (coflows done, jobs done, flows announced) comes
- * back from the journal, unregistered jobs stay gone, and an agent that
+ * back from the journal, unregistered jobs stay gone, a job extended with
+ * coflows (loom_client_job_extend()) comes back with them, and an agent that
  * reconnects gets a full table equal to the one it had.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "controlplane/client/loom.h"
 #include "harness.h"
 
 #define NJOBS 30
@@ -325,6 +328,82 @@ static void test_by_address_survives_restart(void **state)
 }
 
 /*
+ * A job that grew (libloom's loom_client_job_extend()) comes back whole from
+ * the journal: coflows, edges, flows and states; refused extensions left no
+ * trace; a finished job cannot grow.
+ */
+static void test_extend_survives_restart(void **state)
+{
+	struct loom_client_coflow first[2] = {{.id = 70}, {.id = 71}};
+	struct loom_client_flow f = {.src_host = 0, .dst_host = 1, .bytes = 500};
+	struct loom_client_coflow more = {.id = 72, .flows = &f, .n_flows = 1};
+	struct loom_client_edge e = {.parent = 71, .child = 72}, back = {.parent = 72, .child = 71};
+	struct loom_client_job job = {.id = 7, .name = "grows", .coflows = first, .n_coflows = 2};
+	struct loom_client_job x = {
+		.id = 7, .coflows = &more, .n_coflows = 1, .edges = &e, .n_edges = 1};
+	struct loom_client_coflow c73 = {.id = 73};
+	struct loom_client *c;
+	struct h_loomd h;
+	char addr[320];
+	json_t *d, *jb, *cfs;
+
+	(void)state;
+	f.tuple.family = 4;
+	f.tuple.protocol = 6;
+	f.tuple.src[0] = f.tuple.dst[0] = 10;
+	f.tuple.src[3] = 1;
+	f.tuple.dst[3] = 2;
+	f.tuple.src_port = 4000;
+	f.tuple.dst_port = 80;
+	assert_int_equal(h_loomd_prepare(&h), 0);
+	assert_int_equal(h_loomd_start(&h, (const char *const[]){"hosts=4", NULL}), 0);
+	snprintf(addr, sizeof(addr), "unix:%s", h.sock);
+	c = loom_client_connect(addr, NULL);
+	assert_non_null(c);
+	assert_int_equal(loom_client_job_register(c, &job), 0);
+	assert_int_equal(loom_client_job_extend(c, &x), 0);
+	/* refused: an edge into a coflow registered before; a job loomd does not know */
+	x = (struct loom_client_job){
+		.id = 7, .coflows = &c73, .n_coflows = 1, .edges = &back, .n_edges = 1};
+	back.parent = 73;
+	assert_int_equal(loom_client_job_extend(c, &x), -EINVAL);
+	assert_non_null(strstr(loom_client_strerror(), "coflow 71 was registered before"));
+	x = (struct loom_client_job){.id = 8, .coflows = &c73, .n_coflows = 1};
+	assert_int_equal(loom_client_job_extend(c, &x), -ENOENT);
+	assert_int_equal(loom_client_coflow_done(c, 71), 0);
+	c = loom_client_free(c);
+	assert_true(WIFSIGNALED(h_loomd_stop(&h, SIGKILL)));
+
+	assert_int_equal(h_loomd_start(&h, (const char *const[]){"hosts=4", NULL}), 0);
+	d = h_admin(&h, "dump", 0, NULL);
+	assert_non_null(d);
+	jb = json_array_get(json_object_get(d, "jobs"), 0);
+	assert_int_equal(json_array_size(json_object_get(d, "jobs")), 1);
+	cfs = json_object_get(jb, "coflow_list");
+	assert_int_equal(json_array_size(cfs), 3);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(cfs, 2), "id")), 72);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(cfs, 2), "flows")), 1);
+	assert_int_equal(
+		json_integer_value(json_object_get(json_array_get(cfs, 2), "bytes_expected")), 500);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(cfs, 1), "state")),
+			    "done");
+	assert_int_equal(json_array_size(json_object_get(jb, "edges")), 1);
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_array_get(json_object_get(jb, "edges"), 0), "child")),
+			 72);
+	json_decref(d);
+	/* finished: no more coflows */
+	c = loom_client_connect(addr, NULL);
+	assert_non_null(c);
+	assert_int_equal(loom_client_job_done(c, 7), 0);
+	x = (struct loom_client_job){.id = 7, .coflows = &c73, .n_coflows = 1};
+	assert_int_equal(loom_client_job_extend(c, &x), -EALREADY);
+	c = loom_client_free(c);
+	assert_int_equal(h_loomd_stop_clean(&h), 0);
+	h_loomd_cleanup(&h);
+}
+
+/*
  * A table larger than max_frame goes to the agent as several frames (a full
  * table, then deltas on it), and the agent ends up with all of it.
  */
@@ -368,6 +447,7 @@ int main(void)
 		cmocka_unit_test(test_sigkill_restart),
 		cmocka_unit_test(test_ack_means_durable),
 		cmocka_unit_test(test_by_address_survives_restart),
+		cmocka_unit_test(test_extend_survives_restart),
 		cmocka_unit_test(test_large_table_in_chunks),
 	};
 

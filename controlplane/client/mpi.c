@@ -79,8 +79,9 @@ static struct {
 	int rank, size;
 	MPI_Comm comm; /* our duplicate of MPI_COMM_WORLD */
 	uint64_t job;
-	uint64_t k;     /* collectives tracked so far */
-	uint32_t *host; /* by rank */
+	uint64_t k;         /* collectives tracked so far */
+	uint64_t min_bytes; /* smaller collectives are not tracked (rank 0's $LOOM_MPI_MIN_BYTES) */
+	uint32_t *host;     /* by rank */
 	struct loom_client *client;
 	struct loom_client_announce *ann; /* size - 1 */
 } st = {.comm = MPI_COMM_NULL};
@@ -226,7 +227,7 @@ static uint64_t coflow_id(uint64_t k)
 /* Rank 0: the job id ($LOOM_MPI_JOB, else random), registered with its anchor coflow. */
 static bool register_job(const struct mpi_report *reports)
 {
-	const char *j = getenv("LOOM_MPI_JOB");
+	const char *j = getenv("LOOM_MPI_JOB"), *mb = getenv("LOOM_MPI_MIN_BYTES");
 	char name[160];
 	unsigned long long v;
 	uint32_t bad = 0, first = 0;
@@ -242,6 +243,15 @@ static bool register_job(const struct mpi_report *reports)
 		mpi_warn("rank %u: %s%s; collectives run untracked", first, reports[first].msg,
 			 bad > 1 ? " (and other ranks too)" : "");
 		return false;
+	}
+	if (mb && mb[0]) {
+		if (!parse_dec(mb, 0, UINT64_MAX, &v)) {
+			mpi_warn("LOOM_MPI_MIN_BYTES=\"%.60s\" is not a number of bytes; "
+				 "collectives run untracked",
+				 mb);
+			return false;
+		}
+		st.min_bytes = v;
 	}
 	if (j && j[0]) {
 		if (!parse_dec(j, 1, MPI_JOB_MAX, &v)) {
@@ -278,7 +288,7 @@ static bool register_job(const struct mpi_report *reports)
 static void mpi_setup(void)
 {
 	struct mpi_report me = {0}, *all = NULL;
-	uint64_t job = 0;
+	uint64_t job = 0, dec[2];
 
 	PMPI_Comm_rank(MPI_COMM_WORLD, &st.rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &st.size);
@@ -305,7 +315,11 @@ static void mpi_setup(void)
 			job = st.job;
 		free(all);
 	}
-	PMPI_Bcast(&job, 1, MPI_UINT64_T, 0, st.comm);
+	dec[0] = job;
+	dec[1] = st.min_bytes;
+	PMPI_Bcast(dec, 2, MPI_UINT64_T, 0, st.comm);
+	job = dec[0];
+	st.min_bytes = dec[1];
 	if (!job) {
 		free(st.host);
 		free(st.ann);
@@ -345,6 +359,27 @@ static uint64_t type_bytes(int count, MPI_Datatype t)
 	if (count <= 0 || PMPI_Type_size(t, &size) != MPI_SUCCESS || size <= 0)
 		return 0;
 	return (uint64_t)count * (uint64_t)size;
+}
+
+/* Ranks other than this one, and ordered pairs of ranks. */
+static uint64_t others(void)
+{
+	return (uint64_t)st.size - 1;
+}
+
+static uint64_t pairs(void)
+{
+	return (uint64_t)st.size * ((uint64_t)st.size - 1);
+}
+
+/* Bytes of counts[0..size-1] elements of t. */
+static uint64_t sum_bytes(const int counts[], MPI_Datatype t)
+{
+	uint64_t b = 0;
+
+	for (int j = 0; j < st.size; j++)
+		b += type_bytes(counts[j], t);
+	return b;
 }
 
 /* Elements of block b when count elements are cut into n blocks (the first count % n one bigger). */
@@ -439,14 +474,16 @@ static void coflow_end(void)
 }
 
 /*
- * The frame of every wrapper: when comm is tracked, begin the coflow, fill
- * bytes (one per rank, zeroed) with FILL, announce, run CALL, end the coflow.
+ * The frame of every wrapper: when comm is tracked and the collective moves
+ * TOTAL bytes or more (an expression every rank evaluates alike; UINT64_MAX
+ * where ranks cannot know it), begin the coflow, fill bytes (one per rank,
+ * zeroed) with FILL, announce, run CALL, end the coflow.
  */
-#define TRACKED(comm, FILL, CALL)                                                                  \
+#define TRACKED(comm, TOTAL, FILL, CALL)                                                           \
 	do {                                                                                       \
 		uint64_t *bytes;                                                                   \
 		int rc_;                                                                           \
-		if (!tracked_comm(comm))                                                           \
+		if (!tracked_comm(comm) || (TOTAL) < st.min_bytes)                                 \
 			return CALL;                                                               \
 		bytes = calloc((size_t)st.size, sizeof(*bytes));                                   \
 		if (coflow_begin() && bytes) {                                                     \
@@ -500,6 +537,8 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 {
 	TRACKED(
 		comm,
+		pairs() * (sendbuf == MPI_IN_PLACE ? type_bytes(recvcount, recvtype) :
+						     type_bytes(sendcount, sendtype)),
 		{
 			uint64_t b = sendbuf == MPI_IN_PLACE ? type_bytes(recvcount, recvtype) :
 							       type_bytes(sendcount, sendtype);
@@ -515,7 +554,7 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
 		  MPI_Datatype recvtype, MPI_Comm comm)
 {
 	TRACKED(
-		comm,
+		comm, UINT64_MAX,
 		{
 			for (int j = 0; j < st.size; j++)
 				bytes[j] = sendbuf == MPI_IN_PLACE ?
@@ -531,6 +570,8 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 {
 	TRACKED(
 		comm,
+		pairs() * (sendbuf == MPI_IN_PLACE ? type_bytes(recvcount, recvtype) :
+						     type_bytes(sendcount, sendtype)),
 		{
 			uint64_t b = sendbuf == MPI_IN_PLACE ? type_bytes(recvcount, recvtype) :
 							       type_bytes(sendcount, sendtype);
@@ -545,7 +586,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 		   const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
 {
 	TRACKED(
-		comm,
+		comm, others() * sum_bytes(recvcounts, recvtype),
 		{
 			uint64_t b = sendbuf == MPI_IN_PLACE ?
 					     type_bytes(recvcounts[st.rank], recvtype) :
@@ -563,6 +604,8 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 {
 	TRACKED(
 		comm,
+		others() * (st.rank == root ? type_bytes(recvcount, recvtype) :
+					      type_bytes(sendcount, sendtype)),
 		{
 			if (st.rank != root && root >= 0 && root < st.size)
 				bytes[root] = type_bytes(sendcount, sendtype);
@@ -576,7 +619,7 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 		MPI_Comm comm)
 {
 	TRACKED(
-		comm,
+		comm, UINT64_MAX,
 		{
 			if (st.rank != root && root >= 0 && root < st.size)
 				bytes[root] = type_bytes(sendcount, sendtype);
@@ -590,6 +633,8 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 {
 	TRACKED(
 		comm,
+		others() * (st.rank == root ? type_bytes(sendcount, sendtype) :
+					      type_bytes(recvcount, recvtype)),
 		{
 			if (st.rank == root)
 				for (int j = 0; j < st.size; j++)
@@ -604,7 +649,7 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 		 int root, MPI_Comm comm)
 {
 	TRACKED(
-		comm,
+		comm, UINT64_MAX,
 		{
 			if (st.rank == root)
 				for (int j = 0; j < st.size; j++)
@@ -618,7 +663,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
 		       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
 	TRACKED(
-		comm,
+		comm, others() * sum_bytes(recvcounts, datatype),
 		{
 			for (int j = 0; j < st.size; j++)
 				bytes[j] = type_bytes(recvcounts[j], datatype);
@@ -630,7 +675,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 			     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
 	TRACKED(
-		comm,
+		comm, pairs() * type_bytes(recvcount, datatype),
 		{
 			for (int j = 0; j < st.size; j++)
 				bytes[j] = type_bytes(recvcount, datatype);
@@ -643,7 +688,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 {
 	/* reduce-scatter (block j to rank j) then all-gather (own block to everyone) */
 	TRACKED(
-		comm,
+		comm, 2 * others() * type_bytes(count, datatype),
 		{
 			uint64_t size = type_bytes(1, datatype);
 
@@ -659,7 +704,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 	       int root, MPI_Comm comm)
 {
 	TRACKED(
-		comm,
+		comm, others() * type_bytes(count, datatype),
 		{
 			if (st.rank != root && root >= 0 && root < st.size)
 				bytes[root] = type_bytes(count, datatype);
@@ -670,7 +715,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
 	TRACKED(
-		comm,
+		comm, others() * type_bytes(count, datatype),
 		{
 			if (st.rank == root)
 				for (int j = 0; j < st.size; j++)

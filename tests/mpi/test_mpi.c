@@ -6,8 +6,10 @@
  * coflow's flows (rank pairs mapped to hosts, and bytes) are the ones the
  * collective's arguments give, as listed in expected() below; ranks map to
  * hosts by LOOM_MPI_HOST (one host per rank) and by LOOM_MPI_HOSTS (the
- * processor name: every rank on one host). Without loomd, or with a
- * malformed LOOM_CONTROLLER, LOOM_MPI_HOST, LOOM_MPI_HOSTS or LOOM_MPI_JOB,
+ * processor name: every rank on one host); with LOOM_MPI_MIN_BYTES only the
+ * collectives that move that much (or whose size ranks cannot all know) are
+ * coflows. Without loomd, or with a malformed LOOM_CONTROLLER, LOOM_MPI_HOST,
+ * LOOM_MPI_HOSTS, LOOM_MPI_JOB or LOOM_MPI_MIN_BYTES,
  * the program still runs to its end with correct results and exit status 0,
  * and the library says why in exactly one line on stderr.
  *
@@ -160,12 +162,13 @@ static long long jint(json_t *o, const char *key)
 }
 
 /*
- * Checks job id in loomd: the anchor, then mpi_prog's coflows with their
- * flows and bytes, chained, all done. host_of_rank[r] is rank r's host.
+ * Checks job id in loomd: the anchor, then one coflow for each of mpi_prog's
+ * collectives ks[0..nks-1] (numbers of expected()) with their flows and
+ * bytes, chained, all done. host_of_rank[r] is rank r's host.
  * Adds the coflows, flows and bytes found to the totals.
  */
 static void check_job(struct h_loomd *h, uint64_t id, const uint32_t host_of_rank[NRANKS],
-		      uint64_t *ret_flows, uint64_t *ret_bytes)
+		      const int *ks, int nks, uint64_t *ret_flows, uint64_t *ret_bytes)
 {
 	json_t *dump = h_admin(h, "dump", 0, NULL), *job, *cfs, *edges, *e;
 	size_t i;
@@ -178,17 +181,18 @@ static void check_job(struct h_loomd *h, uint64_t id, const uint32_t host_of_ran
 	assert_string_equal(json_string_value(json_object_get(job, "name")),
 			    "mpi:loom_mpi_prog (4 ranks)");
 	cfs = json_object_get(job, "coflow_list");
-	assert_int_equal(json_array_size(cfs), NCOLLECTIVES + 1);
+	assert_int_equal(json_array_size(cfs), (size_t)nks + 1);
 	/* the anchor: no flows */
 	assert_int_equal(jint(json_array_get(cfs, 0), "id"), (long long)(id << 24));
 	assert_int_equal(jint(json_array_get(cfs, 0), "flows"), 0);
-	for (int k = 1; k <= NCOLLECTIVES; k++) {
-		json_t *cf = json_array_get(cfs, (size_t)k), *fl = json_object_get(cf, "flow_list"),
+	for (int c = 1; c <= nks; c++) {
+		json_t *cf = json_array_get(cfs, (size_t)c), *fl = json_object_get(cf, "flow_list"),
 		       *f;
+		int k = ks[c - 1];
 		uint64_t want[NRANKS][NRANKS], got[NRANKS][NRANKS] = {{0}}, nwant = 0, sum = 0;
 
 		expected(k, want);
-		assert_int_equal(jint(cf, "id"), (long long)((id << 24) + (uint64_t)k));
+		assert_int_equal(jint(cf, "id"), (long long)((id << 24) + (uint64_t)c));
 		assert_string_equal(json_string_value(json_object_get(cf, "state")), "done");
 		for (int s = 0; s < NRANKS; s++)
 			for (int d = 0; d < NRANKS; d++) {
@@ -221,7 +225,7 @@ static void check_job(struct h_loomd *h, uint64_t id, const uint32_t host_of_ran
 	}
 	/* the chain: coflow k -> k + 1, nothing to or from the anchor */
 	edges = json_object_get(job, "edges");
-	assert_int_equal(json_array_size(edges), NCOLLECTIVES - 1);
+	assert_int_equal(json_array_size(edges), (size_t)nks - 1);
 	json_array_foreach(edges, i, e)
 	{
 		assert_int_equal(jint(e, "parent"), (long long)((id << 24) + i + 1));
@@ -236,6 +240,8 @@ static void test_tracked(void **state)
 	struct h_loomd h;
 	struct result r;
 	char ctl[400], hosts[300], host[256] = "";
+	static const int all[NCOLLECTIVES] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13};
+	static const int big[] = {1, 2, 3, 5, 6, 12}; /* >= 1000 bytes, or v-collectives */
 	uint64_t flows = 0, bytes = 0;
 
 	(void)state;
@@ -247,7 +253,7 @@ static void test_tracked(void **state)
 	run_mpi(&r, true, true, (const char *const[]){ctl, "LOOM_MPI_JOB=77", NULL});
 	expect_ran(&r, 0, NULL);
 	result_free(&r);
-	check_job(&h, 77, per_rank, &flows, &bytes);
+	check_job(&h, 77, per_rank, all, NCOLLECTIVES, &flows, &bytes);
 	print_message("mpi: job 77: %d collectives -> %d coflows (with the anchor), %llu flows, "
 		      "%llu bytes\n",
 		      NCOLLECTIVES, NCOLLECTIVES + 1, (unsigned long long)flows,
@@ -261,7 +267,14 @@ static void test_tracked(void **state)
 	run_mpi(&r, true, false, (const char *const[]){ctl, "LOOM_MPI_JOB=78", hosts, NULL});
 	expect_ran(&r, 0, NULL);
 	result_free(&r);
-	check_job(&h, 78, one_host, &flows, &bytes);
+	check_job(&h, 78, one_host, all, NCOLLECTIVES, &flows, &bytes);
+
+	/* collectives under 1000 bytes in all pass through, but those whose size ranks cannot know */
+	run_mpi(&r, true, true,
+		(const char *const[]){ctl, "LOOM_MPI_JOB=79", "LOOM_MPI_MIN_BYTES=1000", NULL});
+	expect_ran(&r, 0, NULL);
+	result_free(&r);
+	check_job(&h, 79, per_rank, big, (int)(sizeof(big) / sizeof(big[0])), &flows, &bytes);
 
 	assert_int_equal(h_loomd_stop_clean(&h), 0);
 	h_loomd_cleanup(&h);
@@ -298,6 +311,7 @@ static void test_bad_env(void **state)
 		{"LOOM_MPI_HOSTS=elsewhere=3", NULL, false, "LOOM_MPI_HOSTS names neither"},
 		{NULL, NULL, false, "no host id for processor"},
 		{"LOOM_MPI_JOB=0", NULL, true, "LOOM_MPI_JOB=\"0\" is not a job id"},
+		{"LOOM_MPI_MIN_BYTES=1k", NULL, true, "LOOM_MPI_MIN_BYTES=\"1k\" is not a number"},
 	};
 	struct result r;
 
@@ -369,5 +383,6 @@ int main(void)
 	unsetenv("LOOM_MPI_HOST");
 	unsetenv("LOOM_MPI_HOSTS");
 	unsetenv("LOOM_MPI_JOB");
+	unsetenv("LOOM_MPI_MIN_BYTES");
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

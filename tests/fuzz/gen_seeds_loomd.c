@@ -15,6 +15,7 @@
  * cyclic DAG, duplicate ids. Each file stays under 4 KiB.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,8 +187,10 @@ static void e_hello(struct out *o, uint64_t seq, Loom__Role role, uint32_t vmin,
 	put_env(o, &env);
 }
 
-static void e_register(struct out *o, uint64_t seq, uint64_t job, double weight, const char *name,
-		       const struct gcoflow *gc, size_t nc, const struct gedge *ge, size_t ne)
+/* RegisterJob; extend: coflows and edges added to a registered job. */
+static void e_register_x(struct out *o, uint64_t seq, uint64_t job, double weight, const char *name,
+			 const struct gcoflow *gc, size_t nc, const struct gedge *ge, size_t ne,
+			 bool extend)
 {
 	Loom__Envelope env = LOOM__ENVELOPE__INIT;
 	Loom__RegisterJob rj = LOOM__REGISTER_JOB__INIT;
@@ -223,10 +226,17 @@ static void e_register(struct out *o, uint64_t seq, uint64_t job, double weight,
 	rj.coflows = csp;
 	rj.n_edges = ne;
 	rj.edges = esp;
+	rj.extend = extend;
 	env.seq = seq;
 	env.body_case = LOOM__ENVELOPE__BODY_REGISTER_JOB;
 	env.register_job = &rj;
 	put_env(o, &env);
+}
+
+static void e_register(struct out *o, uint64_t seq, uint64_t job, double weight, const char *name,
+		       const struct gcoflow *gc, size_t nc, const struct gedge *ge, size_t ne)
+{
+	e_register_x(o, seq, job, weight, name, gc, nc, ge, ne, false);
 }
 
 struct gannounce {
@@ -538,6 +548,32 @@ static void seed_framework_stages(void)
 	save("fw-stages", SEL_FRAMEWORK, &o);
 }
 
+/* A job that grows (RegisterJob with extend), and every refusal of an extension. */
+static void seed_framework_extend(void)
+{
+	struct out o = {.n = 0};
+	const struct gcoflow first[] = {{.id = 400}, {.id = 401}};
+	const struct gcoflow more[] = {{.id = 402, .nflows = 1, .f = {FL(1, 2, 5000, 24001)}}};
+	const struct gcoflow again[] = {{.id = 403}};
+	const struct gcoflow dup[] = {{.id = 401}};
+	const struct gedge chain[] = {{401, 402, 0}}, into_old[] = {{403, 401, 0}},
+			   unknown[] = {{999, 403, 0}}, next[] = {{402, 403, 1000}};
+
+	e_register(&o, 10, 40, 1, "grows", first, 2, NULL, 0);
+	e_register_x(&o, 11, 40, 0, NULL, more, 1, chain, 1, true);
+	e_register_x(&o, 12, 40, 0, NULL, again, 1, into_old, 1, true); /* BAD_REQUEST */
+	e_register_x(&o, 13, 40, 0, NULL, again, 1, unknown, 1, true);  /* NOT_FOUND */
+	e_register_x(&o, 14, 40, 0, NULL, dup, 1, NULL, 0, true);       /* EXISTS */
+	e_register_x(&o, 15, 41, 0, NULL, again, 1, NULL, 0, true);     /* no such job */
+	e_register_x(&o, 16, 40, 0, NULL, again, 0, NULL, 0, true);     /* no coflows */
+	e_coflow_done(&o, 17, 401);
+	e_register_x(&o, 18, 40, 0, NULL, again, 1, next, 1, true);
+	e_job_done(&o, 19, 40);
+	e_register_x(&o, 20, 40, 0, NULL, (const struct gcoflow[]){{.id = 404}}, 1, NULL, 0,
+		     true); /* FINISHED */
+	save("fw-extend", SEL_FRAMEWORK, &o);
+}
+
 static void seed_framework_refusals(void)
 {
 	struct out o = {.n = 0};
@@ -770,6 +806,7 @@ int main(int argc, char **argv)
 	corpus = argv[1];
 	seed_framework_dag();
 	seed_framework_stages();
+	seed_framework_extend();
 	seed_framework_refusals();
 	seed_framework_wrong_messages();
 	seed_no_hello();

@@ -803,6 +803,9 @@ static void test_extend(void **state)
 	assert_ptr_equal(loomd_registry_coflow(r, 11)->job, loomd_registry_job(r, 1));
 	assert_ptr_equal(loomd_registry_flow(r, &t2)->coflow, loomd_registry_coflow(r, 12));
 	assert_int_equal(loomd_registry_coflow(r, 11)->sent_bytes, 400);
+	/* before the rebuild, the old view reaches the moved coflows */
+	assert_int_equal(state_of(r, 11), CP_COFLOW_ACTIVE);
+	assert_int_equal(loomd_registry_flow_stat(r, &t1, 0, false, 21), 0);
 	m = view(r, &rebuilt);
 	assert_true(rebuilt);
 	assert_int_equal(m->ncoflows, 3);

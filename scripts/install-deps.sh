@@ -29,7 +29,7 @@ optional=(
 	libdpdk-dev dpdk-dev # dpdk-dev: dpdk-testpmd, the baseline of bench/dpdk.sh
 	libbpf-dev libnl-route-3-dev bpftool clang llvm
 	iproute2 ethtool
-	libopenmpi-dev openmpi-bin # loom-train --mpi (meson option mpi) and its test
+	libopenmpi-dev openmpi-bin # loom-train --mpi and libloom_mpi.so (meson option mpi), their tests
 	prometheus # tests/e2e/test_prometheus.c scrapes loomd with it (the Grafana dashboard's queries)
 )
 

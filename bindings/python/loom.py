@@ -17,6 +17,7 @@ in C without the ``loom_client_`` prefix:
     loom_client_address()            Client.address()
     loom_client_version()            Client.version()
     loom_client_job_register()       Client.job_register(Job)
+    loom_client_job_extend()         Client.job_extend(Job)
     loom_client_flows_announce()     Client.flows_announce([Announce])
     loom_client_socket_tuple()       socket_tuple(sock)
     loom_client_socket_announce()    Client.socket_announce(sock, ...)
@@ -261,6 +262,7 @@ def _declare(lib):
         "loom_client_address": (cp, [vp]),
         "loom_client_version": (ctypes.c_uint32, [vp]),
         "loom_client_job_register": (i, [vp, ctypes.POINTER(_CJob)]),
+        "loom_client_job_extend": (i, [vp, ctypes.POINTER(_CJob)]),
         "loom_client_flows_announce": (i, [vp, ctypes.POINTER(_CAnnounce), sz]),
         "loom_client_socket_tuple": (i, [i, ctypes.POINTER(_CTuple)]),
         "loom_client_socket_announce": (i, [vp, i, u64, ctypes.POINTER(_CHosts), u64]),
@@ -681,6 +683,19 @@ class Client:
         """
         cj, keep = _job_to_c(job)
         _check(self._lib.loom_client_job_register(self._h(), ctypes.byref(cj)))
+        del keep
+
+    def job_extend(self, job: Job) -> None:
+        """loom_client_job_extend(): adds job's coflows and edges to the registered job job.id.
+
+        For a DAG that grows as the framework learns it; job.weight and job.name
+        are ignored, each edge must lead to one of the coflows added. Raises
+        NotFoundError (no such job), AlreadyDoneError (it has finished),
+        InvalidArgumentError (an edge into a coflow registered before), and
+        what job_register() raises.
+        """
+        cj, keep = _job_to_c(job)
+        _check(self._lib.loom_client_job_extend(self._h(), ctypes.byref(cj)))
         del keep
 
     def flows_announce(self, announces: Sequence[Announce]) -> int:

@@ -406,6 +406,23 @@ class Bindings(unittest.TestCase):
         for fn in (self.c.coflow_done, self.c.job_done, self.c.job_unregister):
             self.assertLoomError(loom.InvalidArgumentError, errno.EINVAL, fn, -1)
 
+    def test_job_extend(self):
+        self.c.job_register(loom.Job(1101, coflows=[loom.Coflow(11011)]))
+        self.addCleanup(self.c.job_unregister, 1101)
+        self.c.job_extend(loom.Job(1101, coflows=[loom.Coflow(11012)],
+                                   edges=[loom.Edge(11011, 11012)]))
+        # the edge's child was registered before: refused, nothing added
+        self.assertLoomError(loom.InvalidArgumentError, errno.EINVAL, self.c.job_extend,
+                             loom.Job(1101, coflows=[loom.Coflow(11013)],
+                                      edges=[loom.Edge(11013, 11012)]))
+        self.assertLoomError(loom.NotFoundError, errno.ENOENT, self.c.job_extend,
+                             loom.Job(1199, coflows=[loom.Coflow(11991)]))
+        # the job now has both coflows: finishing them finishes it
+        self.c.coflow_done(11011)
+        self.c.coflow_done(11012)
+        self.assertLoomError(loom.AlreadyDoneError, errno.EALREADY, self.c.job_extend,
+                             loom.Job(1101, coflows=[loom.Coflow(11014)]))
+
     # ---- flows ----------------------------------------------------------------------------------
 
     def test_flows_announce(self):

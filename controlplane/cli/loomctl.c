@@ -704,6 +704,30 @@ static int cmd_dump(const struct ctl *ctl, int argc, char **argv)
 	return ctl_run(ctl, "dump", 0, NULL, NULL);
 }
 
+static int cmd_job(const struct ctl *ctl, int argc, char **argv)
+{
+	if (!id_arg_valid(argv[1], "job id"))
+		return EXIT_USAGE;
+	return ctl_run(ctl, "job", 1, (const char *const *)argv + 1, NULL);
+}
+
+static int print_web_token(const struct ctl *ctl, const json_t *res, const char *cmd)
+{
+	char token[CELL_MAX];
+
+	(void)ctl;
+	if (!json_is_object(res) || !json_is_string(json_object_get(res, "token")))
+		return unexpected(cmd, "an object with a token");
+	fmt_value(token, sizeof(token), json_object_get(res, "token"), FMT_STR);
+	printf("%s\n", token);
+	return EXIT_OK;
+}
+
+static int cmd_web_token(const struct ctl *ctl, int argc, char **argv)
+{
+	return ctl_run(ctl, "web-token", 0, NULL, print_web_token);
+}
+
 static int cmd_help(const struct ctl *ctl, int argc, char **argv);
 
 static const struct subcommand subcommands[] = {
@@ -720,6 +744,9 @@ static const struct subcommand subcommands[] = {
 	{"log-level", "LEVEL", "set the daemon's log level (err, warn, info, debug)", 1, 1,
 	 cmd_log_level},
 	{"dump", "", "the daemon's whole state as JSON", 0, 0, cmd_dump},
+	{"job", "JOB", "one job with its coflows and edges (its DAG), as JSON", 1, 1, cmd_job},
+	{"web-token", "", "the web UI's admin token (for switching the policy there)", 0, 0,
+	 cmd_web_token},
 	{"help", "[COMMAND]", "show this help, or a command's", 0, 1, cmd_help},
 };
 

@@ -21,16 +21,22 @@
 #include "controlplane/loomd/sched.h"
 #include "controlplane/loomd/server.h"
 #include "controlplane/loomd/tenants.h"
+#include "controlplane/loomd/webui.h"
 
 static const char *const state_names[] = {"waiting", "ready", "active", "done"};
 
-/* "uid 1000, pid 42": who runs the current admin command (SO_PEERCRED), for the log. */
+/*
+ * "uid 1000, pid 42": who runs the current admin command (SO_PEERCRED), for
+ * the log; the web UI's caller when it runs one (s->actor).
+ */
 static const char *admin_peer(const struct loomd_server *s, char *buf, size_t size)
 {
 	uid_t uid;
 	pid_t pid;
 
-	if (loom_admin_peer(s->admin, &uid, &pid) == 0)
+	if (s->actor)
+		snprintf(buf, size, "%s", s->actor);
+	else if (loom_admin_peer(s->admin, &uid, &pid) == 0)
 		snprintf(buf, size, "uid %u, pid %ld", (unsigned)uid, (long)pid);
 	else
 		snprintf(buf, size, "uid unknown");
@@ -138,6 +144,18 @@ static int cmd_jobs(void *ctx, int argc, const char *const *argv, json_t **ret,
 	return 0;
 }
 
+/* The class of the coflow at rank in the last decision (its hosts' class), or -1 unranked. */
+static int rank_class(const struct loomd_server *s, uint32_t rank)
+{
+	const struct policy_decision *d = loomd_sched_decision(s->sched);
+	uint32_t k = loomd_sched_classes(s->sched), cls;
+
+	if (!d || rank == CP_NONE || rank >= d->norder)
+		return -1;
+	cls = d->has_classes ? d->class_of[rank] : rank;
+	return (int)(cls >= k ? k - 1 : cls);
+}
+
 static json_t *coflow_json(const struct loomd_server *s, const struct loomd_rcoflow *c)
 {
 	uint64_t expected = 0;
@@ -148,13 +166,14 @@ static json_t *coflow_json(const struct loomd_server *s, const struct loomd_rcof
 		expected += c->flows[f]->bytes;
 		known = known && c->flows[f]->bytes;
 	}
-	return json_pack("{s:I, s:I, s:s, s:i, s:i, s:I, s:I, s:I, s:b}", "id", (json_int_t)c->id,
-			 "job", (json_int_t)c->job->id, "state",
+	return json_pack("{s:I, s:I, s:s, s:i, s:i, s:I, s:I, s:I, s:i, s:b}", "id",
+			 (json_int_t)c->id, "job", (json_int_t)c->job->id, "state",
 			 state_names[loomd_registry_coflow_state(s->reg, c)], "flows",
 			 (int)c->nflows, "flows_done", (int)c->flows_done, "bytes_sent",
 			 (json_int_t)c->sent_bytes, "bytes_expected",
 			 (json_int_t)(known ? expected : 0), "rank",
-			 (json_int_t)(rank == CP_NONE ? -1 : (json_int_t)rank), "open", c->open);
+			 (json_int_t)(rank == CP_NONE ? -1 : (json_int_t)rank), "class",
+			 rank_class(s, rank), "open", c->open);
 }
 
 static int cmd_coflows(void *ctx, int argc, const char *const *argv, json_t **ret,
@@ -372,6 +391,57 @@ static int cmd_policies(void *ctx, int argc, const char *const *argv, json_t **r
 	return 0;
 }
 
+/* A job with its coflows (each with its flows) and its edges: the DAG (dump, job). */
+static json_t *job_detail_json(const struct loomd_server *s, const struct loomd_rjob *j)
+{
+	json_t *jo = job_json(s, j), *cs = json_array(), *es = json_array();
+
+	for (uint32_t c = 0; c < j->ncoflows; c++) {
+		const struct loomd_rcoflow *rc = &j->coflows[c];
+		json_t *co = coflow_json(s, rc), *fs = json_array();
+
+		for (uint32_t f = 0; f < rc->nflows; f++) {
+			const struct loomd_rflow *fl = rc->flows[f];
+			char t[128] = "";
+
+			if (fl->has_tuple)
+				wire_tuple_str(&fl->tuple, t, sizeof(t));
+			json_array_append_new(fs, json_pack("{s:i, s:i, s:I, s:I, s:b, s:s}", "src",
+							    (int)fl->src, "dst", (int)fl->dst,
+							    "bytes", (json_int_t)fl->bytes, "sent",
+							    (json_int_t)fl->sent_bytes, "done",
+							    fl->done, "tuple", t));
+		}
+		json_object_set_new(co, "flow_list", fs);
+		json_array_append_new(cs, co);
+	}
+	for (uint32_t e = 0; e < j->nedges; e++)
+		json_array_append_new(es, json_pack("{s:I, s:I, s:I}", "parent",
+						    (json_int_t)j->edges[e].parent, "child",
+						    (json_int_t)j->edges[e].child, "delay_ns",
+						    (json_int_t)j->edges[e].delay_ns));
+	json_object_set_new(jo, "coflow_list", cs);
+	json_object_set_new(jo, "edges", es);
+	return jo;
+}
+
+static int cmd_job(void *ctx, int argc, const char *const *argv, json_t **ret, struct loom_err *err)
+{
+	struct loomd_server *s = ctx;
+	unsigned long long id;
+	const struct loomd_rjob *j;
+
+	if (argc != 1)
+		return loom_err_set(err, EINVAL, "usage: job JOB");
+	if (loom_parse_u64(argv[0], &id) < 0)
+		return loom_err_set(err, EINVAL, "'%s' is not a job id", argv[0]);
+	j = loomd_registry_job(s->reg, id);
+	if (!j)
+		return loom_err_set(err, ENOENT, "no job %llu", id);
+	*ret = job_detail_json(s, j);
+	return *ret ? 0 : -ENOMEM;
+}
+
 static int cmd_dump(void *ctx, int argc, const char *const *argv, json_t **ret,
 		    struct loom_err *err)
 {
@@ -385,40 +455,8 @@ static int cmd_dump(void *ctx, int argc, const char *const *argv, json_t **ret,
 	(void)argv;
 	jobs = loomd_registry_jobs(s->reg, &n);
 	log_info("admin dump (%s): %u jobs", admin_peer(s, who, sizeof(who)), n);
-	for (uint32_t i = 0; i < n; i++) {
-		const struct loomd_rjob *j = jobs[i];
-		json_t *jo = job_json(s, j), *cs = json_array(), *es = json_array();
-
-		for (uint32_t c = 0; c < j->ncoflows; c++) {
-			const struct loomd_rcoflow *rc = &j->coflows[c];
-			json_t *co = coflow_json(s, rc), *fs = json_array();
-
-			for (uint32_t f = 0; f < rc->nflows; f++) {
-				const struct loomd_rflow *fl = rc->flows[f];
-				char t[128] = "";
-
-				if (fl->has_tuple)
-					wire_tuple_str(&fl->tuple, t, sizeof(t));
-				json_array_append_new(
-					fs, json_pack("{s:i, s:i, s:I, s:I, s:b, s:s}", "src",
-						      (int)fl->src, "dst", (int)fl->dst, "bytes",
-						      (json_int_t)fl->bytes, "sent",
-						      (json_int_t)fl->sent_bytes, "done", fl->done,
-						      "tuple", t));
-			}
-			json_object_set_new(co, "flow_list", fs);
-			json_array_append_new(cs, co);
-		}
-		for (uint32_t e = 0; e < j->nedges; e++)
-			json_array_append_new(es,
-					      json_pack("{s:I, s:I, s:I}", "parent",
-							(json_int_t)j->edges[e].parent, "child",
-							(json_int_t)j->edges[e].child, "delay_ns",
-							(json_int_t)j->edges[e].delay_ns));
-		json_object_set_new(jo, "coflow_list", cs);
-		json_object_set_new(jo, "edges", es);
-		json_array_append_new(ja, jo);
-	}
+	for (uint32_t i = 0; i < n; i++)
+		json_array_append_new(ja, job_detail_json(s, jobs[i]));
 	cmd_stats(s, 0, NULL, &stats, err);
 	cmd_agents(s, 0, NULL, &agents, err);
 	cmd_priorities(s, 0, NULL, &prio, err);
@@ -454,6 +492,22 @@ static int cmd_tenants(void *ctx, int argc, const char *const *argv, json_t **re
 	}
 	*ret = a;
 	return 0;
+}
+
+/* The bearer token of the web UI's writes (webui.h), for whoever may run admin commands. */
+static int cmd_web_token(void *ctx, int argc, const char *const *argv, json_t **ret,
+			 struct loom_err *err)
+{
+	struct loomd_server *s = ctx;
+
+	(void)argv;
+	if (argc)
+		return loom_err_set(err, EINVAL, "usage: web-token");
+	if (!s->ui)
+		return loom_err_set(err, ENOENT, "no web UI: the metrics listener is off");
+	*ret = json_pack("{s:s, s:i}", "token", loomd_webui_token(s->ui), "port",
+			 (int)loomd_metrics_http_port(s->http));
+	return *ret ? 0 : -ENOMEM;
 }
 
 /* Test-only commands (virtual_clock = yes). */
@@ -500,36 +554,48 @@ static int cmd_decide(void *ctx, int argc, const char *const *argv, json_t **ret
 	return 0;
 }
 
+static const struct {
+	const char *name, *usage, *help;
+	loom_admin_fn fn;
+} admin_cmds[] = {
+	{"stats", "", "counters, latencies and settings", cmd_stats},
+	{"jobs", "", "registered jobs", cmd_jobs},
+	{"job", "JOB", "one job: its coflows, flows and edges (its DAG)", cmd_job},
+	{"coflows", "[JOB]", "coflows (of one job)", cmd_coflows},
+	{"agents", "", "connected agents and their table versions", cmd_agents},
+	{"priorities", "[HOST]", "the current order (classes on one host)", cmd_priorities},
+	{"unknown", "[HOST]", "flows agents saw that no framework announced", cmd_unknown},
+	{"policy", "", "the policy in use", cmd_policy},
+	{"set-policy", "SPEC", "switch policy (e.g. sincronia, dclas:sharing=fair)",
+	 cmd_set_policy},
+	{"policies", "", "every policy loomd can run", cmd_policies},
+	{"dump", "", "the whole registry as JSON", cmd_dump},
+	{"tenants", "", "tenants: what their jobs hold, their quotas", cmd_tenants},
+	{"web-token", "", "the web UI's bearer token for writes", cmd_web_token},
+	{"clock-set", "NS", "tests: move the virtual clock", cmd_clock_set},
+	{"decide", "", "run a scheduling pass now; returns the order", cmd_decide},
+};
+
 int loomd_admin_register_all(struct loomd_server *s)
 {
-	static const struct {
-		const char *name, *usage, *help;
-		loom_admin_fn fn;
-	} cmds[] = {
-		{"stats", "", "counters, latencies and settings", cmd_stats},
-		{"jobs", "", "registered jobs", cmd_jobs},
-		{"coflows", "[JOB]", "coflows (of one job)", cmd_coflows},
-		{"agents", "", "connected agents and their table versions", cmd_agents},
-		{"priorities", "[HOST]", "the current order (classes on one host)", cmd_priorities},
-		{"unknown", "[HOST]", "flows agents saw that no framework announced", cmd_unknown},
-		{"policy", "", "the policy in use", cmd_policy},
-		{"set-policy", "SPEC", "switch policy (e.g. sincronia, dclas:sharing=fair)",
-		 cmd_set_policy},
-		{"policies", "", "every policy loomd can run", cmd_policies},
-		{"dump", "", "the whole registry as JSON", cmd_dump},
-		{"tenants", "", "tenants: what their jobs hold, their quotas", cmd_tenants},
-		{"clock-set", "NS", "tests: move the virtual clock", cmd_clock_set},
-		{"decide", "", "run a scheduling pass now; returns the order", cmd_decide},
-	};
-
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-		int r = loom_admin_register(s->admin, cmds[i].name, cmds[i].usage, cmds[i].help,
-					    cmds[i].fn, s);
+	for (size_t i = 0; i < sizeof(admin_cmds) / sizeof(admin_cmds[0]); i++) {
+		int r = loom_admin_register(s->admin, admin_cmds[i].name, admin_cmds[i].usage,
+					    admin_cmds[i].help, admin_cmds[i].fn, s);
 
 		if (r < 0)
 			return r;
 	}
 	return loom_admin_register_log_level(s->admin);
+}
+
+int loomd_admin_call(struct loomd_server *s, const char *name, int argc, const char *const *argv,
+		     json_t **ret, struct loom_err *err)
+{
+	*ret = NULL;
+	for (size_t i = 0; i < sizeof(admin_cmds) / sizeof(admin_cmds[0]); i++)
+		if (!strcmp(admin_cmds[i].name, name))
+			return admin_cmds[i].fn(s, argc, argv, ret, err);
+	return loom_err_set(err, ENOENT, "no admin command '%s'", name);
 }
 
 void loomd_metrics_render(struct loomd_server *s, struct loomd_prom *p)

@@ -10,8 +10,17 @@
 #include "controlplane/loomd/metrics.h"
 #include "controlplane/loomd/server.h"
 
+#include <jansson.h>
+
 /* admin_cmds.c */
 int loomd_admin_register_all(struct loomd_server *s);
+/*
+ * Runs admin command name (as registered; loop thread) without the socket:
+ * the web UI's API (webui.h). 0 with *ret (caller decrefs), or -errno with
+ * err (-ENOENT: also no such command).
+ */
+int loomd_admin_call(struct loomd_server *s, const char *name, int argc, const char *const *argv,
+		     json_t **ret, struct loom_err *err);
 /* Renders the Prometheus text for /metrics into p. */
 void loomd_metrics_render(struct loomd_server *s, struct loomd_prom *p);
 

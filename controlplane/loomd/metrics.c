@@ -442,9 +442,12 @@ int loomd_prom_hist(struct loomd_prom *p, const char *name, const char *help,
 struct loomd_metrics_http {
 	struct MHD_Daemon *daemon;
 	uint16_t port;
-	pthread_mutex_t lock; /* guards text and len */
+	pthread_mutex_t lock; /* guards text, len and the route */
 	char *text;
 	size_t len;
+	loomd_http_route_fn route; /* other paths (webui.h); NULL: 404 */
+	loomd_http_done_fn route_done;
+	void *route_ctx;
 };
 
 static enum MHD_Result http_reply(struct MHD_Connection *conn, unsigned status, const char *body,
@@ -472,7 +475,17 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *conn, cons
 	struct loomd_metrics_http *h = cls;
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
+	loomd_http_route_fn route;
+	void *route_ctx;
 
+	pthread_mutex_lock(&h->lock);
+	route = h->route;
+	route_ctx = h->route_ctx;
+	pthread_mutex_unlock(&h->lock);
+	if (route && strcmp(url, "/metrics") != 0)
+		return route(route_ctx, conn, url, method, upload_data, upload_data_size, req_cls) ?
+			       MHD_YES :
+			       MHD_NO;
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return http_reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n",
 				  "GET, HEAD");
@@ -488,6 +501,26 @@ static enum MHD_Result http_handler(void *cls, struct MHD_Connection *conn, cons
 	ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
 	MHD_destroy_response(resp);
 	return ret;
+}
+
+static void http_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+			   enum MHD_RequestTerminationCode toe)
+{
+	struct loomd_metrics_http *h = cls;
+	loomd_http_done_fn done;
+	void *ctx;
+
+	(void)conn;
+	(void)toe;
+	if (!*req_cls)
+		return;
+	pthread_mutex_lock(&h->lock);
+	done = h->route_done;
+	ctx = h->route_ctx;
+	pthread_mutex_unlock(&h->lock);
+	if (done)
+		done(ctx, *req_cls);
+	*req_cls = NULL;
 }
 
 /* Why MHD could not listen on ai: binds a socket there ourselves to learn errno. */
@@ -543,7 +576,9 @@ struct loomd_metrics_http *loomd_metrics_http_start(const char *bind_addr, uint1
 		flags |= MHD_USE_DUAL_STACK;
 	h->daemon = MHD_start_daemon(flags, port, NULL, NULL, http_handler, h, MHD_OPTION_SOCK_ADDR,
 				     res->ai_addr, MHD_OPTION_CONNECTION_LIMIT, HTTP_CONN_LIMIT,
-				     MHD_OPTION_CONNECTION_TIMEOUT, HTTP_TIMEOUT_S, MHD_OPTION_END);
+				     MHD_OPTION_CONNECTION_TIMEOUT, HTTP_TIMEOUT_S,
+				     MHD_OPTION_NOTIFY_COMPLETED, http_completed, h,
+				     MHD_OPTION_END);
 	if (!h->daemon) {
 		code = http_diagnose(res);
 		if (code)
@@ -589,6 +624,16 @@ int loomd_metrics_http_publish(struct loomd_metrics_http *h, const char *text, s
 	pthread_mutex_unlock(&h->lock);
 	free(old);
 	return 0;
+}
+
+void loomd_metrics_http_route(struct loomd_metrics_http *h, loomd_http_route_fn fn,
+			      loomd_http_done_fn done, void *ctx)
+{
+	pthread_mutex_lock(&h->lock);
+	h->route = fn;
+	h->route_done = done;
+	h->route_ctx = ctx;
+	pthread_mutex_unlock(&h->lock);
 }
 
 struct loomd_metrics_http *loomd_metrics_http_stop(struct loomd_metrics_http *h)

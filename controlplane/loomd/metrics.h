@@ -135,6 +135,22 @@ uint16_t loomd_metrics_http_port(const struct loomd_metrics_http *h);
  */
 int loomd_metrics_http_publish(struct loomd_metrics_http *h, const char *text, size_t len);
 
+struct MHD_Connection;
+
+/*
+ * The handler of every request for another path than /metrics: called as
+ * libmicrohttpd's access handler is (MHD_AccessHandlerCallback; returns
+ * MHD_YES or MHD_NO), on the HTTP thread. done, unless NULL, is called with
+ * *req_cls when a request whose handler set it ends. Set it once, before any
+ * such request matters (thread-safe). Without one, other paths get 404.
+ */
+typedef int (*loomd_http_route_fn)(void *ctx, struct MHD_Connection *conn, const char *url,
+				   const char *method, const char *upload_data,
+				   size_t *upload_data_size, void **req_cls);
+typedef void (*loomd_http_done_fn)(void *ctx, void *req_cls);
+void loomd_metrics_http_route(struct loomd_metrics_http *h, loomd_http_route_fn fn,
+			      loomd_http_done_fn done, void *ctx);
+
 /* Stops the server (waits for its thread) and frees it. Accepts NULL; returns NULL. */
 struct loomd_metrics_http *loomd_metrics_http_stop(struct loomd_metrics_http *h);
 

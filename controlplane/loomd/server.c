@@ -41,6 +41,7 @@
 #include "controlplane/loomd/rpc.h"
 #include "controlplane/loomd/sched.h"
 #include "controlplane/loomd/tenants.h"
+#include "controlplane/loomd/webui.h"
 #include "proto/frame.h"
 
 #ifdef LOOM_HAVE_TLS
@@ -942,8 +943,12 @@ int loomd_server_pass(struct loomd_server *s, struct loom_err *err)
 		return r;
 	s->st.passes++;
 	s->watches = res.watches;
-	if (res.decided)
+	if (res.decided) {
+		const struct policy_decision *d = loomd_sched_decision(s->sched);
+
 		loomd_hist_observe(&s->st.decide_hist, (double)res.decide_ns * 1e-9);
+		loomd_webui_note_decision(s->ui, res.decide_ns, d ? d->norder : 0);
+	}
 	loomd_agents_push(s);
 	s->last_pass_dur_ns = loom_clock_mono_ns() - t0;
 	loomd_hist_observe(&s->st.pass_hist, (double)s->last_pass_dur_ns * 1e-9);
@@ -1070,6 +1075,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 		loomd_server_schedule_pass(s);
 	if (loom_clock_mono_ns() - s->last_publish_mono_ns > 250 * 1000000ULL)
 		publish_metrics(s);
+	loomd_webui_tick(s->ui);
 }
 
 static void signal_cb(evutil_socket_t sig, short what, void *arg)
@@ -1230,6 +1236,9 @@ int loomd_server_init(struct loomd_server *s, const struct loomd_config *cfg, st
 		log_info("metrics on http://%s%s%s:%u/metrics", strchr(m.host, ':') ? "[" : "",
 			 m.host, strchr(m.host, ':') ? "]" : "", loomd_metrics_http_port(s->http));
 		publish_metrics(s);
+		s->ui = loomd_webui_new(s, s->http, err);
+		if (!s->ui)
+			return -errno;
 	}
 	loomd_server_schedule_pass(s);
 	return 0;
@@ -1252,7 +1261,9 @@ void loomd_server_done(struct loomd_server *s)
 		log_err("%s", loom_err_str(&err));
 	s->journal = loomd_journal_close(s->journal);
 	s->admin = loom_admin_free(s->admin);
+	loomd_webui_shutdown(s->ui);
 	s->http = loomd_metrics_http_stop(s->http);
+	s->ui = loomd_webui_free(s->ui);
 	if (s->lis_unix) {
 		evconnlistener_free(s->lis_unix);
 		unlink(s->cfg.listen_unix);

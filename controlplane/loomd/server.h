@@ -9,7 +9,8 @@
  * (rpc_wire.h's functions do).
  *
  * Threads: one loop thread owns everything here; the metrics HTTP thread
- * only reads text the loop publishes (metrics.h).
+ * only reads text the loop publishes (metrics.h) and the answers the loop
+ * gives the web UI's requests (webui.h).
  */
 #ifndef LOOM_CONTROLPLANE_LOOMD_SERVER_H
 #define LOOM_CONTROLPLANE_LOOMD_SERVER_H
@@ -36,6 +37,7 @@ struct evbuffer;
 struct bufferevent;
 struct evconnlistener;
 struct loom_admin;
+struct loomd_webui;
 struct ssl_ctx_st; /* OpenSSL's SSL_CTX */
 
 enum loomd_role {
@@ -134,6 +136,8 @@ struct loomd_server {
 	struct loomd_journal *journal;
 	struct loom_admin *admin;
 	struct loomd_metrics_http *http;
+	struct loomd_webui *ui; /* on http; NULL without it */
+	const char *actor;      /* who runs the admin command the web UI runs ("web 1.2.3.4") */
 	struct evconnlistener *lis_unix, *lis_tcp;
 	struct ssl_ctx_st *tls;       /* NULL: listen_tcp is plain TCP */
 	struct loomd_tokens *tokens;  /* the tokens file; NULL: none */

@@ -31,6 +31,7 @@ optional=(
 	iproute2 ethtool
 	libopenmpi-dev openmpi-bin # loom-train --mpi and libloom_mpi.so (meson option mpi), their tests
 	prometheus # tests/e2e/test_prometheus.c scrapes loomd with it (the Grafana dashboard's queries)
+	chromium # the ui suite: loomd's web UI in headless Chromium (tests/ui/)
 )
 
 missing=()

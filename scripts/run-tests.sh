@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Installs what is missing, builds with warnings as errors, and runs every
 # test suite; then rebuilds with AddressSanitizer + UBSan and runs the unit,
-# gnn, learn, fuzz, e2e, dpdk and ebpf suites and the small simulator tests again under
+# gnn, learn, fuzz, e2e, ui, dpdk and ebpf suites and the small simulator tests again under
 # them (the full FB2010 replay takes minutes at -O0 under ASan; it runs in the
 # first pass). The e2e tests run loomd itself under ASan: a leak or an error
 # report makes its exit status non-zero, which they check.
 #
-# A third pass rebuilds with ThreadSanitizer and runs the unit, e2e and dpdk
-# suites under it: loomd's metrics (libmicrohttpd) thread, libloom's
+# A third pass rebuilds with ThreadSanitizer and runs the unit, e2e, ui and dpdk
+# suites under it: loomd's metrics (libmicrohttpd) thread and the web UI's
+# requests it hands the loop (ui: loomd's web UI in headless Chromium), libloom's
 # thread-safe client, the agent and the DPDK worker lcore. The e2e tests run
 # loomd and loom-agent (with the DPDK enforcer, on net_null and, as root, on
 # veth pairs) from this build, and fail when one exits non-zero (TSan's
@@ -36,18 +37,18 @@ bash scripts/build.sh build-asan -Dwerror=true -Dbuildtype=debug \
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 meson test -C build-asan --suite unit --suite gnn --suite learn --suite fuzz --suite e2e \
-	--suite dpdk --suite ebpf --print-errorlogs
+	--suite ui --suite dpdk --suite ebpf --print-errorlogs
 meson test -C build-asan golden replay_cli --print-errorlogs
 
 bash scripts/build.sh build-tsan -Dwerror=true -Dbuildtype=debug -Db_sanitize=thread \
 	-Db_lundef=false
 unset ASAN_OPTIONS UBSAN_OPTIONS
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-# the unit, e2e and dpdk suites less gnn_policy, ensemble and blend (see above)
+# the unit, e2e, ui and dpdk suites less gnn_policy, ensemble and blend (see above)
 mapfile -t tsan_tests < <(meson test -C build-tsan --no-rebuild --list --suite unit --suite e2e \
-	--suite dpdk | sed -n 's|^loom:[a-z0-9_-]* / ||p' | grep -vx -e gnn_policy -e ensemble -e blend)
+	--suite ui --suite dpdk | sed -n 's|^loom:[a-z0-9_-]* / ||p' | grep -vx -e gnn_policy -e ensemble -e blend)
 if [ "${#tsan_tests[@]}" -eq 0 ]; then
-	echo "run-tests.sh: no unit, e2e or dpdk tests listed in build-tsan" >&2
+	echo "run-tests.sh: no unit, e2e, ui or dpdk tests listed in build-tsan" >&2
 	exit 1
 fi
 meson test -C build-tsan --print-errorlogs "${tsan_tests[@]}"

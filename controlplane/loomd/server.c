@@ -1233,8 +1233,9 @@ int loomd_server_init(struct loomd_server *s, const struct loomd_config *cfg, st
 		if (!s->http)
 			return -errno;
 		/* an IPv6 host goes in brackets in a URL */
-		log_info("metrics on http://%s%s%s:%u/metrics", strchr(m.host, ':') ? "[" : "",
-			 m.host, strchr(m.host, ':') ? "]" : "", loomd_metrics_http_port(s->http));
+		log_info("metrics on http://%s%s%s:%u/metrics, web UI on /",
+			 strchr(m.host, ':') ? "[" : "", m.host, strchr(m.host, ':') ? "]" : "",
+			 loomd_metrics_http_port(s->http));
 		publish_metrics(s);
 		s->ui = loomd_webui_new(s, s->http, err);
 		if (!s->ui)

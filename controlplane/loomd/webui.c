@@ -41,7 +41,8 @@ struct ui_req {
 	int argc;
 	char arg[ARG_MAX];
 	char peer[64];
-	char *body; /* POST body (NUL-terminated), owned */
+	char *body; /* POST body, owned */
+	size_t body_len;
 	/* the answer */
 	bool done, abandoned;
 	unsigned status;
@@ -209,28 +210,21 @@ static unsigned status_of(int r)
 	}
 }
 
-/* POST /api/v1/policy: {"policy": "SPEC"} -> set-policy SPEC, run as "web PEER". */
+/* POST /api/v1/policy: {"policy": "SPEC"} -> set-policy SPEC, run as "web UI, PEER". */
 static int run_set_policy(struct loomd_webui *ui, struct ui_req *q, json_t **ret,
 			  struct loom_err *err)
 {
-	json_error_t je;
-	json_t *body = json_loads(q->body ? q->body : "", JSON_REJECT_DUPLICATES, &je);
-	const char *spec = body ? json_string_value(json_object_get(body, "policy")) : NULL;
-	char who[96];
+	char spec[ARG_MAX], who[96];
+	const char *argv[1] = {spec};
 	int r;
 
-	if (!body) {
-		r = loom_err_set(err, EINVAL, "body: not JSON (%s at %d:%d)", je.text, je.line,
-				 je.column);
-	} else if (!json_is_object(body) || !spec || json_object_size(body) != 1) {
-		r = loom_err_set(err, EINVAL, "body: expected {\"policy\": \"SPEC\"}");
-	} else {
-		snprintf(who, sizeof(who), "web UI, %s", q->peer);
-		ui->srv->actor = who;
-		r = loomd_admin_call(ui->srv, "set-policy", 1, &spec, ret, err);
-		ui->srv->actor = NULL;
-	}
-	json_decref(body);
+	r = loomd_webui_policy_body(q->body, q->body_len, spec, sizeof(spec), err);
+	if (r < 0)
+		return r;
+	snprintf(who, sizeof(who), "web UI, %s", q->peer);
+	ui->srv->actor = who;
+	r = loomd_admin_call(ui->srv, "set-policy", 1, argv, ret, err);
+	ui->srv->actor = NULL;
 	return r;
 }
 
@@ -464,33 +458,88 @@ static const struct {
 	{"/api/v1/decisions", "decisions"}, {"/api/v1/tenants", "tenants"},
 };
 
-static enum MHD_Result api_get(struct loomd_webui *ui, struct MHD_Connection *conn, const char *url)
+static const struct loomd_webui_asset *asset_of(const char *url)
+{
+	if (!strcmp(url, "/"))
+		url = "/index.html";
+	for (size_t i = 0; i < loomd_webui_nassets; i++)
+		if (!strcmp(url, loomd_webui_assets[i].path))
+			return &loomd_webui_assets[i];
+	return NULL;
+}
+
+static int route_error(struct loomd_webui_route *r, unsigned status, const char *msg)
+{
+	r->kind = LOOMD_WEBUI_ERROR;
+	r->status = status;
+	r->error = msg;
+	return 0;
+}
+
+int loomd_webui_route(const char *method, const char *url, struct loomd_webui_route *r)
 {
 	static const char job_prefix[] = "/api/v1/jobs/";
-	struct ui_req *q = calloc(1, sizeof(*q));
+	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	bool api = !strncmp(url, "/api/", 5);
 
-	if (!q)
-		return reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
+	memset(r, 0, sizeof(*r));
+	if (strlen(url) > LOOMD_WEBUI_MAX_URL)
+		return route_error(r, 414, "URL too long");
+	if (api && !strcmp(method, "POST")) {
+		if (strcmp(url, "/api/v1/policy") != 0)
+			return route_error(r, 404, "no such API endpoint to POST to (docs/api.md)");
+		r->kind = LOOMD_WEBUI_POST;
+		r->cmd = "set-policy-body";
+		return 0;
+	}
+	if (!get)
+		return route_error(r, 405, "method not allowed");
+	if (!api) {
+		r->asset = asset_of(url);
+		if (!r->asset)
+			return route_error(r, 404,
+					   "not found; the UI is at /, the API at /api/v1/");
+		r->kind = LOOMD_WEBUI_ASSET;
+		r->status = 200;
+		return 0;
+	}
+	r->kind = LOOMD_WEBUI_API;
 	for (size_t i = 0; i < ARRAY_SIZE(api_gets); i++)
 		if (!strcmp(url, api_gets[i].path)) {
-			q->cmd = api_gets[i].cmd;
-			return api_answer(ui, conn, q);
+			r->cmd = api_gets[i].cmd;
+			return 0;
 		}
 	if (!strncmp(url, job_prefix, sizeof(job_prefix) - 1)) {
 		const char *id = url + sizeof(job_prefix) - 1;
 
-		if (!is_id(id)) {
-			free(q);
-			return reply_error(conn, MHD_HTTP_BAD_REQUEST,
-					   "a job id is a decimal number (0 to 2^64-1)");
-		}
-		q->cmd = "job";
-		q->argc = 1;
-		snprintf(q->arg, sizeof(q->arg), "%s", id);
-		return api_answer(ui, conn, q);
+		if (!is_id(id))
+			return route_error(r, 400, "a job id is a decimal number (0 to 2^64-1)");
+		r->cmd = "job";
+		snprintf(r->arg, sizeof(r->arg), "%s", id);
+		return 0;
 	}
-	free(q);
-	return reply_error(conn, MHD_HTTP_NOT_FOUND, "no such API endpoint (docs/api.md)");
+	return route_error(r, 404, "no such API endpoint (docs/api.md)");
+}
+
+int loomd_webui_policy_body(const char *body, size_t len, char *spec, size_t size,
+			    struct loom_err *err)
+{
+	json_error_t je;
+	json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+	const char *v = j ? json_string_value(json_object_get(j, "policy")) : NULL;
+	int r = 0;
+
+	if (!j)
+		r = loom_err_set(err, EINVAL, "body: not JSON (%s at %d:%d)", je.text, je.line,
+				 je.column);
+	else if (!json_is_object(j) || !v || json_object_size(j) != 1)
+		r = loom_err_set(err, EINVAL, "body: expected {\"policy\": \"SPEC\"}");
+	else if (strlen(v) >= size || strlen(v) != json_string_length(json_object_get(j, "policy")))
+		r = loom_err_set(err, EINVAL, "body: the policy is too long or holds a NUL");
+	else
+		snprintf(spec, size, "%s", v);
+	json_decref(j);
+	return r;
 }
 
 /* Constant-time comparison of the Authorization header with "Bearer TOKEN". */
@@ -511,8 +560,7 @@ static bool authorized(const struct loomd_webui *ui, const char *auth)
 }
 
 static enum MHD_Result api_post(struct loomd_webui *ui, struct MHD_Connection *conn,
-				const char *url, const char *upload_data, size_t *upload_data_size,
-				void **req_cls)
+				const char *upload_data, size_t *upload_data_size, void **req_cls)
 {
 	struct ui_upload *up = *req_cls;
 	struct ui_req *q;
@@ -522,9 +570,6 @@ static enum MHD_Result api_post(struct loomd_webui *ui, struct MHD_Connection *c
 		const char *len = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							      MHD_HTTP_HEADER_CONTENT_LENGTH);
 
-		if (strcmp(url, "/api/v1/policy") != 0)
-			return reply_error(conn, MHD_HTTP_NOT_FOUND,
-					   "no such API endpoint to POST to (docs/api.md)");
 		if (!MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 						 MHD_HTTP_HEADER_AUTHORIZATION))
 			return reply_error(conn, MHD_HTTP_UNAUTHORIZED,
@@ -558,51 +603,47 @@ static enum MHD_Result api_post(struct loomd_webui *ui, struct MHD_Connection *c
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return MHD_NO;
-	up->buf[up->len] = '\0';
-	q->body = strdup(up->buf);
+	q->body = malloc(up->len + 1);
 	if (!q->body) {
 		free(q);
 		return MHD_NO;
 	}
+	memcpy(q->body, up->buf, up->len);
+	q->body[up->len] = '\0';
+	q->body_len = up->len;
 	q->cmd = "set-policy-body";
 	peer_of(conn, q->peer, sizeof(q->peer));
 	return api_answer(ui, conn, q);
-}
-
-static const struct loomd_webui_asset *asset_of(const char *url)
-{
-	if (!strcmp(url, "/"))
-		url = "/index.html";
-	for (size_t i = 0; i < loomd_webui_nassets; i++)
-		if (!strcmp(url, loomd_webui_assets[i].path))
-			return &loomd_webui_assets[i];
-	return NULL;
 }
 
 static int http_route(void *ctx, struct MHD_Connection *conn, const char *url, const char *method,
 		      const char *upload_data, size_t *upload_data_size, void **req_cls)
 {
 	struct loomd_webui *ui = ctx;
-	bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
-	bool api = !strncmp(url, "/api/", 5);
-	const struct loomd_webui_asset *a;
+	struct loomd_webui_route r;
+	struct ui_req *q;
 
-	if (strlen(url) > LOOMD_WEBUI_MAX_URL)
-		return reply_error(conn, MHD_HTTP_URI_TOO_LONG, "URL too long");
-	if (api && !strcmp(method, MHD_HTTP_METHOD_POST))
-		return api_post(ui, conn, url, upload_data, upload_data_size, req_cls);
-	if (!get)
-		return reply_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed");
-	if (api)
-		return api_get(ui, conn, url);
-	a = asset_of(url);
-	if (!a)
-		return reply(
-			conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8",
-			"not found; the UI is at /, the API at /api/v1/ (docs/api.md)\n",
-			strlen("not found; the UI is at /, the API at /api/v1/ (docs/api.md)\n"),
-			MHD_RESPMEM_PERSISTENT);
-	return reply(conn, MHD_HTTP_OK, a->type, a->data, a->len, MHD_RESPMEM_PERSISTENT);
+	loomd_webui_route(method, url, &r);
+	switch (r.kind) {
+	case LOOMD_WEBUI_ASSET:
+		return reply(conn, MHD_HTTP_OK, r.asset->type, r.asset->data, r.asset->len,
+			     MHD_RESPMEM_PERSISTENT);
+	case LOOMD_WEBUI_POST:
+		return api_post(ui, conn, upload_data, upload_data_size, req_cls);
+	case LOOMD_WEBUI_API:
+		q = calloc(1, sizeof(*q));
+		if (!q)
+			return reply_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory");
+		q->cmd = r.cmd;
+		q->argc = r.arg[0] ? 1 : 0;
+		snprintf(q->arg, sizeof(q->arg), "%s", r.arg);
+		return api_answer(ui, conn, q);
+	default:
+		if (strncmp(url, "/api/", 5) != 0 && r.status == MHD_HTTP_NOT_FOUND)
+			return reply(conn, r.status, "text/plain; charset=utf-8", r.error,
+				     strlen(r.error), MHD_RESPMEM_PERSISTENT);
+		return reply_error(conn, r.status, r.error);
+	}
 }
 
 static void http_done(void *ctx, void *req_cls)

@@ -51,6 +51,40 @@ extern const size_t loomd_webui_nassets;
 
 struct loomd_webui;
 
+/* ---- request parsing (pure; the fuzz target's) ---------------------------------------- */
+
+enum loomd_webui_kind {
+	LOOMD_WEBUI_ERROR = 0, /* answer status with error */
+	LOOMD_WEBUI_ASSET,     /* an embedded file */
+	LOOMD_WEBUI_API,       /* GET: run admin command cmd (arg: its one argument, or "") */
+	LOOMD_WEBUI_POST,      /* the policy switch: authorization, then the body */
+};
+
+struct loomd_webui_route {
+	enum loomd_webui_kind kind;
+	unsigned status;   /* ERROR: 400, 404, 405, 414; ASSET: 200 */
+	const char *error; /* ERROR: why (static) */
+	const struct loomd_webui_asset *asset;
+	const char *cmd; /* API, POST */
+	char arg[32];
+};
+
+/*
+ * What method on url (the path, without its query) asks for. Always
+ * fills *ret; returns 0.
+ */
+int loomd_webui_route(const char *method, const char *url, struct loomd_webui_route *ret);
+
+/*
+ * The policy switch's body, len bytes (need not be NUL-terminated):
+ * exactly {"policy": "SPEC"}. 0 with spec (size bytes), or -EINVAL with
+ * err saying what was wrong.
+ */
+int loomd_webui_policy_body(const char *body, size_t len, char *spec, size_t size,
+			    struct loom_err *err);
+
+/* ---- the server's UI ------------------------------------------------------------------ */
+
 /*
  * Loop-side: makes the UI of server s and routes http's paths other than
  * /metrics to it (loomd_metrics_http_route). The admin token is made here,

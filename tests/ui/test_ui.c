@@ -316,6 +316,28 @@ static long api_class(unsigned job, unsigned id)
 	return cls;
 }
 
+/* The decisions loomd has made so far. */
+static long long decisions(void)
+{
+	json_t *j = api_json("/api/v1/decisions");
+	long long n = json_integer_value(json_object_get(j, "decisions"));
+
+	json_decref(j);
+	return n;
+}
+
+/* Waits (bounded) until loomd has made more than n decisions; fails otherwise. */
+static void wait_decisions(long long n)
+{
+	uint64_t deadline = h_mono_ms() + H_TIMEOUT_MS;
+
+	while (decisions() <= n) {
+		if (h_mono_ms() > deadline)
+			fail_msg("no decision after %lld in %d ms", n, H_TIMEOUT_MS);
+		h_sleep_ms(20);
+	}
+}
+
 static void register_workload(void)
 {
 	char addr[320];
@@ -433,10 +455,12 @@ static void test_api(void **state)
 	};
 	char big[LOOM_BIG_BODY], longurl[700];
 	json_t *j, *a;
+	long long n;
 
 	(void)state;
 	register_workload();
 	assert_int_equal(h_agent_sync(AG), 0);
+	wait_decisions(0);
 	j = api_json("/api/v1/jobs");
 	assert_int_equal(json_array_size(j), 3);
 	json_decref(j);
@@ -455,9 +479,10 @@ static void test_api(void **state)
 		json_decref(a);
 		json_decref(j);
 	}
+	wait_decisions(0);
 	j = api_json("/api/v1/decisions");
 	assert_true(json_is_array(json_object_get(j, "recent")));
-	assert_true(json_integer_value(json_object_get(j, "decisions")) > 0);
+	assert_true(json_array_size(json_object_get(j, "recent")) > 0);
 	json_decref(j);
 
 	/* bad input */
@@ -502,9 +527,11 @@ static void test_api(void **state)
 		if (r.status != 200)
 			fail_msg("policy switch: %d %s", r.status, r.body);
 		free(r.body);
+		n = decisions();
 		r = http("POST", "/api/v1/policy", TOKEN, "{\"policy\":\"fifo\"}");
 		assert_int_equal(r.status, 200);
 		free(r.body);
+		wait_decisions(n); /* test_pages starts from fifo's classes */
 	}
 }
 
@@ -536,6 +563,7 @@ static void test_pages(void **state)
 	size_t weight = 0;
 	char *dom;
 	long cls_before, cls_after;
+	long long n;
 
 	(void)state;
 	/* the page's weight: the three files the UI loads before its API calls */
@@ -569,7 +597,9 @@ static void test_pages(void **state)
 	free(browse("#/job/1", shot));
 
 	/* sebf serves the 1 MB coflow 201 before 101, which shares host 0: 101's class moves */
+	n = decisions();
 	assert_int_equal(loomctl("policy", "set", "sebf"), 0);
+	wait_decisions(n);
 	cls_after = api_class(1, 101);
 	fprintf(stderr, "ui: coflow 101: class %ld under fifo, %ld under sebf\n", cls_before,
 		cls_after);

@@ -32,14 +32,14 @@
 #include "controlplane/loomd/server.h"
 
 #define TOKEN_BYTES 32
-#define ARG_MAX     256
+#define SPEC_MAX    256
 
 /* An API call the HTTP thread hands the loop; freed by whoever sees it last. */
 struct ui_req {
 	struct ui_req *next;
 	const char *cmd; /* an admin command, "decisions" or "set-policy-body" */
 	int argc;
-	char arg[ARG_MAX];
+	char arg[SPEC_MAX];
 	char peer[64];
 	char *body; /* POST body, owned */
 	size_t body_len;
@@ -214,7 +214,7 @@ static unsigned status_of(int r)
 static int run_set_policy(struct loomd_webui *ui, struct ui_req *q, json_t **ret,
 			  struct loom_err *err)
 {
-	char spec[ARG_MAX], who[96];
+	char spec[SPEC_MAX], who[96];
 	const char *argv[1] = {spec};
 	int r;
 

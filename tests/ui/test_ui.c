@@ -8,7 +8,10 @@
  * the DAG's nodes and edges, a coflow's class colour changing after
  * `loomctl policy set`), screenshots under BUILDDIR/ui-screenshots/, and no
  * console message at all (the UI writes none; an error, a failed load or a
- * refused inline style would print one). Exits 77 without chromium.
+ * refused inline style would print one). Last, policy_form.py drives the
+ * policy page as a user would (DevTools protocol): read-only without a token,
+ * a wrong token refused, the right one switching the policy. Exits 77
+ * without chromium.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -635,11 +638,44 @@ static void test_pages(void **state)
 	free(dom);
 }
 
+/*
+ * The policy page as a user drives it (policy_form.py, over the DevTools
+ * protocol): read-only without a token, a wrong token refused, the right one
+ * switching sebf (left by test_pages) back to fifo.
+ */
+static void test_policy_form(void **state)
+{
+	char script[600], url[64];
+	const char *src = getenv("LOOM_SRCDIR");
+	char *argv[] = {(char *)"python3",         script,         CHROMIUM, url,
+			TOKEN + strlen("Bearer "), (char *)"fifo", NULL};
+	json_t *j;
+	pid_t pid;
+	int status;
+
+	(void)state;
+	snprintf(script, sizeof(script), "%s/tests/ui/policy_form.py", src ? src : ".");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/", PORT);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	status = h_wait(pid, h_mono_ms() + BROWSER_TIMEOUT_MS);
+	if (h_check_exit("policy_form.py", status, 0, NULL) < 0)
+		fail_msg("the policy page did not switch the policy");
+	j = api_json("/api/v1/policy");
+	assert_string_equal(json_string_value(json_object_get(j, "policy")), "fifo");
+	json_decref(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_api),
 		cmocka_unit_test(test_pages),
+		cmocka_unit_test(test_policy_form),
 	};
 
 	if (!find_chromium()) {

@@ -71,6 +71,7 @@ struct host_proc {
 struct tick {
 	struct driver *d;
 	uint32_t coflow;
+	uint64_t due_ns; /* the model's release time of coflow */
 };
 
 struct driver {
@@ -468,6 +469,22 @@ static void coflow_start(struct driver *d, uint32_t c)
 	}
 }
 
+/* A timer for t's coflow at t->due_ns (run time), rounded up to the microsecond. */
+static void arm_tick(struct tick *t)
+{
+	struct driver *d = t->d;
+	uint64_t now = run_now(d), wait_ns = t->due_ns > now ? t->due_ns - now : 0;
+	struct timeval tv;
+
+	wait_ns += 999;
+	tv.tv_sec = (time_t)(wait_ns / LOOM_NS_PER_S);
+	tv.tv_usec = (suseconds_t)(wait_ns % LOOM_NS_PER_S / 1000);
+	if (event_base_once(d->base, -1, EV_TIMEOUT, coflow_due, t, &tv) < 0) {
+		log_err("out of memory");
+		fail(d, 1);
+	}
+}
+
 /* Acts on the model's events: timers, announcements, loomd's done calls. */
 static void drain(struct driver *d)
 {
@@ -479,19 +496,11 @@ static void drain(struct driver *d)
 		const struct cp_event *ev = &d->evs[i];
 		const struct cp_coflow *co;
 		const struct cp_job *jb;
-		uint64_t now = run_now(d), wait_ns;
-		struct timeval tv;
 
 		switch (ev->type) {
 		case CP_EV_COFLOW_READY:
-			wait_ns = ev->time_ns > now ? ev->time_ns - now : 0;
-			tv.tv_sec = (time_t)(wait_ns / LOOM_NS_PER_S);
-			tv.tv_usec = (suseconds_t)(wait_ns % LOOM_NS_PER_S / 1000);
-			if (event_base_once(d->base, -1, EV_TIMEOUT, coflow_due, &d->ticks[ev->id],
-					    &tv) < 0) {
-				log_err("out of memory");
-				fail(d, 1);
-			}
+			d->ticks[ev->id].due_ns = ev->time_ns;
+			arm_tick(&d->ticks[ev->id]);
 			break;
 		case CP_EV_COFLOW_RELEASE:
 			coflow_start(d, ev->id);
@@ -548,6 +557,11 @@ static void coflow_due(evutil_socket_t fd, short what, void *arg)
 
 	if (d->status)
 		return;
+	/* libevent measures timeouts from the loop's cached time: it may fire early */
+	if (run_now(d) < t->due_ns) {
+		arm_tick(t);
+		return;
+	}
 	cp_model_coflow_release(d->m, t->coflow, model_time(d, loom_clock_mono_ns()));
 	drain(d);
 }

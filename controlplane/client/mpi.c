@@ -496,6 +496,21 @@ static void coflow_end(void)
 		return rc_;                                                                        \
 	} while (0)
 
+/* What each rank sends each other one in an all-to-all or all-gather (MPI_IN_PLACE: a recv block). */
+static uint64_t block_bytes(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+			    int recvcount, MPI_Datatype recvtype)
+{
+	return sendbuf == MPI_IN_PLACE ? type_bytes(recvcount, recvtype) :
+					 type_bytes(sendcount, sendtype);
+}
+
+/* The same b bytes to every rank. */
+static void fill_bytes(uint64_t *bytes, uint64_t b)
+{
+	for (int j = 0; j < st.size; j++)
+		bytes[j] = b;
+}
+
 /* ---- the wrappers ----------------------------------------------------------------------------- */
 
 int MPI_Init(int *argc, char ***argv)
@@ -535,17 +550,9 @@ int MPI_Finalize(void)
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
 		 int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-	TRACKED(
-		comm,
-		pairs() * (sendbuf == MPI_IN_PLACE ? type_bytes(recvcount, recvtype) :
-						     type_bytes(sendcount, sendtype)),
-		{
-			uint64_t b = sendbuf == MPI_IN_PLACE ? type_bytes(recvcount, recvtype) :
-							       type_bytes(sendcount, sendtype);
+	const uint64_t b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
 
-			for (int j = 0; j < st.size; j++)
-				bytes[j] = b;
-		},
+	TRACKED(comm, pairs() * b, fill_bytes(bytes, b),
 		PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
 }
 
@@ -568,17 +575,9 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
 		  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-	TRACKED(
-		comm,
-		pairs() * (sendbuf == MPI_IN_PLACE ? type_bytes(recvcount, recvtype) :
-						     type_bytes(sendcount, sendtype)),
-		{
-			uint64_t b = sendbuf == MPI_IN_PLACE ? type_bytes(recvcount, recvtype) :
-							       type_bytes(sendcount, sendtype);
+	const uint64_t b = block_bytes(sendbuf, sendcount, sendtype, recvcount, recvtype);
 
-			for (int j = 0; j < st.size; j++)
-				bytes[j] = b;
-		},
+	TRACKED(comm, pairs() * b, fill_bytes(bytes, b),
 		PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
 }
 

@@ -12,8 +12,12 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 /* The exit status meson reads as SKIP. */
@@ -43,6 +47,26 @@ static inline int precond_run(const struct CMUnitTest *tests, size_t n,
 			      CMFixtureFunction group_setup, CMFixtureFunction group_teardown)
 {
 	return _cmocka_run_group_tests("tests", tests, n, group_setup, group_teardown);
+}
+
+/*
+ * Whether the program name is an executable in a folder of $PATH (unset:
+ * /usr/bin:/bin): true with its path in buf (when buf is not NULL).
+ */
+static inline bool precond_find_program(const char *name, char *buf, size_t size)
+{
+	const char *path = getenv("PATH");
+	char dirs[4096], where[4096];
+
+	snprintf(dirs, sizeof(dirs), "%s", path && *path ? path : "/usr/bin:/bin");
+	for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d;
+	     d = strtok_r(NULL, ":", &save)) {
+		snprintf(where, sizeof(where), "%s/%s", d, name);
+		if (access(where, X_OK) == 0)
+			/* a path that does not fit buf is no path */
+			return !buf || (size_t)snprintf(buf, size, "%s", where) < size;
+	}
+	return false;
 }
 
 #endif

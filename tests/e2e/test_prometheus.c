@@ -710,22 +710,6 @@ static void test_prometheus_scrapes_loomd(void **state)
 	assert_int_equal(h_loomd_stop_clean(&H), 0);
 }
 
-/* Where `prometheus` is on PATH, into prometheus[]; false when it is not. */
-static bool find_prometheus(void)
-{
-	const char *path = getenv("PATH");
-	char copy[4096], *dir, *save = NULL;
-
-	snprintf(copy, sizeof(copy), "%s", path ? path : "/usr/bin:/bin");
-	for (dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		snprintf(prometheus, sizeof(prometheus), "%s/prometheus", dir);
-		if (access(prometheus, X_OK) == 0)
-			return true;
-	}
-	prometheus[0] = '\0';
-	return false;
-}
-
 static int setup_all(void **state)
 {
 	if (setup_dashboard(state) < 0)
@@ -751,8 +735,9 @@ int main(void)
 	size_t n = sizeof(tests) / sizeof(tests[0]);
 
 	n = precond_leave_out(tests, n, test_prometheus_scrapes_loomd,
-			      find_prometheus() ? NULL :
-						  "prometheus is not installed (Debian: apt-get "
-						  "install prometheus; scripts/install-deps.sh)");
+			      precond_find_program("prometheus", prometheus, sizeof(prometheus)) ?
+				      NULL :
+				      "prometheus is not installed (Debian: apt-get "
+				      "install prometheus; scripts/install-deps.sh)");
 	return precond_run(tests, n, setup_all, teardown_all);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "tests/cli_harness.h"
+#include "tests/precond.h"
 
 static char mpirun[4096];
 
@@ -214,22 +215,6 @@ static void test_errors(void **state)
 	expect(&r, 1, "--out");
 }
 
-/* mpirun from the PATH into `mpirun`; false when there is none. */
-static bool find_mpirun(void)
-{
-	const char *path = getenv("PATH");
-	char dirs[4096];
-
-	snprintf(dirs, sizeof(dirs), "%s", path && *path ? path : "/usr/bin:/bin");
-	for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d;
-	     d = strtok_r(NULL, ":", &save)) {
-		snprintf(mpirun, sizeof(mpirun), "%s/mpirun", d);
-		if (access(mpirun, X_OK) == 0)
-			return true;
-	}
-	return false;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -242,7 +227,7 @@ int main(void)
 	fprintf(stderr, "skipped: this build has no MPI (meson option mpi, libopenmpi-dev)\n");
 	return 77;
 #endif
-	if (!find_mpirun()) {
+	if (!precond_find_program("mpirun", mpirun, sizeof(mpirun))) {
 		fprintf(stderr, "skipped: no mpirun on the PATH (openmpi-bin)\n");
 		return 77;
 	}

@@ -29,6 +29,7 @@
 
 #include "tests/cli_harness.h"
 #include "tests/e2e/harness.h"
+#include "tests/precond.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define UNDER_SANITIZER 1
@@ -350,22 +351,6 @@ static int teardown(void **state)
 	return cli_tmpdir_remove();
 }
 
-/* mpirun from the PATH into `mpirun`; false when there is none. */
-static bool find_mpirun(void)
-{
-	const char *path = getenv("PATH");
-	char dirs[4096];
-
-	snprintf(dirs, sizeof(dirs), "%s", path && *path ? path : "/usr/bin:/bin");
-	for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d;
-	     d = strtok_r(NULL, ":", &save)) {
-		snprintf(mpirun, sizeof(mpirun), "%s/mpirun", d);
-		if (access(mpirun, X_OK) == 0)
-			return true;
-	}
-	return false;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -383,7 +368,7 @@ int main(void)
 	}
 	lib = getenv("LOOM_MPI_LIB");
 	prog = getenv("LOOM_MPI_PROG");
-	if (!find_mpirun()) {
+	if (!precond_find_program("mpirun", mpirun, sizeof(mpirun))) {
 		fprintf(stderr, "skipped: no mpirun on the PATH (openmpi-bin)\n");
 		return 77;
 	}

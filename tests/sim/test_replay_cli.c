@@ -18,6 +18,7 @@
 #include "controlplane/policy/policy.h"
 #include "controlplane/sim/sim.h"
 #include "tests/cli_harness.h"
+#include "tests/precond.h"
 
 static size_t count_char(const char *s, char c)
 {
@@ -26,26 +27,6 @@ static size_t count_char(const char *s, char c)
 	for (; *s; s++)
 		n += *s == c;
 	return n;
-}
-
-static bool on_path(const char *prog)
-{
-	const char *path = getenv("PATH");
-	char buf[4096];
-
-	while (path && *path) {
-		size_t len = strcspn(path, ":");
-
-		if (len > 0 && len + strlen(prog) + 2 < sizeof(buf)) {
-			snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, path, prog);
-			if (access(buf, X_OK) == 0)
-				return true;
-		}
-		path += len;
-		if (*path == ':')
-			path++;
-	}
-	return false;
 }
 
 static bool file_nonempty(const char *path)
@@ -509,7 +490,7 @@ static void test_plots(void **state)
 	assert_true(file_nonempty(path));
 	snprintf(path, sizeof(path), "%s/summary.csv", o);
 	assert_true(file_nonempty(path));
-	if (!on_path("gnuplot")) {
+	if (!precond_find_program("gnuplot", NULL, 0)) {
 		print_message("gnuplot not on PATH: only plots.gp checked\n");
 		return;
 	}

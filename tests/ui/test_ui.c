@@ -152,22 +152,6 @@ static void expect_error(struct resp r, int want, const char *what)
 
 /* ---- the browser ---------------------------------------------------------------------- */
 
-/* Whether the program name is in $PATH: its path in buf. */
-static bool in_path(const char *name, char *buf, size_t size)
-{
-	const char *path = getenv("PATH");
-	char dirs[4096];
-
-	snprintf(dirs, sizeof(dirs), "%s", path ? path : "/usr/bin:/bin");
-	for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d;
-	     d = strtok_r(NULL, ":", &save)) {
-		snprintf(buf, size, "%s/%s", d, name);
-		if (access(buf, X_OK) == 0)
-			return true;
-	}
-	return false;
-}
-
 /* Whether chromium (or $LOOM_CHROMIUM) is on this machine: its path in CHROMIUM. */
 static bool find_chromium(void)
 {
@@ -177,8 +161,8 @@ static bool find_chromium(void)
 		snprintf(CHROMIUM, sizeof(CHROMIUM), "%s", env);
 		return access(CHROMIUM, X_OK) == 0;
 	}
-	return in_path("chromium", CHROMIUM, sizeof(CHROMIUM)) ||
-	       in_path("chromium-browser", CHROMIUM, sizeof(CHROMIUM));
+	return precond_find_program("chromium", CHROMIUM, sizeof(CHROMIUM)) ||
+	       precond_find_program("chromium-browser", CHROMIUM, sizeof(CHROMIUM));
 }
 
 static char *read_file(const char *path)
@@ -694,7 +678,8 @@ int main(void)
 		return PRECOND_SKIP;
 	}
 	n = precond_leave_out(tests, n, test_policy_form,
-			      in_path("python3", python, sizeof(python)) ? NULL :
-									   "no python3 in PATH");
+			      precond_find_program("python3", python, sizeof(python)) ?
+				      NULL :
+				      "no python3 in PATH");
 	return precond_run(tests, n, setup, teardown);
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "controlplane/sim/sim.h"
+#include "tests/precond.h"
 
 /* 8 Gbit/s ports: one byte per nanosecond, so isolation times are byte counts. */
 #define PORT_BPS 8000000000ULL
@@ -463,22 +464,6 @@ static void test_label_file(void **state)
 			    "0123456789abcde");
 }
 
-static bool gnuplot_on_path(void)
-{
-	const char *p = getenv("PATH");
-	char buf[1024];
-
-	while (p && *p) {
-		size_t len = strcspn(p, ":");
-
-		snprintf(buf, sizeof(buf), "%.*s/gnuplot", (int)len, p);
-		if (len && access(buf, X_OK) == 0)
-			return true;
-		p += len + (p[len] == ':');
-	}
-	return false;
-}
-
 static void test_plots(void **state)
 {
 	struct fixture *fx = *state;
@@ -497,7 +482,7 @@ static void test_plots(void **state)
 		assert_int_equal(sim_write_jobs_csv(fx->m, path), 0);
 	}
 	r = sim_write_plots(fx->dir, s, 2);
-	assert_int_equal(r, gnuplot_on_path() ? 0 : 1);
+	assert_int_equal(r, precond_find_program("gnuplot", NULL, 0) ? 0 : 1);
 	snprintf(path, sizeof(path), "%s/plots.gp", fx->dir);
 	assert_true(file_size(path) > 0);
 	snprintf(path, sizeof(path), "%s/sebf-K8-cct.dat", fx->dir);

@@ -47,6 +47,16 @@
 #define REAP_MS         5000  /* how long the hosts get to exit once told to */
 #define NETNS_DIR       "/run/netns/"
 #define CTL_SNDBUF      (16 << 20) /* bytes: a driver-host socket's send buffer */
+#define DEFAULT_RETRY   30u        /* s: how long a request waits for an unreachable loomd */
+#define RETRY_MIN_MS    50         /* the first wait between two attempts; doubles */
+#define RETRY_MAX_MS    200        /* the longest wait between two attempts */
+#define MAX_HOOKS       4
+
+/* A command run when a fraction of the jobs is done (--hook): fault injection. */
+struct hook {
+	double at; /* fraction of the jobs, 0 < at < 1 */
+	const char *cmd;
+};
 
 struct run_args {
 	const char *trace, *topo, *controller, *netns, *out, *label;
@@ -54,8 +64,10 @@ struct run_args {
 	uint32_t first_addr; /* host order */
 	double bytes_scale, time_scale;
 	uint16_t port;
-	uint64_t timeout_s;
+	uint64_t timeout_s, retry_s;
 	bool verbose;
+	struct hook hooks[MAX_HOOKS];
+	size_t nhooks;
 };
 
 struct host_proc {
@@ -92,6 +104,9 @@ struct driver {
 	uint64_t t0_ns, last_ns;
 	uint32_t next_job;
 	uint64_t flows_started, flows_done, bytes_done;
+	uint64_t retried_calls, retry_ns; /* requests that met an unreachable loomd, time waited */
+	pid_t hook_pid[MAX_HOOKS];        /* started and not yet reaped */
+	bool hook_fired[MAX_HOOKS];
 	int status; /* 0 while fine; the exit status once something failed */
 	bool emit_oom;
 };
@@ -122,6 +137,11 @@ static void usage(FILE *f)
 		"                          delay, > 0 (default 1)\n"
 		"  -p, --port P            TCP port each host receives on, 1..%u (default %u)\n"
 		"  -w, --timeout S         bound on the whole run, 1..86400 s (default %u)\n"
+		"  -r, --retry S           how long a request is retried while loomd is\n"
+		"                          unreachable (restarting), 0..3600 s (default %u)\n"
+		"  -H, --hook F:CMD        run CMD (sh -c, in the background) once a fraction F of\n"
+		"                          the jobs is done, 0 < F < 1; up to %d; loom-run waits\n"
+		"                          for it before it exits and fails when it fails\n"
 		"  -v, --verbose           a line per coflow and job as it finishes\n"
 		"  -h, --help              this text\n"
 		"\n"
@@ -130,7 +150,7 @@ static void usage(FILE *f)
 		"DIR/trace.loom --topo DIR/topology.json predicts the same workload.\n"
 		"Exit status: 0 every job done, 1 failed or timed out, 2 bad usage, 130\n"
 		"interrupted.\n",
-		LRUN_PORT_FIRST - 1, DEFAULT_PORT, DEFAULT_TIMEOUT);
+		LRUN_PORT_FIRST - 1, DEFAULT_PORT, DEFAULT_TIMEOUT, DEFAULT_RETRY, MAX_HOOKS);
 }
 
 static bool netns_prefix_ok(const char *s)
@@ -143,6 +163,34 @@ static bool netns_prefix_ok(const char *s)
 		if (!(isalnum((unsigned char)*s) || *s == '-' || *s == '_' || *s == '.'))
 			return false;
 	return true;
+}
+
+/* --hook F:CMD into the next of a->hooks; 0 or -EINVAL (logged). */
+static int hook_parse(char *v, struct run_args *a)
+{
+	char *colon = strchr(v, ':');
+	struct hook *h;
+
+	if (a->nhooks == MAX_HOOKS) {
+		log_err("--hook: at most %d", MAX_HOOKS);
+		return -EINVAL;
+	}
+	if (!colon || !colon[1]) {
+		log_err("--hook: '%s' is not FRACTION:COMMAND (0.4:'touch /tmp/x')", v);
+		return -EINVAL;
+	}
+	h = &a->hooks[a->nhooks];
+	*colon = 0;
+	if (sim_cli_double("--hook", v, 0, true, 1, &h->at) < 0 || h->at >= 1) {
+		if (h->at >= 1)
+			log_err("--hook: fraction '%s' is not below 1", v);
+		*colon = ':';
+		return -EINVAL;
+	}
+	*colon = ':';
+	h->cmd = colon + 1;
+	a->nhooks++;
+	return 0;
 }
 
 static int parse_args(int argc, char **argv, struct run_args *a)
@@ -160,6 +208,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{"time-scale", required_argument, NULL, 's'},
 		{"port", required_argument, NULL, 'p'},
 		{"timeout", required_argument, NULL, 'w'},
+		{"retry", required_argument, NULL, 'r'},
+		{"hook", required_argument, NULL, 'H'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -168,7 +218,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:f:T:c:n:a:o:l:b:s:p:w:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:f:T:c:n:a:o:l:b:s:p:w:r:H:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			a->trace = optarg;
@@ -227,6 +277,14 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			break;
 		case 'w':
 			if (sim_cli_u64("--timeout", optarg, 1, 86400, &a->timeout_s))
+				return -EINVAL;
+			break;
+		case 'r':
+			if (sim_cli_u64("--retry", optarg, 0, 3600, &a->retry_s))
+				return -EINVAL;
+			break;
+		case 'H':
+			if (hook_parse(optarg, a) < 0)
 				return -EINVAL;
 			break;
 		case 'v':
@@ -410,12 +468,170 @@ static void on_model_event(void *ctx, const struct cp_event *ev)
 
 static void coflow_due(evutil_socket_t fd, short what, void *arg);
 
-/* A libloom call's result: 0, or the run fails naming what and loomd's message. */
-static int client_check(struct driver *d, int r, const char *what, uint64_t id, bool ok_already)
+/* ---- hooks ---------------------------------------------------------------------------------- */
+
+/* Starts (once) each hook whose fraction of the jobs is done, in a process group of its own. */
+static void hooks_fire(struct driver *d)
 {
-	if (r >= 0 || (ok_already && r == -EALREADY))
+	for (size_t i = 0; i < d->a->nhooks; i++) {
+		const struct hook *h = &d->a->hooks[i];
+		pid_t pid;
+
+		if (d->hook_fired[i] || (double)d->m->jobs_done < h->at * (double)d->m->njobs)
+			continue;
+		d->hook_fired[i] = true;
+		log_info("hook %zu (%u of %u jobs done): %s", i + 1, d->m->jobs_done, d->m->njobs,
+			 h->cmd);
+		fflush(NULL);
+		pid = fork();
+		if (pid < 0) {
+			log_err("hook %zu: cannot start '%s': %s", i + 1, h->cmd, strerror(errno));
+			fail(d, 1);
+			return;
+		}
+		if (pid == 0) {
+			setpgid(0, 0);
+			execl("/bin/sh", "sh", "-c", h->cmd, (char *)NULL);
+			_exit(127);
+		}
+		setpgid(pid, pid);
+		d->hook_pid[i] = pid;
+	}
+}
+
+/*
+ * Waits for the hooks that were started, until deadline_ns (then kills their
+ * process groups); 0, or -1 when one failed or was killed (logged).
+ */
+static int hooks_wait(struct driver *d, uint64_t deadline_ns)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < d->a->nhooks; i++) {
+		pid_t pid = d->hook_pid[i], r;
+		int st = 0;
+
+		if (pid <= 0)
+			continue;
+		while ((r = waitpid(pid, &st, WNOHANG)) == 0 && loom_clock_mono_ns() < deadline_ns)
+			usleep(20000);
+		if (r == 0) {
+			kill(-pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			log_err("hook %zu (%s) was still running at the end: killed", i + 1,
+				d->a->hooks[i].cmd);
+			rc = -1;
+		} else if (r == pid && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+			log_err("hook %zu (%s) failed: %s %d", i + 1, d->a->hooks[i].cmd,
+				WIFEXITED(st) ? "exit status" : "signal",
+				WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+			rc = -1;
+		}
+		d->hook_pid[i] = 0;
+	}
+	return rc;
+}
+
+/* ---- requests to loomd ------------------------------------------------------------------------ */
+
+enum lc_op {
+	LC_REGISTER,
+	LC_ANNOUNCE,
+	LC_COFLOW_DONE,
+	LC_JOB_DONE,
+	LC_UNREGISTER
+};
+
+static const char *const lc_what[] = {"registering job", "announcing the flows of coflow",
+				      "coflow done:", "job done:", "unregistering job"};
+
+static int job_register(struct driver *d, uint32_t j);
+
+/*
+ * Whether a failed request met no loomd (killed, restarting, not answering)
+ * rather than a refusal: worth another attempt. -ENOENT is loomd's NOT_FOUND
+ * or, over a Unix socket, a socket file that is not there (a loomd stopped
+ * cleanly removes it).
+ */
+static bool loomd_unreachable(const struct driver *d, int r)
+{
+	const char *addr = loom_client_address(d->lc);
+
+	if (r == -ENOENT)
+		return strncmp(addr, "unix:", 5) == 0 && access(addr + 5, F_OK) != 0;
+	return r == -ECONNREFUSED || r == -ECONNRESET || r == -EPIPE || r == -ECONNABORTED ||
+	       r == -ENOTCONN || r == -ESHUTDOWN || r == -ETIMEDOUT;
+}
+
+/* One attempt at request op (idx: the job or coflow index; n: flows in d->anns). */
+static int lc_once(struct driver *d, enum lc_op op, uint32_t idx, uint64_t id, uint32_t n)
+{
+	int r;
+
+	switch (op) {
+	case LC_REGISTER:
+		return job_register(d, idx);
+	case LC_ANNOUNCE:
+		r = loom_client_flows_announce(d->lc, d->anns, n);
+		return r >= 0 && (uint32_t)r < n ? -errno : r;
+	case LC_COFLOW_DONE:
+		return loom_client_coflow_done(d->lc, id);
+	case LC_JOB_DONE:
+		return loom_client_job_done(d->lc, id);
+	case LC_UNREGISTER:
+		return loom_client_job_unregister(d->lc, id);
+	}
+	return -EINVAL;
+}
+
+/*
+ * Makes request op about id, retrying while loomd is unreachable (waits of
+ * RETRY_MIN_MS doubling to RETRY_MAX_MS) for up to --retry seconds. A
+ * request that was retried may have been applied by the loomd that went away
+ * (its journal has it, and a restarted loomd replays it): then a duplicate
+ * (-EEXIST registering or announcing) or an unknown job (-ENOENT
+ * unregistering) means done. Coflow and job done take -EALREADY as done.
+ * 0, or -1 with the run failed (logged).
+ */
+static int lc_call(struct driver *d, enum lc_op op, uint32_t idx, uint64_t id, uint32_t n)
+{
+	uint64_t t0 = loom_clock_mono_ns(), now = t0;
+	uint64_t deadline = t0 + d->a->retry_s * LOOM_NS_PER_S;
+	uint64_t wait_ms = RETRY_MIN_MS;
+	bool retried = false;
+	int r;
+
+	for (;;) {
+		r = lc_once(d, op, idx, id, n);
+		now = loom_clock_mono_ns();
+		if (r >= 0 || !loomd_unreachable(d, r) || now >= deadline)
+			break;
+		if (!retried)
+			log_warn("%s %" PRIu64 ": %s; retrying for up to %" PRIu64 " s",
+				 lc_what[op], id, loom_client_strerror(), d->a->retry_s);
+		retried = true;
+		if (wait_ms * LOOM_NS_PER_MS > deadline - now)
+			wait_ms = (deadline - now) / LOOM_NS_PER_MS + 1;
+		usleep((useconds_t)(wait_ms * 1000));
+		wait_ms = wait_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : wait_ms * 2;
+	}
+	if (retried) {
+		d->retried_calls++;
+		d->retry_ns += now - t0;
+		if (r >= 0 || !loomd_unreachable(d, r))
+			log_info("%s %" PRIu64 ": loomd answered again after %.3f s", lc_what[op],
+				 id, (double)(now - t0) / 1e9);
+	}
+	if (r >= 0 || ((op == LC_COFLOW_DONE || op == LC_JOB_DONE) && r == -EALREADY))
 		return 0;
-	log_err("%s %" PRIu64 ": %s", what, id, loom_client_strerror());
+	if (retried && (((op == LC_REGISTER || op == LC_ANNOUNCE) && r == -EEXIST) ||
+			(op == LC_UNREGISTER && r == -ENOENT))) {
+		log_info("%s %" PRIu64 ": already done by the loomd that went away (%s)",
+			 lc_what[op], id, loom_client_strerror());
+		return 0;
+	}
+	log_err("%s %" PRIu64 ": %s%s", lc_what[op], id, loom_client_strerror(),
+		retried && loomd_unreachable(d, r) ? " (still unreachable after --retry)" : "");
 	fail(d, 1);
 	return -1;
 }
@@ -424,7 +640,6 @@ static int client_check(struct driver *d, int r, const char *what, uint64_t id, 
 static void coflow_start(struct driver *d, uint32_t c)
 {
 	const struct cp_coflow *co = &d->m->coflows[c];
-	int r;
 
 	for (uint32_t k = 0; k < co->nflows; k++) {
 		const struct cp_flow *fl = &d->m->flows[co->first_flow + k];
@@ -445,10 +660,7 @@ static void coflow_start(struct driver *d, uint32_t c)
 		memcpy(an->flow.tuple.dst, &dst, 4);
 		h->next_port = (h->next_port + 1) % LRUN_PORT_COUNT;
 	}
-	r = loom_client_flows_announce(d->lc, d->anns, co->nflows);
-	if (r >= 0 && (uint32_t)r < co->nflows)
-		r = -errno;
-	if (client_check(d, r, "announcing the flows of coflow", co->ext_id, false) < 0)
+	if (lc_call(d, LC_ANNOUNCE, c, co->ext_id, co->nflows) < 0)
 		return;
 	for (uint32_t k = 0; k < co->nflows; k++) {
 		const struct cp_flow *fl = &d->m->flows[co->first_flow + k];
@@ -514,8 +726,7 @@ static void drain(struct driver *d)
 					 (double)(co->finish_ns - co->release_ns) / 1e9);
 			/* the job's last coflow: the job's done call below covers it */
 			if (cp_coflow_job(d->m, co)->state != CP_JOB_DONE)
-				client_check(d, loom_client_coflow_done(d->lc, co->ext_id),
-					     "coflow done:", co->ext_id, true);
+				lc_call(d, LC_COFLOW_DONE, ev->id, co->ext_id, 0);
 			break;
 		case CP_EV_JOB_DONE:
 			jb = &d->m->jobs[ev->id];
@@ -523,10 +734,9 @@ static void drain(struct driver *d)
 				log_info("job %" PRIu64 " done: JCT %.3f s (%u of %u jobs)",
 					 jb->ext_id, (double)(jb->finish_ns - jb->arrival_ns) / 1e9,
 					 d->m->jobs_done, d->m->njobs);
-			if (client_check(d, loom_client_job_done(d->lc, jb->ext_id),
-					 "job done:", jb->ext_id, true) < 0 ||
-			    client_check(d, loom_client_job_unregister(d->lc, jb->ext_id),
-					 "unregistering job", jb->ext_id, false) < 0)
+			hooks_fire(d);
+			if (lc_call(d, LC_JOB_DONE, ev->id, jb->ext_id, 0) < 0 ||
+			    lc_call(d, LC_UNREGISTER, ev->id, jb->ext_id, 0) < 0)
 				break;
 			d->registered[ev->id] = false;
 			if (cp_model_all_done(d->m))
@@ -613,8 +823,7 @@ static void job_arrive(evutil_socket_t fd, short what, void *arg)
 	       d->m->jobs[d->next_job].arrival_ns <= now) {
 		uint32_t j = d->next_job++;
 
-		if (client_check(d, job_register(d, j), "registering job", d->m->jobs[j].ext_id,
-				 false) < 0)
+		if (lc_call(d, LC_REGISTER, j, d->m->jobs[j].ext_id, 0) < 0)
 			return;
 		d->registered[j] = true;
 		cp_model_job_arrive(d->m, j, model_time(d, loom_clock_mono_ns()));
@@ -946,7 +1155,8 @@ int main(int argc, char **argv)
 			     .bytes_scale = 1,
 			     .time_scale = 1,
 			     .port = DEFAULT_PORT,
-			     .timeout_s = DEFAULT_TIMEOUT};
+			     .timeout_s = DEFAULT_TIMEOUT,
+			     .retry_s = DEFAULT_RETRY};
 	struct driver d = {.a = &a};
 	char out_buf[PATH_MAX], base[NAME_MAX + 1];
 	const char *out;
@@ -979,6 +1189,10 @@ int main(int argc, char **argv)
 	}
 	status = drive(&d);
 	wall_ns = d.t0_ns ? loom_clock_mono_ns() - d.t0_ns : 0;
+	/* the hooks get what is left of --timeout (none after a signal) */
+	if (hooks_wait(&d, status == 130 ? 0 : d.t0_ns + a.timeout_s * LOOM_NS_PER_S) < 0 &&
+	    status == 0)
+		status = 1;
 	hosts_stop(&d);
 	if (d.t0_ns && write_results(&d, out, wall_ns) < 0 && status == 0)
 		status = 1;
@@ -989,6 +1203,10 @@ int main(int argc, char **argv)
 		       d.m->jobs_done, d.m->njobs, d.m->coflows_done, d.flows_done, d.m->nflows,
 		       d.bytes_done, (double)wall_ns / 1e9, out, a.label, a.label,
 		       cp_model_all_done(d.m) ? ", summary.csv" : "");
+	if (d.t0_ns && (d.retried_calls || a.nhooks))
+		printf(PROG ": %" PRIu64 " requests met loomd unreachable and were retried, "
+			    "%.3f s waited in all\n",
+		       d.retried_calls, (double)d.retry_ns / 1e9);
 out:
 	driver_free(&d);
 	cp_model_free(d.m);

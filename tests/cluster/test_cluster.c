@@ -14,7 +14,11 @@
  * scaled trace, no coflow starts before its parents are done plus the
  * scaled compute delay, loomd saw every flow announced and keeps no job;
  * loom-run's bad flags exit 2 naming the flag, a bad trace exits 1 naming
- * its line.
+ * its line. `run --chaos` (a clean run, then one with loomd SIGKILLed and
+ * restarted from its journal and one agent SIGKILLed and restarted): every
+ * job of both runs is in its per-job CSV file once and finished, the agents
+ * kept their tables while loomd was away, loomd and that agent are new
+ * processes, loomd holds no job afterwards and down leaves nothing.
  *
  * Every run is named after this process (t<pid><letter>), so that it
  * collides with nothing. main() exits 77 (skip) without root, network
@@ -578,6 +582,12 @@ static void test_bad_flags(void **state)
 		{{"up", "--frobnicate"}, "--frobnicate"},
 		{{"down"}, "--name"},
 		{{"run"}, "TRACE"},
+		{{"run", "--chaos-at", "1", "t.loom"}, "--chaos-at"},
+		{{"run", "--chaos-at", "0", "t.loom"}, "--chaos-at"},
+		{{"run", "--chaos-host", "x", "t.loom"}, "--chaos-host"},
+		{{"fault", "--down", "99", "loomd"}, "--down"},
+		{{"fault", "nothing"}, "fault takes"},
+		{{"fault", "agent", "x"}, "HOST"},
 		{{"frobnicate"}, "frobnicate"},
 	};
 	char out[8192];
@@ -829,6 +839,149 @@ static void test_run_trace(void **state)
 	sh_out(out, sizeof(out), "rm -rf '%s'", dir);
 }
 
+/*
+ * run --chaos: 8 two-stage jobs on 3 hosts, arriving 150 ms apart, each
+ * flow 1.5 MB (about 0.12 s at 100 Mbit/s), so that flows are running when
+ * loomd dies.
+ */
+static const char CHAOS_TRACE[] =
+	"loom-trace 1 hosts 3\n"
+	"job 1 0 1\ncoflow 10 1 0\nflow 10 1 2 1500000\nflow 10 2 0 1500000\n"
+	"coflow 11 1 0\nflow 11 2 1 1500000\nedge 10 11 20\n"
+	"job 2 150 1\ncoflow 20 2 0\nflow 20 2 0 1500000\nflow 20 0 1 1500000\n"
+	"coflow 21 2 0\nflow 21 0 2 1500000\nedge 20 21 20\n"
+	"job 3 300 1\ncoflow 30 3 0\nflow 30 0 1 1500000\nflow 30 1 2 1500000\n"
+	"coflow 31 3 0\nflow 31 1 0 1500000\nedge 30 31 20\n"
+	"job 4 450 1\ncoflow 40 4 0\nflow 40 1 2 1500000\nflow 40 2 0 1500000\n"
+	"coflow 41 4 0\nflow 41 2 1 1500000\nedge 40 41 20\n"
+	"job 5 600 1\ncoflow 50 5 0\nflow 50 2 0 1500000\nflow 50 0 1 1500000\n"
+	"coflow 51 5 0\nflow 51 0 2 1500000\nedge 50 51 20\n"
+	"job 6 750 1\ncoflow 60 6 0\nflow 60 0 1 1500000\nflow 60 1 2 1500000\n"
+	"coflow 61 6 0\nflow 61 1 0 1500000\nedge 60 61 20\n"
+	"job 7 900 1\ncoflow 70 7 0\nflow 70 1 2 1500000\nflow 70 2 0 1500000\n"
+	"coflow 71 7 0\nflow 71 2 1 1500000\nedge 70 71 20\n"
+	"job 8 1050 1\ncoflow 80 8 0\nflow 80 2 0 1500000\nflow 80 0 1 1500000\n"
+	"coflow 81 8 0\nflow 81 0 2 1500000\nedge 80 81 20\n";
+#define CHAOS_JOBS 8
+
+/* The jobs CSV at path has one finished row for each of the trace's jobs 1..CHAOS_JOBS. */
+static void assert_jobs_once(const char *path)
+{
+	struct csv_row jr[CHAOS_JOBS + 4];
+	int n = read_csv(path, "job_id,arrival_ns,finish_ns,jct_ns,weight", -1, jr, CHAOS_JOBS + 4);
+
+	assert_int_equal(n, CHAOS_JOBS);
+	for (uint64_t id = 1; id <= CHAOS_JOBS; id++) {
+		int seen = 0;
+
+		for (int i = 0; i < n; i++) {
+			if (jr[i].v[0] != id)
+				continue;
+			seen++;
+			if (jr[i].empty[2] || jr[i].v[2] < jr[i].v[1])
+				fail_msg("%s: job %llu did not finish", path,
+					 (unsigned long long)id);
+		}
+		if (seen != 1)
+			fail_msg("%s: job %llu in %d rows", path, (unsigned long long)id, seen);
+	}
+}
+
+/*
+ * run --chaos: loomd SIGKILLed with jobs under way and restarted from its
+ * journal, host 1's agent SIGKILLed and restarted; every job of both runs
+ * finishes exactly once, the agents were fail-static while loomd was away,
+ * loomd and that agent are new processes (the others are not), loomd holds
+ * no job afterwards, and down leaves nothing.
+ */
+static void test_run_chaos(void **state)
+{
+	char name[32], dir[128], trace[160], path[256], out[16384], report[8192];
+	char loomd0[32], agents0[128], loomd1[32], agents1[128], procs[4096];
+	char a0[3][16], a1[3][16];
+	const char *p;
+	FILE *f;
+	int rc, n;
+
+	(void)state;
+	run_name(name, sizeof(name), 'f');
+	snprintf(dir, sizeof(dir), "/tmp/loom-chaos-test-%d", (int)getpid());
+	snprintf(trace, sizeof(trace), "%s/in.loom", dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	f = fopen(trace, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(CHAOS_TRACE, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+
+	rc = run_script(out, sizeof(out), 180,
+			(const char *const[]){"up", "--name", name, "--hosts", "3", "--build",
+					      BUILDDIR, "--timeout", "90", NULL});
+	if (rc != 0) {
+		force_down(name);
+		fail_msg("up exited %d:\n%s", rc, out);
+	}
+	state_value(name, "LOOMD_PID", loomd0, sizeof(loomd0));
+	state_value(name, "AGENT_PIDS", agents0, sizeof(agents0));
+	snprintf(path, sizeof(path), "%s/out", dir);
+	rc = run_script(out, sizeof(out), 300,
+			(const char *const[]){"run", "--name", name, "--build", BUILDDIR, "--chaos",
+					      "--down", "0.5", trace, "--out", path, "--timeout",
+					      "120", NULL});
+	state_value(name, "LOOMD_PID", loomd1, sizeof(loomd1));
+	state_value(name, "AGENT_PIDS", agents1, sizeof(agents1));
+	n = run_processes(name, procs, sizeof(procs));
+	snprintf(path, sizeof(path), "%s/out/chaos-report.txt", dir);
+	slurp(path, report, sizeof(report));
+	if (rc != 0) {
+		force_down(name);
+		fail_msg("run --chaos exited %d:\n%s\nreport:\n%s", rc, out, report);
+	}
+	print_message("%s", report);
+	/* loomd holds no job after the run */
+	rc = sh_out(out, sizeof(out), "%s --socket " STATE_BASE "/%s/admin.sock --json stats",
+		    LOOMCTL, name);
+	{
+		json_t *j = json_loads(out, 0, NULL);
+		json_int_t held = json_integer_value(json_object_get(j, "jobs"));
+
+		json_decref(j);
+		force_down(name);
+		assert_int_equal(rc, 0);
+		assert_int_equal(held, 0);
+	}
+	assert_nothing_left(name);
+	/* one loomd and one agent per host ran after the faults: nothing was left behind */
+	if (n != 1 + HOSTS)
+		fail_msg("%d processes of the run after the faults, expected %d:\n%s", n, 1 + HOSTS,
+			 procs);
+	/* loomd and host 1's agent are new processes, hosts 0 and 2 kept theirs */
+	assert_true(loomd0[0] && loomd1[0]);
+	assert_string_not_equal(loomd0, loomd1);
+	assert_int_equal(sscanf(agents0, "%15s %15s %15s", a0[0], a0[1], a0[2]), 3);
+	assert_int_equal(sscanf(agents1, "%15s %15s %15s", a1[0], a1[1], a1[2]), 3);
+	assert_string_equal(a0[0], a1[0]);
+	assert_string_not_equal(a0[1], a1[1]);
+	assert_string_equal(a0[2], a1[2]);
+	/* the report: every job once, loomd and the agent restarted, fail-static meanwhile */
+	assert_non_null(strstr(report, "jobs: 8 in the trace; chaos-jobs.csv: 8 rows, 8 distinct, "
+				       "8 finished; loomd holds 0 jobs"));
+	assert_non_null(strstr(report, "avg JCT: clean "));
+	assert_non_null(strstr(report, "fault: loomd restarted from its journal: pid "));
+	assert_non_null(strstr(report, "fault: all 3 agents reconnected"));
+	assert_non_null(strstr(report, "fault: agent of host 1 restarted: pid "));
+	assert_null(strstr(report, "not fail-static"));
+	n = 0;
+	for (p = report; (p = strstr(p, "disconnected, still enforcing table version")); p++)
+		n++;
+	assert_int_equal(n, HOSTS);
+	/* both runs' per-job CSV files: each job exactly once, finished */
+	snprintf(path, sizeof(path), "%s/out/clean-jobs.csv", dir);
+	assert_jobs_once(path);
+	snprintf(path, sizeof(path), "%s/out/chaos-jobs.csv", dir);
+	assert_jobs_once(path);
+	sh_out(out, sizeof(out), "rm -rf '%s'", dir);
+}
+
 /* loom-run's own bad flags exit 2 naming the flag; a bad trace exits 1 naming its line. */
 static void test_run_bad_flags(void **state)
 {
@@ -848,6 +1001,12 @@ static void test_run_bad_flags(void **state)
 		{"--netns a/b", 2, "--netns"},
 		{"--first-addr 10.1", 2, "--first-addr"},
 		{"--format nope", 2, "--format"},
+		{"--retry 4000", 2, "--retry"},
+		{"--hook 0.5", 2, "--hook"},
+		{"--hook 1:true", 2, "--hook"},
+		{"--hook 0:true", 2, "--hook"},
+		{"--hook x:true", 2, "--hook"},
+		{"--hook 0.1:a --hook 0.2:b --hook 0.3:c --hook 0.4:d --hook 0.5:e", 2, "--hook"},
 		{"--frobnicate", 2, "frobnicate"},
 		{NULL, 1, "bad.loom:2:"}, /* every flag right, the trace wrong */
 	};
@@ -950,6 +1109,7 @@ int main(void)
 		cmocka_unit_test(test_bad_flags),
 		cmocka_unit_test(test_not_root),
 		cmocka_unit_test(test_run_trace),
+		cmocka_unit_test(test_run_chaos),
 		cmocka_unit_test(test_run_bad_flags),
 	};
 	size_t n = sizeof(tests) / sizeof(tests[0]);

@@ -140,8 +140,10 @@ static void usage(FILE *f)
 		"  -r, --retry S           how long a request is retried while loomd is\n"
 		"                          unreachable (restarting), 0..3600 s (default %u)\n"
 		"  -H, --hook F:CMD        run CMD (sh -c, in the background) once a fraction F of\n"
-		"                          the jobs is done, 0 < F < 1; up to %d; loom-run waits\n"
-		"                          for it before it exits and fails when it fails\n"
+		"                          the jobs has arrived (is registered), 0 < F < 1; up\n"
+		"                          to %d (fault injection: loom-cluster run --chaos);\n"
+		"                          loom-run waits for it before it exits and fails\n"
+		"                          when it fails\n"
 		"  -v, --verbose           a line per coflow and job as it finishes\n"
 		"  -h, --help              this text\n"
 		"\n"
@@ -470,18 +472,22 @@ static void coflow_due(evutil_socket_t fd, short what, void *arg);
 
 /* ---- hooks ---------------------------------------------------------------------------------- */
 
-/* Starts (once) each hook whose fraction of the jobs is done, in a process group of its own. */
+/*
+ * Starts (once) each hook whose fraction of the jobs has arrived (been
+ * registered; so the jobs it hits are under way), in a process group of its
+ * own.
+ */
 static void hooks_fire(struct driver *d)
 {
 	for (size_t i = 0; i < d->a->nhooks; i++) {
 		const struct hook *h = &d->a->hooks[i];
 		pid_t pid;
 
-		if (d->hook_fired[i] || (double)d->m->jobs_done < h->at * (double)d->m->njobs)
+		if (d->hook_fired[i] || (double)d->next_job < h->at * (double)d->m->njobs)
 			continue;
 		d->hook_fired[i] = true;
-		log_info("hook %zu (%u of %u jobs done): %s", i + 1, d->m->jobs_done, d->m->njobs,
-			 h->cmd);
+		log_info("hook %zu (%u of %u jobs arrived, %u done): %s", i + 1, d->next_job,
+			 d->m->njobs, d->m->jobs_done, h->cmd);
 		fflush(NULL);
 		pid = fork();
 		if (pid < 0) {
@@ -734,7 +740,6 @@ static void drain(struct driver *d)
 				log_info("job %" PRIu64 " done: JCT %.3f s (%u of %u jobs)",
 					 jb->ext_id, (double)(jb->finish_ns - jb->arrival_ns) / 1e9,
 					 d->m->jobs_done, d->m->njobs);
-			hooks_fire(d);
 			if (lc_call(d, LC_JOB_DONE, ev->id, jb->ext_id, 0) < 0 ||
 			    lc_call(d, LC_UNREGISTER, ev->id, jb->ext_id, 0) < 0)
 				break;
@@ -828,6 +833,7 @@ static void job_arrive(evutil_socket_t fd, short what, void *arg)
 		d->registered[j] = true;
 		cp_model_job_arrive(d->m, j, model_time(d, loom_clock_mono_ns()));
 		drain(d);
+		hooks_fire(d);
 	}
 	arm_arrival(d);
 }

@@ -594,9 +594,13 @@ static int lc_once(struct driver *d, enum lc_op op, uint32_t idx, uint64_t id, u
  * Makes request op about id, retrying while loomd is unreachable (waits of
  * RETRY_MIN_MS doubling to RETRY_MAX_MS) for up to --retry seconds. A
  * request that was retried may have been applied by the loomd that went away
- * (its journal has it, and a restarted loomd replays it): then a duplicate
- * (-EEXIST registering or announcing) or an unknown job (-ENOENT
- * unregistering) means done. Coflow and job done take -EALREADY as done.
+ * (its journal has it, and a restarted loomd replays it): then a refusal
+ * saying so means done: registering, a duplicate job (-EEXIST); announcing
+ * (all of a coflow's flows in one request), a duplicate 5-tuple (-EEXIST),
+ * a coflow that already has its expected flows (-ENOSPC; loom-cluster sets
+ * no tenant quotas, the other -ENOSPC) or is already done (-EALREADY);
+ * unregistering, an unknown job (-ENOENT). Coflow and job done take
+ * -EALREADY as done whether retried or not.
  * 0, or -1 with the run failed (logged).
  */
 static int lc_call(struct driver *d, enum lc_op op, uint32_t idx, uint64_t id, uint32_t n)
@@ -630,7 +634,8 @@ static int lc_call(struct driver *d, enum lc_op op, uint32_t idx, uint64_t id, u
 	}
 	if (r >= 0 || ((op == LC_COFLOW_DONE || op == LC_JOB_DONE) && r == -EALREADY))
 		return 0;
-	if (retried && (((op == LC_REGISTER || op == LC_ANNOUNCE) && r == -EEXIST) ||
+	if (retried && ((op == LC_REGISTER && r == -EEXIST) ||
+			(op == LC_ANNOUNCE && (r == -EEXIST || r == -ENOSPC || r == -EALREADY)) ||
 			(op == LC_UNREGISTER && r == -ENOENT))) {
 		log_info("%s %" PRIu64 ": already done by the loomd that went away (%s)",
 			 lc_what[op], id, loom_client_strerror());

@@ -12,6 +12,12 @@
  * COFLOW_READY the model emits, cp_model_coflow_release() when it fires,
  * cp_model_flow_done() when a host reports a flow delivered. The CSV files
  * are then sim_write_coflows_csv() and sim_write_jobs_csv() of that model.
+ *
+ * Faults (docs/cluster.md, "Faults"): a request that finds loomd unreachable
+ * is retried, the driver waiting, for up to --retry seconds, and a refusal
+ * that says the lost attempt was applied counts as done (lc_call()); --hook
+ * commands (loom-cluster's fault injection) start at a fraction of the jobs
+ * arrived.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -52,7 +58,7 @@
 #define RETRY_MAX_MS    200        /* the longest wait between two attempts */
 #define MAX_HOOKS       4
 
-/* A command run when a fraction of the jobs is done (--hook): fault injection. */
+/* A command run once a fraction of the jobs has arrived (--hook): fault injection. */
 struct hook {
 	double at; /* fraction of the jobs, 0 < at < 1 */
 	const char *cmd;

@@ -31,10 +31,11 @@
 #include "dataplane/dpdk/offload.h"
 #include "dataplane/dpdk/prioq.h"
 
-#define DPE_MAX_ARGS   64
-#define DPE_MAX_BURST  256
-#define DPE_RING_DESC  1024
-#define DPE_POOL_MBUFS 8191
+#define DPE_MAX_ARGS    64
+#define DPE_MAX_BURST   256
+#define DPE_RING_DESC   1024
+#define DPE_POOL_MBUFS  8191
+#define DPE_MAX_IDLE_US 1000
 #define DPE_SYNC_TIMEOUT_NS                                                                        \
 	2000000ull /* how long apply waits for the worker (then collect reclaims) */
 
@@ -63,6 +64,8 @@ struct dpe_wcounters {
 	uint64_t tx_pkts;
 	uint64_t queue_drops; /* a class queue was full */
 	uint64_t tx_drops;    /* the TX queue did not take them */
+	uint64_t back_pkts;   /* bump=on: returned from the TX port to the RX port */
+	uint64_t back_drops;  /* bump=on: the RX port's TX queue did not take them */
 } __rte_cache_aligned;
 
 /*
@@ -80,6 +83,8 @@ struct dpe {
 	uint32_t exited;       /* atomic: the worker's last store (release) before it returns */
 	uint16_t rx_port, tx_port;
 	uint16_t burst;
+	bool bump;
+	uint32_t idle_us;
 	struct dpf_prioq *q;
 	struct dpf_shaper sh;
 	bool shaping;
@@ -113,6 +118,40 @@ struct dpe {
 static bool eal_started; /* this module called rte_eal_init */
 static unsigned int instances;
 
+/*
+ * bump=on: what the TX port (the fabric's side) receives leaves through the
+ * RX port (the host's side) as it came. The number of packets moved.
+ */
+static uint16_t worker_return(struct dpe *d)
+{
+	struct rte_mbuf *pkts[DPE_MAX_BURST];
+	uint16_t n = rte_eth_rx_burst(d->tx_port, 0, pkts, d->burst), k;
+
+	if (!n)
+		return 0;
+	k = rte_eth_tx_burst(d->rx_port, 0, pkts, n);
+	DPF_COUNT_ADD(d->wc.back_pkts, k);
+	if (k < n) {
+		DPF_COUNT_ADD(d->wc.back_drops, n - k);
+		rte_pktmbuf_free_bulk(pkts + k, n - k);
+	}
+	return n;
+}
+
+/*
+ * idle=USEC: sleeps after a pass that moved nothing, offline for RCU
+ * meanwhile (the control side need not wait for a sleeping worker; the
+ * loop reloads the current table after it comes back online).
+ */
+static void worker_idle(struct dpe *d)
+{
+	struct timespec ts = {0, (long)d->idle_us * 1000};
+
+	rte_rcu_qsbr_thread_offline(d->qsv, 0);
+	nanosleep(&ts, NULL);
+	rte_rcu_qsbr_thread_online(d->qsv, 0);
+}
+
 static int worker_main(void *arg)
 {
 	struct dpe *d = arg;
@@ -126,6 +165,7 @@ static int worker_main(void *arg)
 		struct dpe_state *s = __atomic_load_n(&d->cur, __ATOMIC_ACQUIRE);
 		uint16_t n = rte_eth_rx_burst(d->rx_port, 0, pkts, d->burst);
 		uint16_t k;
+		uint32_t moved = n;
 
 		if (s != prev) { /* a new table: note when it is first used */
 			__atomic_store_n(&s->used_tsc, rte_rdtsc(), __ATOMIC_RELAXED);
@@ -145,6 +185,7 @@ static int worker_main(void *arg)
 		}
 		n = dpf_prioq_dequeue_burst(d->q, out, d->burst, d->shaping ? &d->sh : NULL,
 					    rte_rdtsc());
+		moved += n;
 		if (n) {
 			k = rte_eth_tx_burst(d->tx_port, 0, out, n);
 			DPF_COUNT_ADD(d->wc.tx_pkts, k);
@@ -153,7 +194,11 @@ static int worker_main(void *arg)
 				rte_pktmbuf_free_bulk(out + k, n - k);
 			}
 		}
+		if (d->bump)
+			moved += worker_return(d);
 		rte_rcu_qsbr_quiescent(d->qsv, 0);
+		if (!moved && d->idle_us)
+			worker_idle(d);
 	}
 	rte_rcu_qsbr_thread_offline(d->qsv, 0);
 	rte_rcu_qsbr_thread_unregister(d->qsv, 0);
@@ -403,6 +448,17 @@ static int parse_option(struct dpe_opts *o, char *opt, struct loom_err *err)
 			return loom_err_set(err, EINVAL,
 					    "dpdk enforcer: offload: '%s' is not auto, on or off",
 					    v);
+	} else if (!strcmp(opt, "bump")) {
+		if (strcmp(v, "on") && strcmp(v, "off"))
+			return loom_err_set(err, EINVAL,
+					    "dpdk enforcer: bump: '%s' is not on or off", v);
+		o->bump = v[1] == 'n';
+	} else if (!strcmp(opt, "idle")) {
+		if (parse_u64(v, DPE_MAX_IDLE_US, &x) < 0)
+			return loom_err_set(err, EINVAL,
+					    "dpdk enforcer: idle: '%s' is not 0..%d microseconds",
+					    v, DPE_MAX_IDLE_US);
+		o->idle_us = (uint32_t)x;
 	} else if (!strcmp(opt, "dscp")) {
 		if (dp_dscp_map_parse(v, DPF_MAX_CLASSES, &o->dscp, &e2) < 0)
 			return loom_err_set(err, EINVAL, "dpdk enforcer: dscp: %s", e2.msg);
@@ -531,6 +587,13 @@ static int dpe_take_opts(struct dpe *d, const struct dpe_opts *o, struct loom_er
 		return loom_err_set(err, EINVAL, "dpdk enforcer: %s: no port '%u'",
 				    rx ? "rx" : "tx", (unsigned int)(rx ? o->rx_port : o->tx_port));
 	}
+	if (o->bump && o->rx_port == o->tx_port)
+		return loom_err_set(
+			err, EINVAL,
+			"dpdk enforcer: bump=on needs two ports (rx and tx are both %u)",
+			(unsigned int)o->rx_port);
+	d->bump = o->bump;
+	d->idle_us = o->idle_us;
 	d->rx_port = o->rx_port;
 	d->tx_port = o->tx_port;
 	d->rate_bps = o->rate_bps;
@@ -619,7 +682,8 @@ static int dpe_table_init(struct dpe *d, struct loom_err *err)
 	return 0;
 }
 
-/* Starts the ports: one both ways, or the rx port and then the tx port. */
+/* Starts the ports: one both ways, or the rx port and then the tx port (each both ways with
+ * bump=on). */
 static int ports_start(struct dpe *d, struct loom_err *err)
 {
 	int r;
@@ -629,10 +693,11 @@ static int ports_start(struct dpe *d, struct loom_err *err)
 		d->rx_started = r == 0;
 		return r;
 	}
-	r = port_setup(d, d->rx_port, true, false, err);
+	/* bump=on: the return path receives on the tx port and sends on the rx port */
+	r = port_setup(d, d->rx_port, true, d->bump, err);
 	d->rx_started = r == 0;
 	if (r == 0) {
-		r = port_setup(d, d->tx_port, false, true, err);
+		r = port_setup(d, d->tx_port, d->bump, true, err);
 		d->tx_started = r == 0;
 	}
 	return r;
@@ -842,6 +907,8 @@ static void dpe_stats(struct dp_enforcer *e, void (*fn)(void *ctx, const char *n
 	fn(ctx, "rx_packets", __atomic_load_n(&d->wc.rx_pkts, __ATOMIC_RELAXED));
 	fn(ctx, "tx_packets", __atomic_load_n(&d->wc.tx_pkts, __ATOMIC_RELAXED));
 	fn(ctx, "dropped_packets", qdrops + __atomic_load_n(&d->wc.tx_drops, __ATOMIC_RELAXED));
+	fn(ctx, "return_packets", __atomic_load_n(&d->wc.back_pkts, __ATOMIC_RELAXED));
+	fn(ctx, "return_dropped_packets", __atomic_load_n(&d->wc.back_drops, __ATOMIC_RELAXED));
 	for (uint32_t c = 0; c < d->classes; c++) {
 		snprintf(name, sizeof(name), "class%u_packets", c);
 		fn(ctx, name, cls[c]);

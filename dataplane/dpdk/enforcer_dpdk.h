@@ -3,7 +3,8 @@
  * dataplane/dpdk/enforcer_dpdk: the "dpdk" enforcer (struct
  * dp_enforcer_class). One worker lcore moves packets from one RX port to one
  * TX port: rx -> classify (classify.h) -> DSCP by class -> strict-priority
- * queues -> token-bucket shaper (prioq.h) -> tx.
+ * queues -> token-bucket shaper (prioq.h) -> tx; with bump=on also from the
+ * TX port back to the RX port, unchanged.
  *
  * init's args: "[EAL ARGS] -- [OPTION=VALUE]...", split on whitespace. The
  * EAL arguments go to rte_eal_init unless the EAL is already up in this
@@ -19,6 +20,13 @@
  *   offload=MODE DSCP marking by the TX port's NIC through rte_flow
  *                (offload.h): auto (default: where the driver takes the
  *                rules, else software), on (init fails without it), off
+ *   bump=MODE    on: a bump in the wire both ways: every frame the TX port
+ *                receives also leaves through the RX port, unchanged (no
+ *                classification, queueing or shaping: the return path);
+ *                rx and tx must differ. off (default): one way
+ *   idle=USEC    after a pass of the worker's loop that moved no packet,
+ *                sleep USEC microseconds, 0..1000 (default 0: busy-poll).
+ *                The worker is an RCU offline thread while it sleeps
  *
  * Flows not in the table are announced by the worker, each once, through a
  * ring (classify.h, struct dpf_unknown_sink); collect reports them with
@@ -70,6 +78,8 @@ struct dpe_opts {
 	uint32_t qsize;
 	struct dp_dscp_map dscp;
 	enum dpe_offload_mode offload_mode;
+	bool bump;        /* bump=on: forward the TX port's RX to the RX port */
+	uint32_t idle_us; /* 0: busy-poll */
 };
 
 /*

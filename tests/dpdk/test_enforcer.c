@@ -10,6 +10,9 @@
  * is queued long before it drains; the only slack allowed is for the few
  * lower-class packets the worker may send before it has received the
  * higher-class ones.
+ *
+ * bump=on (the return path) is watched through callbacks the worker runs:
+ * what it receives on port 1 (the fabric's side) and sends on port 0.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -313,6 +316,11 @@ static void test_bad_args(void **state)
 	expect_einval("-- rate", 8, "rate");
 	expect_einval("-- rate=0", 9, "classes");
 	expect_einval("-- offload=maybe", 8, "offload");
+	expect_einval("-- bump=yes", 8, "bump");
+	expect_einval("-- idle=1001", 8, "idle");
+	expect_einval("-- idle=-1", 8, "idle");
+	expect_einval("-- idle=1ms", 8, "idle");
+	expect_einval("-- rx=0 tx=0 bump=on", 8, "bump");
 }
 
 /* net_ring has no rte_flow: offload=on is refused with the reason, auto falls back. */
@@ -557,6 +565,137 @@ static void test_update_atomic(void **state)
 	assert_int_equal(rte_mempool_avail_count(pool), POOL_SIZE);
 }
 
+/* ---- bump=on --------------------------------------------------------------------------------- */
+
+#define FABRIC_DSCP 10 /* what the test's "fabric" packets carry; the classes' DSCPs differ */
+
+/* Packets seen per DSCP: sent by the worker's main path (dropped at port 1's receive, so that
+ * they do not go round), and returned to port 0 intact (checksum right, ECN kept). */
+static uint64_t bump_out[64], bump_back[64];
+
+static uint8_t pkt_dscp(struct rte_mbuf *m)
+{
+	return rte_pktmbuf_mtod(m, uint8_t *)[15] >> 2;
+}
+
+/* Port 1's receive (the return path's): the test's fabric packets pass, the rest are counted
+ * and dropped. Runs on the worker: no cmocka asserts here. */
+static uint16_t bump_fabric_cb(uint16_t port, uint16_t queue, struct rte_mbuf *pkts[], uint16_t n,
+			       uint16_t max, void *user)
+{
+	uint16_t kept = 0;
+
+	(void)port, (void)queue, (void)max, (void)user;
+	if (n)
+		(void)__atomic_load_n(&wire_in, __ATOMIC_ACQUIRE);
+	for (uint16_t i = 0; i < n; i++) {
+		uint8_t d = pkt_dscp(pkts[i]);
+
+		if (d == FABRIC_DSCP) {
+			pkts[kept++] = pkts[i];
+			continue;
+		}
+		__atomic_fetch_add(&bump_out[d], 1, __ATOMIC_RELEASE);
+		rte_pktmbuf_free(pkts[i]);
+	}
+	return kept;
+}
+
+/* Port 0's send: what the return path hands the host, counted when intact. */
+static uint16_t bump_host_cb(uint16_t port, uint16_t queue, struct rte_mbuf *pkts[], uint16_t n,
+			     void *user)
+{
+	(void)port, (void)queue, (void)user;
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_ipv4_hdr *ip =
+			(struct rte_ipv4_hdr *)(rte_pktmbuf_mtod(pkts[i], uint8_t *) + 14);
+		uint16_t stored = ip->hdr_checksum;
+		bool ok;
+
+		ip->hdr_checksum = 0;
+		ok = rte_ipv4_cksum(ip) == stored && (ip->type_of_service & 3) == 1 &&
+		     rte_pktmbuf_pkt_len(pkts[i]) == PKT_BYTES;
+		ip->hdr_checksum = stored;
+		if (ok)
+			__atomic_fetch_add(&bump_back[ip->type_of_service >> 2], 1,
+					   __ATOMIC_RELEASE);
+	}
+	return n;
+}
+
+/*
+ * bump=on idle=50: flow A from the host (port 0) leaves on port 1 with its
+ * class's DSCP; flow B from the fabric (port 1) reaches port 0 unchanged
+ * (its own DSCP, its checksum), is counted as returned, and only then
+ * (looped back by net_ring into port 0) classified like any host packet.
+ * The sleeping worker still moves everything.
+ */
+static void test_bump(void **state)
+{
+	struct dp_enforcer e = {.cls = &dp_enforcer_dpdk};
+	struct stat_list st = {0};
+	struct rte_mbuf *m[8];
+	struct loom_err err;
+	char args[128];
+	int tries;
+
+	(void)state;
+	loom_err_clear(&err);
+	snprintf(args, sizeof(args), "-- rx=%u tx=%u bump=on idle=50", port0, port1);
+	if (e.cls->init(&e, args, 8, &err) < 0)
+		fail_msg("init: %s", loom_err_str(&err));
+	wire_watch();
+	/* port 1's receive queue exists now (bump=on); these stay for the process */
+	assert_non_null(rte_eth_add_rx_callback(port1, 0, bump_fabric_cb, NULL));
+	assert_non_null(rte_eth_add_tx_callback(port0, 0, bump_host_cb, NULL));
+	assert_int_equal(e.cls->apply(&e, snapshot(1, 0, 1)), 0);
+	wait_table_used(&e, 1);
+
+	for (int i = 0; i < 8; i++)
+		m[i] = make_pkt(FLOW_A);
+	wire_put(m, 8);
+	for (int i = 0; i < 8; i++) {
+		struct rte_ipv4_hdr *ip;
+
+		m[i] = make_pkt(FLOW_B);
+		ip = (struct rte_ipv4_hdr *)(rte_pktmbuf_mtod(m[i], uint8_t *) + 14);
+		ip->type_of_service = FABRIC_DSCP << 2 | 1;
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+	}
+	__atomic_fetch_add(&wire_in, 8, __ATOMIC_RELEASE);
+	assert_int_equal(rte_ring_enqueue_bulk(tx_ring, (void **)m, 8, NULL), 8);
+
+	for (tries = 0; tries < 10000; tries++) {
+		struct timespec ts = {0, 1000000};
+
+		if (__atomic_load_n(&bump_out[56], __ATOMIC_ACQUIRE) == 8 &&
+		    __atomic_load_n(&bump_out[48], __ATOMIC_ACQUIRE) == 8 &&
+		    __atomic_load_n(&bump_back[FABRIC_DSCP], __ATOMIC_ACQUIRE) == 8)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	if (tries == 10000)
+		fail_msg("after 10 s: %llu of A with DSCP 56 out, %llu of B returned intact, %llu "
+			 "of B with DSCP 48 out (8 each expected)",
+			 (unsigned long long)__atomic_load_n(&bump_out[56], __ATOMIC_ACQUIRE),
+			 (unsigned long long)__atomic_load_n(&bump_back[FABRIC_DSCP],
+							     __ATOMIC_ACQUIRE),
+			 (unsigned long long)__atomic_load_n(&bump_out[48], __ATOMIC_ACQUIRE));
+	e.cls->stats(&e, on_stat, &st);
+	assert_int_equal(stat(&st, "return_packets"), 8);
+	assert_int_equal(stat(&st, "return_dropped_packets"), 0);
+	assert_int_equal(stat(&st, "rx_packets"), 16);
+	assert_int_equal(stat(&st, "tx_packets"), 16);
+	assert_int_equal(stat(&st, "class0_packets"), 8);
+	assert_int_equal(stat(&st, "class1_packets"), 8);
+	for (unsigned int d = 0; d < 64; d++)
+		if (d != FABRIC_DSCP)
+			assert_int_equal(__atomic_load_n(&bump_back[d], __ATOMIC_ACQUIRE), 0);
+	e.cls->done(&e);
+	assert_int_equal(rte_mempool_avail_count(pool), POOL_SIZE);
+}
+
 int main(void)
 {
 	const char *args[] = {"test",   "--no-huge", "--no-pci", "--no-shconf", "-m",
@@ -596,7 +735,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_registered),       cmocka_unit_test(test_bad_args),
 		cmocka_unit_test(test_offload_fallback), cmocka_unit_test(test_run),
-		cmocka_unit_test(test_update_atomic),
+		cmocka_unit_test(test_update_atomic),    cmocka_unit_test(test_bump),
 	};
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
 	rte_mempool_free(pool);

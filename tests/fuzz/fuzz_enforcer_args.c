@@ -113,9 +113,10 @@ static void dpdk_write(const struct dpe_opts *o, char *out, size_t cap)
 
 	n = (size_t)snprintf(
 		out, cap,
-		"rx=%u tx=%u rate=%llu bucket=%llu burst=%u qsize=%u offload=%s dscp=", o->rx_port,
-		o->tx_port, (unsigned long long)o->rate_bps, (unsigned long long)o->bucket_bytes,
-		o->burst, o->qsize, modes[o->offload_mode]);
+		"rx=%u tx=%u rate=%llu bucket=%llu burst=%u qsize=%u offload=%s bump=%s idle=%u dscp=",
+		o->rx_port, o->tx_port, (unsigned long long)o->rate_bps,
+		(unsigned long long)o->bucket_bytes, o->burst, o->qsize, modes[o->offload_mode],
+		o->bump ? "on" : "off", o->idle_us);
 	for (unsigned int k = 0; k < DPF_MAX_CLASSES && n < cap; k++)
 		n += (size_t)snprintf(out + n, cap - n, "%s%u:%u", k ? "," : "", k,
 				      o->dscp.dscp[k]);
@@ -127,7 +128,8 @@ static bool dpdk_same(const struct dpe_opts *a, const struct dpe_opts *b)
 {
 	return a->rx_port == b->rx_port && a->tx_port == b->tx_port && a->rate_bps == b->rate_bps &&
 	       a->bucket_bytes == b->bucket_bytes && a->burst == b->burst && a->qsize == b->qsize &&
-	       a->offload_mode == b->offload_mode && !memcmp(&a->dscp, &b->dscp, sizeof(a->dscp));
+	       a->offload_mode == b->offload_mode && a->bump == b->bump &&
+	       a->idle_us == b->idle_us && !memcmp(&a->dscp, &b->dscp, sizeof(a->dscp));
 }
 
 /* What init passes to dpe_opts_parse: the text after the first "--" word, or NULL. */
@@ -166,7 +168,7 @@ static void fuzz_dpdk(const char *args)
 		return;
 	}
 	if (r != 0 || o.burst < 1 || o.burst > 256 || o.qsize < 1 || o.qsize > (1u << 20) ||
-	    o.bucket_bytes > UINT32_MAX)
+	    o.bucket_bytes > UINT32_MAX || o.idle_us > 1000)
 		abort();
 	if (o.offload_mode != DPE_OFFLOAD_AUTO && o.offload_mode != DPE_OFFLOAD_ON &&
 	    o.offload_mode != DPE_OFFLOAD_OFF)

@@ -20,10 +20,19 @@
  * kept their tables while loomd was away, loomd and that agent are new
  * processes, loomd holds no job afterwards and down leaves nothing.
  *
+ * `up --enforcer dpdk` (2 hosts, a DPDK bump in the wire in each host's
+ * NIC namespace): every agent connects with the dpdk enforcer, a TCP flow
+ * of a one-job trace goes from host 0 to host 1 through both bumps (its
+ * ACKs back through their return path), host 0's agent counted its packets
+ * in the flow's class, and the switch's port towards host 1 queued them in
+ * that class's DSCP queue; down leaves no namespace, process or DPDK
+ * runtime folder.
+ *
  * Every run is named after this process (t<pid><letter>), so that it
  * collides with nothing. main() exits 77 (skip) without root, network
  * namespaces, a bridge, HTB and u32 in the kernel, BPF, or a loom-agent
- * with the tc enforcer in this build.
+ * with the tc enforcer in this build; the dpdk test is left out without
+ * the dpdk enforcer in this build, ethtool, AF_PACKET sockets or two CPUs.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -51,6 +60,7 @@
 
 #include <cmocka.h>
 
+#include "tests/e2e/harness.h"
 #include "tests/e2e/netns.h"
 #include "tests/precond.h"
 
@@ -1045,6 +1055,222 @@ static void test_run_bad_flags(void **state)
 	sh_out(out, sizeof(out), "rm -rf '%s'", dir);
 }
 
+/* ---- the DPDK variant: up --enforcer dpdk ---------------------------------------------------- */
+
+#define DPDK_FLOW_BYTES 3000000
+#define DPDK_FLOW_PKTS  (DPDK_FLOW_BYTES / 1448) /* full-sized TCP segments */
+
+/* An agent's admin "stats" reply (loomctl --json), or NULL. */
+static json_t *agent_stats(const char *name, int host)
+{
+	char out[16384];
+
+	if (sh_out(out, sizeof(out), "%s --socket " STATE_BASE "/%s/agent%d.sock --json stats",
+		   LOOMCTL, name, host) != 0)
+		return NULL;
+	return json_loads(out, 0, NULL);
+}
+
+static uint64_t enforcer_stat(json_t *st, const char *key)
+{
+	json_t *v = json_object_get(json_object_get(st, "enforcer_stats"), key);
+
+	if (!json_is_integer(v))
+		fail_msg("no enforcer_stats.%s in the agent's stats", key);
+	return (uint64_t)json_integer_value(v);
+}
+
+/* The packets the switch's port dev sent from HTB class 1:<minor> ("Sent N bytes M pkt"), or
+ * -1. */
+static long long switch_class_pkts(const char *name, const char *dev, unsigned int minor)
+{
+	char out[16384], want[64], *p;
+
+	if (sh_out(out, sizeof(out), "tc -n loomc-%s-sw -s class show dev %s", name, dev) != 0)
+		return -1;
+	snprintf(want, sizeof(want), "class htb 1:%x ", minor);
+	p = strstr(out, want);
+	p = p ? strstr(p, " bytes ") : NULL;
+	return p ? strtoll(p + 7, NULL, 10) : -1;
+}
+
+/* Both agents connected to loomd with the dpdk enforcer. */
+static void assert_dpdk_agents(const char *name)
+{
+	char out[16384];
+	json_t *j, *a;
+	size_t i;
+
+	assert_int_equal(sh_out(out, sizeof(out),
+				"%s --socket " STATE_BASE "/%s/admin.sock --json agents", LOOMCTL,
+				name),
+			 0);
+	j = json_loads(out, 0, NULL);
+	if (!json_is_array(j) || json_array_size(j) != 2)
+		fail_msg("loomctl agents: not 2 agents:\n%s", out);
+	json_array_foreach(j, i, a)
+	{
+		assert_string_equal(json_string_value(json_object_get(a, "enforcer")), "dpdk");
+		assert_int_equal(json_integer_value(json_object_get(a, "classes")), CLASSES);
+	}
+	json_decref(j);
+}
+
+/* Nothing of DPDK's is left of run name: its agents' runtime folders (--file-prefix). */
+static void assert_no_dpdk_files(const char *name)
+{
+	char out[4096];
+
+	sh_out(out, sizeof(out), "ls -d /var/run/dpdk/loomc-%s-* /dev/shm/*loomc-%s* 2>/dev/null",
+	       name, name);
+	if (out[0])
+		fail_msg("DPDK files of run %s left:\n%s", name, out);
+}
+
+static void test_dpdk_variant(void **state)
+{
+	char name[32], dir[128], trace[160], path[256], out[16384];
+	json_t *st0, *st1;
+	uint64_t pkts[CLASSES], known;
+	unsigned int k = 0;
+	long long queued;
+	FILE *f;
+	int rc;
+
+	(void)state;
+	run_name(name, sizeof(name), 'e');
+	snprintf(dir, sizeof(dir), "/tmp/loom-run-dpdk-%d", (int)getpid());
+	snprintf(trace, sizeof(trace), "%s/in.loom", dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	f = fopen(trace, "w");
+	assert_non_null(f);
+	fprintf(f, "loom-trace 1 hosts 2\njob 1 0 1\ncoflow 10 1 0\nflow 10 0 1 %d\n",
+		DPDK_FLOW_BYTES);
+	assert_int_equal(fclose(f), 0);
+
+	rc = run_script(out, sizeof(out), 180,
+			(const char *const[]){"up", "--name", name, "--hosts", "2", "--enforcer",
+					      "dpdk", "--build", BUILDDIR, "--timeout", "90",
+					      NULL});
+	if (rc != 0) {
+		force_down(name);
+		fail_msg("up --enforcer dpdk exited %d:\n%s", rc, out);
+	}
+	print_message("%s", out);
+	assert_dpdk_agents(name);
+
+	snprintf(path, sizeof(path), "%s/out", dir);
+	rc = run_script(out, sizeof(out), 180,
+			(const char *const[]){"run", "--name", name, "--build", BUILDDIR, trace,
+					      "--out", path, "--timeout", "120", NULL});
+	if (rc != 0 || !strstr(out, "1 of 1 jobs, 1 coflows, 1 of 1 flows")) {
+		force_down(name);
+		fail_msg("run through the DPDK bumps exited %d:\n%s", rc, out);
+	}
+	print_message("%s", out);
+
+	/*
+	 * Host 0's agent: most of the flow's packets in one class k, classified
+	 * by the table (known; packets sent before the agent has the flow's
+	 * entry go in the default class), none dropped.
+	 */
+	st0 = agent_stats(name, 0);
+	st1 = agent_stats(name, 1);
+	if (!st0 || !st1) {
+		force_down(name);
+		fail_msg("no stats from the agents' admin sockets");
+	}
+	for (unsigned int c = 0; c < CLASSES; c++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "class%u_packets", c);
+		pkts[c] = enforcer_stat(st0, key);
+		if (pkts[c] > pkts[k])
+			k = c;
+	}
+	known = enforcer_stat(st0, "known");
+	print_message("host 0's agent: packets per class %llu %llu %llu %llu %llu %llu %llu %llu, "
+		      "known %llu, returned %llu; host 1's agent returned %llu\n",
+		      (unsigned long long)pkts[0], (unsigned long long)pkts[1],
+		      (unsigned long long)pkts[2], (unsigned long long)pkts[3],
+		      (unsigned long long)pkts[4], (unsigned long long)pkts[5],
+		      (unsigned long long)pkts[6], (unsigned long long)pkts[7],
+		      (unsigned long long)known,
+		      (unsigned long long)enforcer_stat(st0, "return_packets"),
+		      (unsigned long long)enforcer_stat(st1, "return_packets"));
+	assert_true(pkts[k] >= DPDK_FLOW_PKTS / 2);
+	assert_true(known >= pkts[k] || k == CLASSES - 1);
+	assert_int_equal(enforcer_stat(st0, "dropped_packets"), 0);
+	/* the data reached host 1, and its ACKs host 0, through the bumps' return paths */
+	assert_true(enforcer_stat(st1, "return_packets") >= DPDK_FLOW_PKTS);
+	assert_true(enforcer_stat(st0, "return_packets") > 0);
+	json_decref(st0);
+	json_decref(st1);
+
+	/*
+	 * They reached the switch with class k's DSCP: its port towards host 1
+	 * sent at least as many packets from queue 1:1k (DSCP 8 * (7 - k)),
+	 * which host 0's agent is the only source of.
+	 */
+	queued = switch_class_pkts(name, "p1", 0x10 + k);
+	print_message("switch p1: queue 1:%x (DSCP %u) sent %lld packets\n", 0x10 + k, 8 * (7 - k),
+		      queued);
+	if (queued < (long long)pkts[k]) {
+		force_down(name);
+		fail_msg("switch port p1's queue 1:%x (DSCP %u) sent %lld packets, fewer than the "
+			 "%llu host 0's agent put in class %u",
+			 0x10 + k, 8 * (7 - k), queued, (unsigned long long)pkts[k], k);
+	}
+
+	rc = run_script(out, sizeof(out), 120, (const char *const[]){"down", "--name", name, NULL});
+	if (rc != 0)
+		fail_msg("down exited %d:\n%s", rc, out);
+	assert_nothing_left(name);
+	assert_no_dpdk_files(name);
+	sh_out(out, sizeof(out), "rm -rf '%s'", dir);
+}
+
+/* --enforcer and --dpdk-idle out of range: exit 2 naming the flag, nothing made. */
+static void test_enforcer_flags(void **state)
+{
+	static const char *const cases[][3] = {
+		{"--enforcer", "ebpf", "--enforcer"},   {"--enforcer", "", "--enforcer"},
+		{"--dpdk-idle", "1001", "--dpdk-idle"}, {"--dpdk-idle", "-1", "--dpdk-idle"},
+		{"--dpdk-idle", "1ms", "--dpdk-idle"},
+	};
+	char out[8192];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc = run_script(out, sizeof(out), 60,
+				    (const char *const[]){"up", cases[i][0], cases[i][1], NULL});
+
+		if (rc != 2 || !strstr(out, cases[i][2]))
+			fail_msg("up %s '%s': exit %d, expected 2 and a message naming '%s':\n%s",
+				 cases[i][0], cases[i][1], rc, cases[i][2], out);
+	}
+}
+
+/* Why the dpdk variant cannot run here (left out), or NULL. */
+static const char *dpdk_missing(const char *agent)
+{
+	char out[8192];
+	int fd;
+
+	sh_out(out, sizeof(out), "%s --help 2>&1", agent);
+	if (!strstr(out, "\n  dpdk "))
+		return "loom-agent has no dpdk enforcer in this build";
+	if (system("ethtool --version >/dev/null 2>&1") != 0)
+		return "no ethtool";
+	fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return "no AF_PACKET sockets (DPDK's net_af_packet)";
+	close(fd);
+	if (!h_cpus_usable(2))
+		return "fewer than 2 CPUs usable (an agent's two lcores)";
+	return NULL;
+}
+
 /* Whether a namespace takes a bridge, a veth on it, HTB and a u32 filter (the probe is deleted). */
 static bool kernel_usable(void)
 {
@@ -1111,6 +1337,8 @@ int main(void)
 		cmocka_unit_test(test_run_trace),
 		cmocka_unit_test(test_run_chaos),
 		cmocka_unit_test(test_run_bad_flags),
+		cmocka_unit_test(test_enforcer_flags),
+		cmocka_unit_test(test_dpdk_variant),
 	};
 	size_t n = sizeof(tests) / sizeof(tests[0]);
 	const char *why = missing_precondition();
@@ -1122,5 +1350,6 @@ int main(void)
 	n = precond_leave_out(tests, n, test_not_root,
 			      system("setpriv --version >/dev/null 2>&1") != 0 ? "no setpriv(1)" :
 										 NULL);
+	n = precond_leave_out(tests, n, test_dpdk_variant, dpdk_missing(getenv("LOOM_AGENT")));
 	return precond_run(tests, n, NULL, NULL);
 }

@@ -21,11 +21,11 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
-_Static_assert(sizeof(struct dpf_key) == 40, "dpf_key: packed, a multiple of 4 bytes");
+_Static_assert(sizeof(struct dp_dpdk_key) == 40, "dp_dpdk_key: packed, a multiple of 4 bytes");
 
-#define DPF_MAX_SLOTS (1u << 24)
+#define DP_DPDK_MAX_SLOTS (1u << 24)
 
-struct dpf_ctable {
+struct dp_dpdk_ctable {
 	struct rte_hash *hash;
 	uint64_t version;
 	uint32_t nflows;
@@ -48,20 +48,20 @@ static inline uint32_t value_slot(const void *v)
 	return (uint32_t)((uintptr_t)v >> 8);
 }
 
-const char *dpf_parse_reason_str(enum dpf_parse_reason r)
+const char *dp_dpdk_parse_reason_str(enum dp_dpdk_parse_reason r)
 {
 	switch (r) {
-	case DPF_PARSE_OK:
+	case DP_DPDK_PARSE_OK:
 		return "ok";
-	case DPF_PARSE_NOT_IP:
+	case DP_DPDK_PARSE_NOT_IP:
 		return "not-ip";
-	case DPF_PARSE_TRUNCATED:
+	case DP_DPDK_PARSE_TRUNCATED:
 		return "truncated";
-	case DPF_PARSE_BAD_HEADER:
+	case DP_DPDK_PARSE_BAD_HEADER:
 		return "bad-header";
-	case DPF_PARSE_FRAGMENT:
+	case DP_DPDK_PARSE_FRAGMENT:
 		return "fragment";
-	case DPF_PARSE_PROTO:
+	case DP_DPDK_PARSE_PROTO:
 		return "protocol";
 	default:
 		return "?";
@@ -78,8 +78,8 @@ static inline uint16_t rd16(const uint8_t *p)
  * path parses into its key array, without a copy of the key through the
  * stack (reloading a key just built by byte stores stalls on the stores).
  */
-static inline __attribute__((always_inline)) int parse_key(const struct rte_mbuf *m,
-							   struct dpf_key *kp, uint32_t *ret_l3_off)
+static inline __attribute__((always_inline)) int
+parse_key(const struct rte_mbuf *m, struct dp_dpdk_key *kp, uint32_t *ret_l3_off)
 {
 	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
 	uint32_t len = rte_pktmbuf_data_len(m);
@@ -87,14 +87,14 @@ static inline __attribute__((always_inline)) int parse_key(const struct rte_mbuf
 	uint16_t type;
 
 	if (len < RTE_ETHER_HDR_LEN)
-		return -DPF_PARSE_TRUNCATED;
+		return -DP_DPDK_PARSE_TRUNCATED;
 	type = rd16(p + 12);
 	/* at most two tags: 802.1Q, or QinQ (802.1ad, or 802.1Q twice) */
 	for (int tags = 0; tags < 2; tags++) {
 		if (type != RTE_ETHER_TYPE_VLAN && type != RTE_ETHER_TYPE_QINQ)
 			break;
 		if (len < off + 4)
-			return -DPF_PARSE_TRUNCATED;
+			return -DP_DPDK_PARSE_TRUNCATED;
 		type = rd16(p + off + 2);
 		off += 4;
 	}
@@ -106,18 +106,18 @@ static inline __attribute__((always_inline)) int parse_key(const struct rte_mbuf
 		uint16_t frag;
 
 		if (len - off < 20)
-			return -DPF_PARSE_TRUNCATED;
+			return -DP_DPDK_PARSE_TRUNCATED;
 		if ((ip[0] >> 4) != 4)
-			return -DPF_PARSE_BAD_HEADER;
+			return -DP_DPDK_PARSE_BAD_HEADER;
 		ihl = (uint32_t)(ip[0] & 0x0f) * 4;
 		tot = rd16(ip + 2);
 		if (ihl < 20 || tot < ihl)
-			return -DPF_PARSE_BAD_HEADER;
+			return -DP_DPDK_PARSE_BAD_HEADER;
 		if (len - off < ihl)
-			return -DPF_PARSE_TRUNCATED;
+			return -DP_DPDK_PARSE_TRUNCATED;
 		frag = rd16(ip + 6);
 		if (frag & RTE_IPV4_HDR_OFFSET_MASK)
-			return -DPF_PARSE_FRAGMENT;
+			return -DP_DPDK_PARSE_FRAGMENT;
 		kp->family = 4;
 		kp->protocol = ip[9];
 		memcpy(kp->src, ip + 12, 4);
@@ -128,9 +128,9 @@ static inline __attribute__((always_inline)) int parse_key(const struct rte_mbuf
 		const uint8_t *ip = p + off;
 
 		if (len - off < 40)
-			return -DPF_PARSE_TRUNCATED;
+			return -DP_DPDK_PARSE_TRUNCATED;
 		if ((ip[0] >> 4) != 6)
-			return -DPF_PARSE_BAD_HEADER;
+			return -DP_DPDK_PARSE_BAD_HEADER;
 		kp->family = 6;
 		kp->protocol = ip[6];
 		memcpy(kp->src, ip + 8, 16);
@@ -138,19 +138,19 @@ static inline __attribute__((always_inline)) int parse_key(const struct rte_mbuf
 		l4 = off + 40;
 		end = l4 + rd16(ip + 4);
 	} else {
-		return -DPF_PARSE_NOT_IP;
+		return -DP_DPDK_PARSE_NOT_IP;
 	}
 
 	if (end > len)
 		end = len;
 	if (kp->protocol == IPPROTO_TCP) {
 		if (l4 + 20 > end)
-			return -DPF_PARSE_TRUNCATED;
+			return -DP_DPDK_PARSE_TRUNCATED;
 	} else if (kp->protocol == IPPROTO_UDP) {
 		if (l4 + 8 > end)
-			return -DPF_PARSE_TRUNCATED;
+			return -DP_DPDK_PARSE_TRUNCATED;
 	} else {
-		return -DPF_PARSE_PROTO;
+		return -DP_DPDK_PARSE_PROTO;
 	}
 	kp->src_port = rd16(p + l4);
 	kp->dst_port = rd16(p + l4 + 2);
@@ -159,9 +159,9 @@ static inline __attribute__((always_inline)) int parse_key(const struct rte_mbuf
 	return 0;
 }
 
-int dpf_parse(const struct rte_mbuf *m, struct dpf_key *ret_key, uint32_t *ret_l3_off)
+int dp_dpdk_parse(const struct rte_mbuf *m, struct dp_dpdk_key *ret_key, uint32_t *ret_l3_off)
 {
-	struct dpf_key k;
+	struct dp_dpdk_key k;
 	uint32_t l3;
 	int r = parse_key(m, &k, &l3);
 
@@ -172,30 +172,31 @@ int dpf_parse(const struct rte_mbuf *m, struct dpf_key *ret_key, uint32_t *ret_l
 	return r;
 }
 
-struct dpf_ctable *dpf_ctable_new(const struct dp_snapshot *snap, int socket_id)
+struct dp_dpdk_ctable *dp_dpdk_ctable_new(const struct dp_snapshot *snap, int socket_id)
 {
 	static atomic_uint seq;
 	struct rte_hash_parameters hp = {0};
-	struct dpf_ctable *t;
+	struct dp_dpdk_ctable *t;
 	char name[RTE_HASH_NAMESIZE];
 	uint32_t entries;
 	int err;
 
-	if (!snap || (snap->n && !snap->flows) || snap->n > DPF_MAX_SLOTS ||
-	    snap->default_class >= DPF_MAX_CLASSES) {
+	if (!snap || (snap->n && !snap->flows) || snap->n > DP_DPDK_MAX_SLOTS ||
+	    snap->default_class >= DP_DPDK_MAX_CLASSES) {
 		errno = EINVAL;
 		return NULL;
 	}
 	for (size_t i = 0; i < snap->n; i++) {
 		const struct dp_snapshot_flow *f = &snap->flows[i];
 
-		if (f->cls >= DPF_MAX_CLASSES || (f->tuple.family != 4 && f->tuple.family != 6)) {
+		if (f->cls >= DP_DPDK_MAX_CLASSES ||
+		    (f->tuple.family != 4 && f->tuple.family != 6)) {
 			errno = EINVAL;
 			return NULL;
 		}
 	}
 
-	t = rte_zmalloc_socket("dpf_ctable", sizeof(*t), RTE_CACHE_LINE_SIZE, socket_id);
+	t = rte_zmalloc_socket("dp_dpdk_ctable", sizeof(*t), RTE_CACHE_LINE_SIZE, socket_id);
 	if (!t) {
 		errno = ENOMEM;
 		return NULL;
@@ -207,10 +208,10 @@ struct dpf_ctable *dpf_ctable_new(const struct dp_snapshot *snap, int socket_id)
 	/* Room: 1.5x the flows plus slack, and the extendable bucket table so
 	 * that every insertion succeeds however the keys hash. */
 	entries = t->nflows + t->nflows / 2 + 64;
-	snprintf(name, sizeof(name), "dpf_ct_%u", atomic_fetch_add(&seq, 1));
+	snprintf(name, sizeof(name), "dp_dpdk_ct_%u", atomic_fetch_add(&seq, 1));
 	hp.name = name;
 	hp.entries = entries;
-	hp.key_len = sizeof(struct dpf_key);
+	hp.key_len = sizeof(struct dp_dpdk_key);
 	hp.hash_func = rte_hash_crc; /* CRC32 instructions where the CPU has them */
 	hp.hash_func_init_val = 0;
 	hp.socket_id = socket_id;
@@ -223,7 +224,7 @@ struct dpf_ctable *dpf_ctable_new(const struct dp_snapshot *snap, int socket_id)
 
 	for (size_t i = 0; i < snap->n; i++) {
 		const struct dp_snapshot_flow *f = &snap->flows[i];
-		struct dpf_key k;
+		struct dp_dpdk_key k;
 		int r;
 
 		memset(&k, 0, sizeof(k));
@@ -242,12 +243,12 @@ struct dpf_ctable *dpf_ctable_new(const struct dp_snapshot *snap, int socket_id)
 	return t;
 
 fail:
-	dpf_ctable_free(t);
+	dp_dpdk_ctable_free(t);
 	errno = err;
 	return NULL;
 }
 
-struct dpf_ctable *dpf_ctable_free(struct dpf_ctable *t)
+struct dp_dpdk_ctable *dp_dpdk_ctable_free(struct dp_dpdk_ctable *t)
 {
 	if (!t)
 		return NULL;
@@ -256,22 +257,23 @@ struct dpf_ctable *dpf_ctable_free(struct dpf_ctable *t)
 	return NULL;
 }
 
-uint64_t dpf_ctable_version(const struct dpf_ctable *t)
+uint64_t dp_dpdk_ctable_version(const struct dp_dpdk_ctable *t)
 {
 	return t->version;
 }
 
-uint32_t dpf_ctable_nflows(const struct dpf_ctable *t)
+uint32_t dp_dpdk_ctable_nflows(const struct dp_dpdk_ctable *t)
 {
 	return t->nflows;
 }
 
-uint8_t dpf_ctable_default_class(const struct dpf_ctable *t)
+uint8_t dp_dpdk_ctable_default_class(const struct dp_dpdk_ctable *t)
 {
 	return t->default_class;
 }
 
-int dpf_ctable_lookup(const struct dpf_ctable *t, const struct dpf_key *key, uint32_t *ret_slot)
+int dp_dpdk_ctable_lookup(const struct dp_dpdk_ctable *t, const struct dp_dpdk_key *key,
+			  uint32_t *ret_slot)
 {
 	void *v;
 
@@ -282,7 +284,8 @@ int dpf_ctable_lookup(const struct dpf_ctable *t, const struct dpf_key *key, uin
 	return value_class(v);
 }
 
-void dpf_counters_init(struct dpf_counters *c, struct dpf_flow_counter *flows, uint32_t nflows)
+void dp_dpdk_counters_init(struct dp_dpdk_counters *c, struct dp_dpdk_flow_counter *flows,
+			   uint32_t nflows)
 {
 	memset(c, 0, sizeof(*c));
 	c->flows = flows;
@@ -290,21 +293,21 @@ void dpf_counters_init(struct dpf_counters *c, struct dpf_flow_counter *flows, u
 	c->flows_version = UINT64_MAX;
 }
 
-static inline void count(struct dpf_counters *c, uint8_t cls, uint32_t bytes)
+static inline void count(struct dp_dpdk_counters *c, uint8_t cls, uint32_t bytes)
 {
-	DPF_COUNT_ADD(c->class_packets[cls], 1);
-	DPF_COUNT_ADD(c->class_bytes[cls], bytes);
+	DP_DPDK_COUNT_ADD(c->class_packets[cls], 1);
+	DP_DPDK_COUNT_ADD(c->class_bytes[cls], bytes);
 }
 
 static inline void set_dscp(struct rte_mbuf *m, uint32_t l3_off, uint8_t dscp);
 
 /* Announces key through sink unless it was the last flow announced in its cache slot. */
-static inline void note_unknown(struct dpf_unknown_sink *sink, const struct dpf_key *key,
+static inline void note_unknown(struct dp_dpdk_unknown_sink *sink, const struct dp_dpdk_key *key,
 				uint32_t bytes)
 {
 	uint32_t sig = rte_hash_crc(key, sizeof(*key), 0x9e3779b9u) | 1u;
-	uint32_t *slot = &sink->seen[sig & (DPF_UNKNOWN_CACHE - 1)];
-	struct dpf_unknown_event ev;
+	uint32_t *slot = &sink->seen[sig & (DP_DPDK_UNKNOWN_CACHE - 1)];
+	struct dp_dpdk_unknown_event ev;
 
 	if (*slot == sig)
 		return;
@@ -313,14 +316,14 @@ static inline void note_unknown(struct dpf_unknown_sink *sink, const struct dpf_
 	ev.bytes = bytes;
 	ev.pad = 0;
 	if (rte_ring_sp_enqueue_elem(sink->ring, &ev, sizeof(ev)) != 0)
-		DPF_COUNT_ADD(sink->dropped, 1);
+		DP_DPDK_COUNT_ADD(sink->dropped, 1);
 }
 
-uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, uint16_t n,
-			    uint8_t *ret_class, struct dpf_counters *c,
-			    const struct dp_dscp_map *dscp)
+uint32_t dp_dpdk_classify_burst(const struct dp_dpdk_ctable *t, struct rte_mbuf **pkts, uint16_t n,
+				uint8_t *ret_class, struct dp_dpdk_counters *c,
+				const struct dp_dscp_map *dscp)
 {
-	struct dpf_key keys[RTE_HASH_LOOKUP_BULK_MAX];
+	struct dp_dpdk_key keys[RTE_HASH_LOOKUP_BULK_MAX];
 	const void *kp[RTE_HASH_LOOKUP_BULK_MAX];
 	void *vals[RTE_HASH_LOOKUP_BULK_MAX];
 	uint16_t idx[RTE_HASH_LOOKUP_BULK_MAX];
@@ -349,7 +352,7 @@ uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, 
 
 			ret_class[base + i] = t->default_class;
 			if (r < 0) {
-				DPF_COUNT_ADD(c->unparseable[-r], 1);
+				DP_DPDK_COUNT_ADD(c->unparseable[-r], 1);
 				count(c, t->default_class, rte_pktmbuf_pkt_len(m));
 				continue;
 			}
@@ -373,8 +376,8 @@ uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, 
 					set_dscp(m, m->l2_len, dp_dscp_map_get(dscp, cls));
 				count(c, cls, bytes);
 				if (slot < c->nflows) {
-					DPF_COUNT_ADD(c->flows[slot].packets, 1);
-					DPF_COUNT_ADD(c->flows[slot].bytes, bytes);
+					DP_DPDK_COUNT_ADD(c->flows[slot].packets, 1);
+					DP_DPDK_COUNT_ADD(c->flows[slot].bytes, bytes);
 				}
 				known++;
 			} else {
@@ -383,16 +386,16 @@ uint32_t dpf_classify_burst(const struct dpf_ctable *t, struct rte_mbuf **pkts, 
 						 dp_dscp_map_get(dscp, t->default_class));
 				if (c->sink)
 					note_unknown(c->sink, &keys[j], bytes);
-				DPF_COUNT_ADD(c->unknown, 1);
+				DP_DPDK_COUNT_ADD(c->unknown, 1);
 				count(c, t->default_class, bytes);
 			}
 		}
 	}
-	DPF_COUNT_ADD(c->known, known);
+	DP_DPDK_COUNT_ADD(c->known, known);
 	return known;
 }
 
-void dpf_set_dscp(struct rte_mbuf *m, uint32_t l3_off, uint8_t dscp)
+void dp_dpdk_set_dscp(struct rte_mbuf *m, uint32_t l3_off, uint8_t dscp)
 {
 	set_dscp(m, l3_off, dscp);
 }

@@ -31,12 +31,12 @@
 #include "dataplane/dpdk/offload.h"
 #include "dataplane/dpdk/prioq.h"
 
-#define DPE_MAX_ARGS    64
-#define DPE_MAX_BURST   256
-#define DPE_RING_DESC   1024
-#define DPE_POOL_MBUFS  8191
-#define DPE_MAX_IDLE_US 1000
-#define DPE_SYNC_TIMEOUT_NS                                                                        \
+#define DP_DPDK_MAX_ARGS    64
+#define DP_DPDK_MAX_BURST   256
+#define DP_DPDK_RING_DESC   1024
+#define DP_DPDK_POOL_MBUFS  8191
+#define DP_DPDK_MAX_IDLE_US 1000
+#define DP_DPDK_SYNC_TIMEOUT_NS                                                                    \
 	2000000ull /* how long apply waits for the worker (then collect reclaims) */
 
 /*
@@ -45,21 +45,21 @@
  * written only by the worker while the table is current. last[] is the
  * control side's copy of each slot's bytes at the last collect.
  */
-struct dpe_state {
-	struct dpf_counters c;
-	struct dpf_ctable *ct;    /* NULL once retired and quiescent */
-	struct dp_snapshot *snap; /* NULL for the initial empty table */
-	struct dpf_flow_counter *flows;
+struct dp_dpdk_state {
+	struct dp_dpdk_counters c;
+	struct dp_dpdk_ctable *ct; /* NULL once retired and quiescent */
+	struct dp_snapshot *snap;  /* NULL for the initial empty table */
+	struct dp_dpdk_flow_counter *flows;
 	uint64_t *last;
 	uint64_t token; /* rte_rcu_qsbr token taken when retired */
 	/* latency (TSC): apply called, table published, first used by the worker (atomic) */
 	uint64_t apply_tsc, publish_tsc, used_tsc;
 	bool latency_noted;
-	struct dpe_state *next;
+	struct dp_dpdk_state *next;
 };
 
 /* The worker's own counters (one worker lcore). */
-struct dpe_wcounters {
+struct dp_dpdk_wcounters {
 	uint64_t rx_pkts;
 	uint64_t tx_pkts;
 	uint64_t queue_drops; /* a class queue was full */
@@ -71,27 +71,27 @@ struct dpe_wcounters {
 /*
  * Shared with the worker lcore, every access after launch is an __atomic
  * builtin: cur (control side stores with release, the worker loads with
- * acquire), stop, hw_dscp, exited, and the counters (DPF_COUNT_ADD).
+ * acquire), stop, hw_dscp, exited, and the counters (DP_DPDK_COUNT_ADD).
  * Everything else the worker reads is set before rte_eal_remote_launch()
  * and not changed while it runs; the control side frees what the worker
  * used only after an RCU grace period (retired tables) or after exited.
  */
 struct dpe {
 	/* read by the worker */
-	struct dpe_state *cur; /* atomic: store release, load acquire */
-	uint32_t stop;         /* atomic: the control side asks the worker to return */
-	uint32_t exited;       /* atomic: the worker's last store (release) before it returns */
+	struct dp_dpdk_state *cur; /* atomic: store release, load acquire */
+	uint32_t stop;             /* atomic: the control side asks the worker to return */
+	uint32_t exited;           /* atomic: the worker's last store (release) before it returns */
 	uint16_t rx_port, tx_port;
 	uint16_t burst;
 	bool bump;
 	uint32_t idle_us;
-	struct dpf_prioq *q;
-	struct dpf_shaper sh;
+	struct dp_dpdk_prioq *q;
+	struct dp_dpdk_shaper sh;
 	bool shaping;
 	uint32_t hw_dscp; /* atomic: the NIC marks DSCP (offload.h), skip it here */
 	struct dp_dscp_map dscp;
 	struct rte_rcu_qsbr *qsv;
-	struct dpe_wcounters wc;
+	struct dp_dpdk_wcounters wc;
 
 	/* control side only */
 	uint32_t classes;
@@ -100,17 +100,17 @@ struct dpe {
 	unsigned int lcore;
 	bool launched, rx_started, tx_started;
 	struct rte_mempool *pool;
-	struct dpe_state *retired;     /* newest first */
-	struct dpf_unknown_sink *sink; /* unknown flows from the worker (classify.h) */
+	struct dp_dpdk_state *retired;     /* newest first */
+	struct dp_dpdk_unknown_sink *sink; /* unknown flows from the worker (classify.h) */
 	uint64_t unknown_reported;
-	enum dpe_offload_mode offload_mode;
-	struct dpf_offload *off; /* NULL: software marking */
+	enum dp_dpdk_offload_mode offload_mode;
+	struct dp_dpdk_offload *off; /* NULL: software marking */
 	struct loom_err offload_why;
 	/* table update -> fast path latency, ns: last and max of build (apply -> published)
 	 * and swap (published -> first used by the worker) */
 	uint64_t build_ns_last, build_ns_max, swap_ns_last, swap_ns_max, latency_samples;
 	/* counters of tables freed so far, so that stats only grow */
-	uint64_t gone_class_packets[DPF_MAX_CLASSES];
+	uint64_t gone_class_packets[DP_DPDK_MAX_CLASSES];
 	uint64_t gone_known, gone_unknown, gone_unparseable;
 	uint64_t applied;
 };
@@ -124,15 +124,15 @@ static unsigned int instances;
  */
 static uint16_t worker_return(struct dpe *d)
 {
-	struct rte_mbuf *pkts[DPE_MAX_BURST];
+	struct rte_mbuf *pkts[DP_DPDK_MAX_BURST];
 	uint16_t n = rte_eth_rx_burst(d->tx_port, 0, pkts, d->burst), k;
 
 	if (!n)
 		return 0;
 	k = rte_eth_tx_burst(d->rx_port, 0, pkts, n);
-	DPF_COUNT_ADD(d->wc.back_pkts, k);
+	DP_DPDK_COUNT_ADD(d->wc.back_pkts, k);
 	if (k < n) {
-		DPF_COUNT_ADD(d->wc.back_drops, n - k);
+		DP_DPDK_COUNT_ADD(d->wc.back_drops, n - k);
 		rte_pktmbuf_free_bulk(pkts + k, n - k);
 	}
 	return n;
@@ -155,14 +155,14 @@ static void worker_idle(struct dpe *d)
 static int worker_main(void *arg)
 {
 	struct dpe *d = arg;
-	struct rte_mbuf *pkts[DPE_MAX_BURST], *out[DPE_MAX_BURST];
-	uint8_t cls[DPE_MAX_BURST];
-	struct dpe_state *prev = NULL;
+	struct rte_mbuf *pkts[DP_DPDK_MAX_BURST], *out[DP_DPDK_MAX_BURST];
+	uint8_t cls[DP_DPDK_MAX_BURST];
+	struct dp_dpdk_state *prev = NULL;
 
 	rte_rcu_qsbr_thread_register(d->qsv, 0);
 	rte_rcu_qsbr_thread_online(d->qsv, 0);
 	while (!__atomic_load_n(&d->stop, __ATOMIC_RELAXED)) {
-		struct dpe_state *s = __atomic_load_n(&d->cur, __ATOMIC_ACQUIRE);
+		struct dp_dpdk_state *s = __atomic_load_n(&d->cur, __ATOMIC_ACQUIRE);
 		uint16_t n = rte_eth_rx_burst(d->rx_port, 0, pkts, d->burst);
 		uint16_t k;
 		uint32_t moved = n;
@@ -172,25 +172,25 @@ static int worker_main(void *arg)
 			prev = s;
 		}
 		if (n) {
-			DPF_COUNT_ADD(d->wc.rx_pkts, n);
+			DP_DPDK_COUNT_ADD(d->wc.rx_pkts, n);
 			/* DSCP is marked here unless the NIC does it (offload.h) */
-			dpf_classify_burst(
+			dp_dpdk_classify_burst(
 				s->ct, pkts, n, cls, &s->c,
 				__atomic_load_n(&d->hw_dscp, __ATOMIC_RELAXED) ? NULL : &d->dscp);
-			k = dpf_prioq_enqueue_burst(d->q, pkts, cls, n);
+			k = dp_dpdk_prioq_enqueue_burst(d->q, pkts, cls, n);
 			if (k < n) {
-				DPF_COUNT_ADD(d->wc.queue_drops, n - k);
+				DP_DPDK_COUNT_ADD(d->wc.queue_drops, n - k);
 				rte_pktmbuf_free_bulk(pkts + k, n - k);
 			}
 		}
-		n = dpf_prioq_dequeue_burst(d->q, out, d->burst, d->shaping ? &d->sh : NULL,
-					    rte_rdtsc());
+		n = dp_dpdk_prioq_dequeue_burst(d->q, out, d->burst, d->shaping ? &d->sh : NULL,
+						rte_rdtsc());
 		moved += n;
 		if (n) {
 			k = rte_eth_tx_burst(d->tx_port, 0, out, n);
-			DPF_COUNT_ADD(d->wc.tx_pkts, k);
+			DP_DPDK_COUNT_ADD(d->wc.tx_pkts, k);
 			if (k < n) {
-				DPF_COUNT_ADD(d->wc.tx_drops, n - k);
+				DP_DPDK_COUNT_ADD(d->wc.tx_drops, n - k);
 				rte_pktmbuf_free_bulk(out + k, n - k);
 			}
 		}
@@ -202,24 +202,24 @@ static int worker_main(void *arg)
 	}
 	rte_rcu_qsbr_thread_offline(d->qsv, 0);
 	rte_rcu_qsbr_thread_unregister(d->qsv, 0);
-	/* dpe_done() frees what this thread used once it reads this (acquire) */
+	/* dp_dpdk_done() frees what this thread used once it reads this (acquire) */
 	__atomic_store_n(&d->exited, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
 /* The current table, as the control side (its only writer) reads it. */
-static struct dpe_state *cur_state(const struct dpe *d)
+static struct dp_dpdk_state *cur_state(const struct dpe *d)
 {
 	return __atomic_load_n(&d->cur, __ATOMIC_RELAXED);
 }
 
 /* ---- tables ---------------------------------------------------------------------------------- */
 
-static struct dpe_state *state_free(struct dpe_state *s)
+static struct dp_dpdk_state *state_free(struct dp_dpdk_state *s)
 {
 	if (!s)
 		return NULL;
-	dpf_ctable_free(s->ct);
+	dp_dpdk_ctable_free(s->ct);
 	dp_snapshot_free(s->snap);
 	free(s->flows);
 	free(s->last);
@@ -228,10 +228,10 @@ static struct dpe_state *state_free(struct dpe_state *s)
 }
 
 /* Builds a state for snap (NULL: an empty table with default_class). Takes snap. */
-static struct dpe_state *state_new(struct dp_snapshot *snap, uint32_t default_class,
-				   struct dpf_unknown_sink *sink)
+static struct dp_dpdk_state *state_new(struct dp_snapshot *snap, uint32_t default_class,
+				       struct dp_dpdk_unknown_sink *sink)
 {
-	struct dpe_state *s = calloc(1, sizeof(*s));
+	struct dp_dpdk_state *s = calloc(1, sizeof(*s));
 	struct dp_snapshot empty = {.default_class = default_class};
 	size_t n = snap ? snap->n : 0;
 
@@ -246,7 +246,7 @@ static struct dpe_state *state_new(struct dp_snapshot *snap, uint32_t default_cl
 		errno = ENOMEM;
 		return state_free(s);
 	}
-	s->ct = dpf_ctable_new(snap ? snap : &empty, SOCKET_ID_ANY);
+	s->ct = dp_dpdk_ctable_new(snap ? snap : &empty, SOCKET_ID_ANY);
 	if (!s->ct) {
 		int e = errno;
 
@@ -254,14 +254,14 @@ static struct dpe_state *state_new(struct dp_snapshot *snap, uint32_t default_cl
 		errno = e;
 		return NULL;
 	}
-	dpf_counters_init(&s->c, s->flows, (uint32_t)n);
+	dp_dpdk_counters_init(&s->c, s->flows, (uint32_t)n);
 	s->c.sink = sink;
 	return s;
 }
 
 /* Reports s's per-flow bytes since the last collect; done when its table is retired and
  * the flow is not in cur. */
-static void state_report(struct dpe_state *s, const struct dpe_state *cur, dp_counter_fn fn,
+static void state_report(struct dp_dpdk_state *s, const struct dp_dpdk_state *cur, dp_counter_fn fn,
 			 void *ctx)
 {
 	bool retired = s != cur;
@@ -283,22 +283,22 @@ static void state_report(struct dpe_state *s, const struct dpe_state *cur, dp_co
 }
 
 /* Adds a table's final counters to the totals kept for stats. */
-static void state_bury(struct dpe *d, const struct dpe_state *s)
+static void state_bury(struct dpe *d, const struct dp_dpdk_state *s)
 {
-	for (uint32_t c = 0; c < DPF_MAX_CLASSES; c++)
+	for (uint32_t c = 0; c < DP_DPDK_MAX_CLASSES; c++)
 		d->gone_class_packets[c] +=
 			__atomic_load_n(&s->c.class_packets[c], __ATOMIC_RELAXED);
 	d->gone_known += __atomic_load_n(&s->c.known, __ATOMIC_RELAXED);
 	d->gone_unknown += __atomic_load_n(&s->c.unknown, __ATOMIC_RELAXED);
-	for (uint32_t r = 1; r < DPF_PARSE_NREASONS; r++)
+	for (uint32_t r = 1; r < DP_DPDK_PARSE_NREASONS; r++)
 		d->gone_unparseable += __atomic_load_n(&s->c.unparseable[r], __ATOMIC_RELAXED);
 }
 
 /* Waits (bounded) until the worker has passed a quiescent point after token. */
 static bool wait_quiescent(struct dpe *d, uint64_t token)
 {
-	uint64_t deadline =
-		rte_get_timer_cycles() + rte_get_timer_hz() * DPE_SYNC_TIMEOUT_NS / 1000000000ull;
+	uint64_t deadline = rte_get_timer_cycles() +
+			    rte_get_timer_hz() * DP_DPDK_SYNC_TIMEOUT_NS / 1000000000ull;
 
 	while (!rte_rcu_qsbr_check(d->qsv, token, false)) {
 		struct timespec ts = {0, 20000};
@@ -313,15 +313,15 @@ static bool wait_quiescent(struct dpe *d, uint64_t token)
 /* Frees the classification tables of retired states the worker no longer uses. */
 static void reclaim(struct dpe *d)
 {
-	for (struct dpe_state *s = d->retired; s; s = s->next)
+	for (struct dp_dpdk_state *s = d->retired; s; s = s->next)
 		if (s->ct && rte_rcu_qsbr_check(d->qsv, s->token, false))
-			s->ct = dpf_ctable_free(s->ct);
+			s->ct = dp_dpdk_ctable_free(s->ct);
 }
 
 /* Reports the flows the worker announced as unknown since the last call (once each). */
 static void report_unknown(struct dpe *d, dp_counter_fn fn, void *ctx)
 {
-	struct dpf_unknown_event ev[64];
+	struct dp_dpdk_unknown_event ev[64];
 	unsigned int n;
 
 	while ((n = rte_ring_sc_dequeue_burst_elem(d->sink->ring, ev, sizeof(ev[0]), RTE_DIM(ev),
@@ -345,7 +345,7 @@ static void report_unknown(struct dpe *d, dp_counter_fn fn, void *ctx)
 /* Notes cur's update latency once the worker has used it. */
 static void note_latency(struct dpe *d)
 {
-	struct dpe_state *s = cur_state(d);
+	struct dp_dpdk_state *s = cur_state(d);
 	uint64_t used = __atomic_load_n(&s->used_tsc, __ATOMIC_RELAXED);
 	uint64_t hz = rte_get_tsc_hz();
 	uint64_t build, swap;
@@ -367,15 +367,15 @@ static int offload_start(struct dpe *d, struct loom_err *err)
 {
 	struct dp_snapshot empty = {.default_class = d->classes - 1};
 
-	if (d->offload_mode == DPE_OFFLOAD_OFF) {
+	if (d->offload_mode == DP_DPDK_OFFLOAD_OFF) {
 		snprintf(d->offload_why.msg, sizeof(d->offload_why.msg),
 			 "turned off (offload=off)");
 		return 0;
 	}
-	d->off = dpf_offload_probe(d->tx_port, &d->offload_why);
-	if (d->off && dpf_offload_sync(d->off, &empty, &d->dscp, &d->offload_why) < 0)
-		d->off = dpf_offload_free(d->off);
-	if (!d->off && d->offload_mode == DPE_OFFLOAD_ON)
+	d->off = dp_dpdk_offload_probe(d->tx_port, &d->offload_why);
+	if (d->off && dp_dpdk_offload_sync(d->off, &empty, &d->dscp, &d->offload_why) < 0)
+		d->off = dp_dpdk_offload_free(d->off);
+	if (!d->off && d->offload_mode == DP_DPDK_OFFLOAD_ON)
 		return loom_err_set(err, ENOTSUP, "dpdk enforcer: offload=on: %s",
 				    d->offload_why.msg);
 	__atomic_store_n(&d->hw_dscp, d->off != NULL, __ATOMIC_RELAXED);
@@ -400,7 +400,7 @@ static int parse_u64(const char *v, uint64_t max, uint64_t *ret)
 }
 
 /* Parses one OPTION=VALUE into o. */
-static int parse_option(struct dpe_opts *o, char *opt, struct loom_err *err)
+static int parse_option(struct dp_dpdk_opts *o, char *opt, struct loom_err *err)
 {
 	char *v = strchr(opt, '=');
 	struct loom_err e2 = {{0}};
@@ -428,9 +428,9 @@ static int parse_option(struct dpe_opts *o, char *opt, struct loom_err *err)
 					    UINT32_MAX);
 		o->bucket_bytes = x;
 	} else if (!strcmp(opt, "burst")) {
-		if (parse_u64(v, DPE_MAX_BURST, &x) < 0 || x == 0)
+		if (parse_u64(v, DP_DPDK_MAX_BURST, &x) < 0 || x == 0)
 			return loom_err_set(err, EINVAL, "dpdk enforcer: burst: '%s' is not 1..%d",
-					    v, DPE_MAX_BURST);
+					    v, DP_DPDK_MAX_BURST);
 		o->burst = (uint16_t)x;
 	} else if (!strcmp(opt, "qsize")) {
 		if (parse_u64(v, 1u << 20, &x) < 0 || x == 0)
@@ -439,11 +439,11 @@ static int parse_option(struct dpe_opts *o, char *opt, struct loom_err *err)
 		o->qsize = (uint32_t)x;
 	} else if (!strcmp(opt, "offload")) {
 		if (!strcmp(v, "auto"))
-			o->offload_mode = DPE_OFFLOAD_AUTO;
+			o->offload_mode = DP_DPDK_OFFLOAD_AUTO;
 		else if (!strcmp(v, "on"))
-			o->offload_mode = DPE_OFFLOAD_ON;
+			o->offload_mode = DP_DPDK_OFFLOAD_ON;
 		else if (!strcmp(v, "off"))
-			o->offload_mode = DPE_OFFLOAD_OFF;
+			o->offload_mode = DP_DPDK_OFFLOAD_OFF;
 		else
 			return loom_err_set(err, EINVAL,
 					    "dpdk enforcer: offload: '%s' is not auto, on or off",
@@ -454,13 +454,13 @@ static int parse_option(struct dpe_opts *o, char *opt, struct loom_err *err)
 					    "dpdk enforcer: bump: '%s' is not on or off", v);
 		o->bump = v[1] == 'n';
 	} else if (!strcmp(opt, "idle")) {
-		if (parse_u64(v, DPE_MAX_IDLE_US, &x) < 0)
+		if (parse_u64(v, DP_DPDK_MAX_IDLE_US, &x) < 0)
 			return loom_err_set(err, EINVAL,
 					    "dpdk enforcer: idle: '%s' is not 0..%d microseconds",
-					    v, DPE_MAX_IDLE_US);
+					    v, DP_DPDK_MAX_IDLE_US);
 		o->idle_us = (uint32_t)x;
 	} else if (!strcmp(opt, "dscp")) {
-		if (dp_dscp_map_parse(v, DPF_MAX_CLASSES, &o->dscp, &e2) < 0)
+		if (dp_dscp_map_parse(v, DP_DPDK_MAX_CLASSES, &o->dscp, &e2) < 0)
 			return loom_err_set(err, EINVAL, "dpdk enforcer: dscp: %s", e2.msg);
 	} else {
 		return loom_err_set(err, EINVAL, "dpdk enforcer: unknown option '%s'", opt);
@@ -468,10 +468,10 @@ static int parse_option(struct dpe_opts *o, char *opt, struct loom_err *err)
 	return 0;
 }
 
-int dpe_opts_parse(const char *opts, struct dpe_opts *ret, struct loom_err *err)
+int dp_dpdk_opts_parse(const char *opts, struct dp_dpdk_opts *ret, struct loom_err *err)
 {
 	char *buf = strdup(opts ? opts : "");
-	struct dpe_opts o;
+	struct dp_dpdk_opts o;
 	int n = 0, r = 0;
 
 	if (!buf)
@@ -482,13 +482,13 @@ int dpe_opts_parse(const char *opts, struct dpe_opts *ret, struct loom_err *err)
 	o.burst = 32;
 	o.qsize = 1024;
 	o.bucket_bytes = 65536;
-	o.offload_mode = DPE_OFFLOAD_AUTO;
+	o.offload_mode = DP_DPDK_OFFLOAD_AUTO;
 	dp_dscp_map_default(&o.dscp);
 	for (char *save = NULL, *t = strtok_r(buf, " \t\n", &save); t && r == 0;
 	     t = strtok_r(NULL, " \t\n", &save)) {
-		if (++n > DPE_MAX_ARGS - 1)
+		if (++n > DP_DPDK_MAX_ARGS - 1)
 			r = loom_err_set(err, EINVAL, "dpdk enforcer: more than %d arguments",
-					 DPE_MAX_ARGS - 1);
+					 DP_DPDK_MAX_ARGS - 1);
 		else
 			r = parse_option(&o, t, err);
 	}
@@ -500,12 +500,12 @@ int dpe_opts_parse(const char *opts, struct dpe_opts *ret, struct loom_err *err)
 
 /*
  * Splits args; starts the EAL on the part before "--" when it is not up;
- * parses the rest into o (dpe_opts_parse).
+ * parses the rest into o (dp_dpdk_opts_parse).
  */
-static int parse_args(const char *args, struct dpe_opts *o, struct loom_err *err)
+static int parse_args(const char *args, struct dp_dpdk_opts *o, struct loom_err *err)
 {
 	char *buf = strdup(args ? args : "");
-	char *argv[DPE_MAX_ARGS + 1];
+	char *argv[DP_DPDK_MAX_ARGS + 1];
 	const char *opts = NULL;
 	int argc = 1, sep = -1, r = 0;
 
@@ -514,9 +514,9 @@ static int parse_args(const char *args, struct dpe_opts *o, struct loom_err *err
 	argv[0] = (char *)"loom-agent";
 	for (char *save = NULL, *t = strtok_r(buf, " \t\n", &save); t;
 	     t = strtok_r(NULL, " \t\n", &save)) {
-		if (argc == DPE_MAX_ARGS) {
+		if (argc == DP_DPDK_MAX_ARGS) {
 			r = loom_err_set(err, EINVAL, "dpdk enforcer: more than %d arguments",
-					 DPE_MAX_ARGS - 1);
+					 DP_DPDK_MAX_ARGS - 1);
 			goto out;
 		}
 		if (sep < 0 && !strcmp(t, "--")) {
@@ -529,7 +529,7 @@ static int parse_args(const char *args, struct dpe_opts *o, struct loom_err *err
 	if (sep < 0)
 		sep = argc; /* all EAL arguments */
 	if (!eal_started && rte_lcore_count() == 0) {
-		char *eal_argv[DPE_MAX_ARGS + 1];
+		char *eal_argv[DP_DPDK_MAX_ARGS + 1];
 
 		memcpy(eal_argv, argv, (size_t)sep * sizeof(char *));
 		eal_argv[sep] = NULL;
@@ -540,7 +540,7 @@ static int parse_args(const char *args, struct dpe_opts *o, struct loom_err *err
 		}
 		eal_started = true;
 	}
-	r = dpe_opts_parse(opts, o, err);
+	r = dp_dpdk_opts_parse(opts, o, err);
 out:
 	free(buf);
 	return r;
@@ -549,7 +549,7 @@ out:
 static int port_setup(struct dpe *d, uint16_t port, bool rx, bool tx, struct loom_err *err)
 {
 	struct rte_eth_conf conf;
-	uint16_t nrx = DPE_RING_DESC, ntx = DPE_RING_DESC;
+	uint16_t nrx = DP_DPDK_RING_DESC, ntx = DP_DPDK_RING_DESC;
 	int socket = rte_eth_dev_socket_id(port);
 	int r;
 
@@ -579,7 +579,7 @@ static int port_setup(struct dpe *d, uint16_t port, bool rx, bool tx, struct loo
 }
 
 /* Takes o's ports (which must be the EAL's, now that it is up) and settings. */
-static int dpe_take_opts(struct dpe *d, const struct dpe_opts *o, struct loom_err *err)
+static int dp_dpdk_take_opts(struct dpe *d, const struct dp_dpdk_opts *o, struct loom_err *err)
 {
 	if (!rte_eth_dev_is_valid_port(o->rx_port) || !rte_eth_dev_is_valid_port(o->tx_port)) {
 		bool rx = !rte_eth_dev_is_valid_port(o->rx_port);
@@ -630,22 +630,22 @@ static struct rte_rcu_qsbr *qsbr_new(void)
 }
 
 /* The unknown-flow sink with its ring named for instance id (ring NULL if not made), or NULL. */
-static struct dpf_unknown_sink *sink_new(unsigned int id)
+static struct dp_dpdk_unknown_sink *sink_new(unsigned int id)
 {
-	struct dpf_unknown_sink *s;
+	struct dp_dpdk_unknown_sink *s;
 	char name[32];
 
 	s = rte_zmalloc("loom_dpe_unknown", sizeof(*s), RTE_CACHE_LINE_SIZE);
 	if (s) {
 		snprintf(name, sizeof(name), "dpe%u_unknown", id);
-		s->ring = rte_ring_create_elem(name, sizeof(struct dpf_unknown_event), 1024,
+		s->ring = rte_ring_create_elem(name, sizeof(struct dp_dpdk_unknown_event), 1024,
 					       (int)rte_socket_id(), RING_F_SP_ENQ | RING_F_SC_DEQ);
 	}
 	return s;
 }
 
 /* The fast path's memory on the EAL's heap: mbuf pool, queues, RCU, unknown-flow ring. */
-static int dpe_mem_create(struct dpe *d, unsigned int id, struct loom_err *err)
+static int dp_dpdk_mem_create(struct dpe *d, unsigned int id, struct loom_err *err)
 {
 	char name[32];
 
@@ -657,11 +657,12 @@ static int dpe_mem_create(struct dpe *d, unsigned int id, struct loom_err *err)
 	 */
 	d->pool = rte_pktmbuf_pool_create(
 		name,
-		(unsigned int)(d->classes * d->qsize + 2 * DPE_RING_DESC + 2 * DPE_MAX_BURST +
-			       256 * (rte_lcore_count() + 1) + DPE_POOL_MBUFS),
+		(unsigned int)(d->classes * d->qsize + 2 * DP_DPDK_RING_DESC +
+			       2 * DP_DPDK_MAX_BURST + 256 * (rte_lcore_count() + 1) +
+			       DP_DPDK_POOL_MBUFS),
 		256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
 	snprintf(name, sizeof(name), "dpe%u", id);
-	d->q = dpf_prioq_new(name, d->classes, d->qsize, (int)rte_socket_id());
+	d->q = dp_dpdk_prioq_new(name, d->classes, d->qsize, (int)rte_socket_id());
 	d->qsv = qsbr_new();
 	d->sink = sink_new(id);
 	if (!d->pool || !d->q || !d->qsv || !d->sink || !d->sink->ring)
@@ -672,13 +673,13 @@ static int dpe_mem_create(struct dpe *d, unsigned int id, struct loom_err *err)
 }
 
 /* The first table (empty: every flow unknown, in the lowest class) and the shaper. */
-static int dpe_table_init(struct dpe *d, struct loom_err *err)
+static int dp_dpdk_table_init(struct dpe *d, struct loom_err *err)
 {
 	d->cur = state_new(NULL, d->classes - 1, d->sink);
 	if (!d->cur)
 		return loom_err_set(err, errno, "dpdk enforcer: empty table: %s", strerror(errno));
 	d->shaping = d->rate_bps > 0;
-	dpf_shaper_init(&d->sh, d->rate_bps, d->bucket_bytes, rte_get_tsc_hz(), rte_rdtsc());
+	dp_dpdk_shaper_init(&d->sh, d->rate_bps, d->bucket_bytes, rte_get_tsc_hz(), rte_rdtsc());
 	return 0;
 }
 
@@ -715,18 +716,19 @@ static int worker_launch(struct dpe *d, struct loom_err *err)
 	return 0;
 }
 
-static void dpe_done(struct dp_enforcer *e);
+static void dp_dpdk_done(struct dp_enforcer *e);
 
-static int dpe_init(struct dp_enforcer *e, const char *args, uint32_t classes, struct loom_err *err)
+static int dp_dpdk_init(struct dp_enforcer *e, const char *args, uint32_t classes,
+			struct loom_err *err)
 {
 	struct dpe *d;
-	struct dpe_opts o;
+	struct dp_dpdk_opts o;
 	unsigned int id = instances++;
 	int r;
 
-	if (classes == 0 || classes > DPF_MAX_CLASSES)
+	if (classes == 0 || classes > DP_DPDK_MAX_CLASSES)
 		return loom_err_set(err, EINVAL, "dpdk enforcer: %u classes (1..%u)", classes,
-				    DPF_MAX_CLASSES);
+				    DP_DPDK_MAX_CLASSES);
 	/* the C heap: the EAL may not be up yet */
 	d = aligned_alloc(RTE_CACHE_LINE_SIZE, RTE_ALIGN_CEIL(sizeof(*d), RTE_CACHE_LINE_SIZE));
 	if (!d)
@@ -738,16 +740,16 @@ static int dpe_init(struct dp_enforcer *e, const char *args, uint32_t classes, s
 	r = parse_args(args, &o, err);
 	if (r < 0)
 		goto fail;
-	r = dpe_take_opts(d, &o, err);
+	r = dp_dpdk_take_opts(d, &o, err);
 	if (r < 0)
 		goto fail;
 	r = lcore_pick(d, err);
 	if (r < 0)
 		goto fail;
-	r = dpe_mem_create(d, id, err);
+	r = dp_dpdk_mem_create(d, id, err);
 	if (r < 0)
 		goto fail;
-	r = dpe_table_init(d, err);
+	r = dp_dpdk_table_init(d, err);
 	if (r < 0)
 		goto fail;
 	r = ports_start(d, err);
@@ -761,11 +763,11 @@ static int dpe_init(struct dp_enforcer *e, const char *args, uint32_t classes, s
 		goto fail;
 	return 0;
 fail:
-	dpe_done(e);
+	dp_dpdk_done(e);
 	return r;
 }
 
-static void dpe_done(struct dp_enforcer *e)
+static void dp_dpdk_done(struct dp_enforcer *e)
 {
 	struct dpe *d = e->priv;
 
@@ -783,20 +785,20 @@ static void dpe_done(struct dp_enforcer *e)
 		while (!__atomic_load_n(&d->exited, __ATOMIC_ACQUIRE))
 			rte_pause();
 	}
-	d->off = dpf_offload_free(d->off);
+	d->off = dp_dpdk_offload_free(d->off);
 	/* stopped, not closed: the ports are the EAL's, and a later init may use them again */
 	if (d->rx_started)
 		rte_eth_dev_stop(d->rx_port);
 	if (d->tx_started)
 		rte_eth_dev_stop(d->tx_port);
 	while (d->retired) {
-		struct dpe_state *s = d->retired;
+		struct dp_dpdk_state *s = d->retired;
 
 		d->retired = s->next;
 		state_free(s);
 	}
 	state_free(d->cur);
-	dpf_prioq_free(d->q);
+	dp_dpdk_prioq_free(d->q);
 	rte_mempool_free(d->pool);
 	rte_free(d->qsv);
 	if (d->sink)
@@ -809,16 +811,16 @@ static void dpe_done(struct dp_enforcer *e)
 /*
  * Publishes snap's table (after the NIC's rules for it, when offloading).
  * The old table is retired: the worker stops using it at its next quiescent
- * point, waited for here for at most DPE_SYNC_TIMEOUT_NS (the worker passes
+ * point, waited for here for at most DP_DPDK_SYNC_TIMEOUT_NS (the worker passes
  * one every loop, microseconds) and otherwise left to collect's reclaim; its
  * counters are final then and the next collect reports their last bytes and
  * frees it. Takes snap even on failure (then frees it and keeps the old
  * table).
  */
-static int dpe_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
+static int dp_dpdk_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
 {
 	struct dpe *d = e->priv;
-	struct dpe_state *s, *old;
+	struct dp_dpdk_state *s, *old;
 	uint64_t t0 = rte_rdtsc();
 
 	if (!snap)
@@ -835,10 +837,10 @@ static int dpe_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
 	s = state_new(snap, snap->default_class, d->sink);
 	if (!s)
 		return -errno;
-	if (d->off && dpf_offload_sync(d->off, snap, &d->dscp, &d->offload_why) < 0) {
+	if (d->off && dp_dpdk_offload_sync(d->off, snap, &d->dscp, &d->offload_why) < 0) {
 		/* every rule is gone: mark in software from this burst on */
 		__atomic_store_n(&d->hw_dscp, 0, __ATOMIC_RELAXED);
-		d->off = dpf_offload_free(d->off);
+		d->off = dp_dpdk_offload_free(d->off);
 		log_warn("dpdk enforcer: DSCP offload failed, marking in software from now on: %s",
 			 d->offload_why.msg);
 	}
@@ -852,20 +854,20 @@ static int dpe_apply(struct dp_enforcer *e, struct dp_snapshot *snap)
 	d->retired = old;
 	d->applied++;
 	if (wait_quiescent(d, old->token))
-		old->ct = dpf_ctable_free(old->ct);
+		old->ct = dp_dpdk_ctable_free(old->ct);
 	return 0;
 }
 
-static void dpe_collect(struct dp_enforcer *e, dp_counter_fn fn, void *ctx)
+static void dp_dpdk_collect(struct dp_enforcer *e, dp_counter_fn fn, void *ctx)
 {
 	struct dpe *d = e->priv;
-	struct dpe_state **pp = &d->retired, *cur = cur_state(d);
+	struct dp_dpdk_state **pp = &d->retired, *cur = cur_state(d);
 
 	note_latency(d);
 	reclaim(d);
 	/* oldest last in the list: report them in any order, a flow's bytes just add up */
 	while (*pp) {
-		struct dpe_state *s = *pp;
+		struct dp_dpdk_state *s = *pp;
 
 		state_report(s, cur, fn, ctx);
 		if (s->ct) { /* the worker may still use it: keep it for the next collect */
@@ -880,28 +882,28 @@ static void dpe_collect(struct dp_enforcer *e, dp_counter_fn fn, void *ctx)
 	report_unknown(d, fn, ctx);
 }
 
-static void dpe_stats(struct dp_enforcer *e, void (*fn)(void *ctx, const char *name, uint64_t v),
-		      void *ctx)
+static void dp_dpdk_stats(struct dp_enforcer *e,
+			  void (*fn)(void *ctx, const char *name, uint64_t v), void *ctx)
 {
 	struct dpe *d = e->priv;
-	uint64_t cls[DPF_MAX_CLASSES], known = d->gone_known, unknown = d->gone_unknown;
+	uint64_t cls[DP_DPDK_MAX_CLASSES], known = d->gone_known, unknown = d->gone_unknown;
 	uint64_t unparseable = d->gone_unparseable, qdrops = 0;
-	struct dpe_state *cur = cur_state(d);
+	struct dp_dpdk_state *cur = cur_state(d);
 	char name[32];
 
 	memcpy(cls, d->gone_class_packets, sizeof(cls));
-	for (struct dpe_state *s = cur; s; s = s == cur ? d->retired : s->next) {
-		for (uint32_t c = 0; c < DPF_MAX_CLASSES; c++)
+	for (struct dp_dpdk_state *s = cur; s; s = s == cur ? d->retired : s->next) {
+		for (uint32_t c = 0; c < DP_DPDK_MAX_CLASSES; c++)
 			cls[c] += __atomic_load_n(&s->c.class_packets[c], __ATOMIC_RELAXED);
 		known += __atomic_load_n(&s->c.known, __ATOMIC_RELAXED);
 		unknown += __atomic_load_n(&s->c.unknown, __ATOMIC_RELAXED);
-		for (uint32_t r = 1; r < DPF_PARSE_NREASONS; r++)
+		for (uint32_t r = 1; r < DP_DPDK_PARSE_NREASONS; r++)
 			unparseable += __atomic_load_n(&s->c.unparseable[r], __ATOMIC_RELAXED);
 	}
 	for (uint32_t c = 0; c < d->classes; c++) {
-		struct dpf_prioq_stats ps;
+		struct dp_dpdk_prioq_stats ps;
 
-		if (dpf_prioq_stats(d->q, c, &ps) == 0)
+		if (dp_dpdk_prioq_stats(d->q, c, &ps) == 0)
 			qdrops += ps.drop_pkts;
 	}
 	fn(ctx, "rx_packets", __atomic_load_n(&d->wc.rx_pkts, __ATOMIC_RELAXED));
@@ -921,7 +923,7 @@ static void dpe_stats(struct dp_enforcer *e, void (*fn)(void *ctx, const char *n
 	fn(ctx, "snapshots_applied", d->applied);
 	fn(ctx, "flows_enforced", cur->snap ? cur->snap->n : 0);
 	fn(ctx, "offload_hw_dscp", d->off != NULL);
-	fn(ctx, "offload_rules", dpf_offload_rules(d->off));
+	fn(ctx, "offload_rules", dp_dpdk_offload_rules(d->off));
 	fn(ctx, "rate_bps", d->rate_bps);
 	note_latency(d);
 	fn(ctx, "table_updates_measured", d->latency_samples);
@@ -934,9 +936,9 @@ static void dpe_stats(struct dp_enforcer *e, void (*fn)(void *ctx, const char *n
 const struct dp_enforcer_class dp_enforcer_dpdk = {
 	.name = "dpdk",
 	.summary = "DPDK fast path: classify, DSCP, strict-priority queues, shaper",
-	.init = dpe_init,
-	.done = dpe_done,
-	.apply = dpe_apply,
-	.collect = dpe_collect,
-	.stats = dpe_stats,
+	.init = dp_dpdk_init,
+	.done = dp_dpdk_done,
+	.apply = dp_dpdk_apply,
+	.collect = dp_dpdk_collect,
+	.stats = dp_dpdk_stats,
 };

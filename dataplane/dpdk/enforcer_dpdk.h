@@ -8,12 +8,12 @@
  *
  * init's args: "[EAL ARGS] -- [OPTION=VALUE]...", split on whitespace. The
  * EAL arguments go to rte_eal_init unless the EAL is already up in this
- * process (then they are ignored); the options go to dpe_opts_parse, and
+ * process (then they are ignored); the options go to dp_dpdk_opts_parse, and
  * init then checks that the ports exist. Options:
  *   rx=PORT      RX port id (default 0)
  *   tx=PORT      TX port id (default 1; may equal rx)
  *   rate=BPS     egress rate in bit/s, suffix k/M/G (x1000); 0 = no shaping (default)
- *   bucket=BYTES shaper bucket (default 64 KiB; clamped as dpf_shaper_init says)
+ *   bucket=BYTES shaper bucket (default 64 KiB; clamped as dp_dpdk_shaper_init says)
  *   dscp=MAP     class -> DSCP, "CLASS:DSCP,..." over the default (classify.h)
  *   burst=N      packets per rx/tx burst, 1..256 (default 32)
  *   qsize=N      packets per class queue (default 1024)
@@ -29,7 +29,7 @@
  *                The worker is an RCU offline thread while it sleeps
  *
  * Flows not in the table are announced by the worker, each once, through a
- * ring (classify.h, struct dpf_unknown_sink); collect reports them with
+ * ring (classify.h, struct dp_dpdk_unknown_sink); collect reports them with
  * their first packet's bytes, so that loomd can list them.
  *
  * The log says at init whether DSCP is marked in hardware or software and
@@ -63,21 +63,21 @@
 extern const struct dp_enforcer_class dp_enforcer_dpdk;
 
 /* offload=MODE */
-enum dpe_offload_mode {
-	DPE_OFFLOAD_AUTO,
-	DPE_OFFLOAD_ON,
-	DPE_OFFLOAD_OFF
+enum dp_dpdk_offload_mode {
+	DP_DPDK_OFFLOAD_AUTO,
+	DP_DPDK_OFFLOAD_ON,
+	DP_DPDK_OFFLOAD_OFF
 };
 
 /* The options after "--", each at its default unless given. */
-struct dpe_opts {
+struct dp_dpdk_opts {
 	uint16_t rx_port, tx_port; /* numbers only: init checks that the ports exist */
 	uint64_t rate_bps;         /* 0: no shaping */
 	uint64_t bucket_bytes;
 	uint16_t burst;
 	uint32_t qsize;
 	struct dp_dscp_map dscp;
-	enum dpe_offload_mode offload_mode;
+	enum dp_dpdk_offload_mode offload_mode;
 	bool bump;        /* bump=on: forward the TX port's RX to the RX port */
 	uint32_t idle_us; /* 0: busy-poll */
 };
@@ -88,6 +88,6 @@ struct dpe_opts {
  * nothing of DPDK (no EAL needed). Returns 0, or -EINVAL (-ENOMEM) with err
  * naming the option; *ret is written only on success.
  */
-int dpe_opts_parse(const char *opts, struct dpe_opts *ret, struct loom_err *err);
+int dp_dpdk_opts_parse(const char *opts, struct dp_dpdk_opts *ret, struct loom_err *err);
 
 #endif

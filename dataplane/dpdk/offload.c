@@ -15,7 +15,7 @@
 #include <rte_flow.h>
 
 /* The rules of one synced table: rules[i] marks flows[i]; catch[0/1] IPv4/IPv6. */
-struct dpf_offload {
+struct dp_dpdk_offload {
 	uint16_t port;
 	size_t n;
 	struct dp_snapshot_flow *flows; /* sorted as a snapshot's (dp_snapshot_find) */
@@ -121,7 +121,7 @@ static void rule_destroy(uint16_t port, struct rte_flow **f)
 	*f = NULL;
 }
 
-static void rules_destroy_all(struct dpf_offload *o)
+static void rules_destroy_all(struct dp_dpdk_offload *o)
 {
 	for (size_t i = 0; i < o->n; i++)
 		rule_destroy(o->port, &o->rules[i]);
@@ -136,14 +136,14 @@ static void rules_destroy_all(struct dpf_offload *o)
 	o->n = 0;
 }
 
-struct dpf_offload *dpf_offload_probe(uint16_t port, struct loom_err *why)
+struct dp_dpdk_offload *dp_dpdk_offload_probe(uint16_t port, struct loom_err *why)
 {
 	static const struct wire_tuple t4 = {
 		.family = 4, .protocol = 17, 1, 2, {10, 0, 0, 1}, {10, 0, 0, 2}};
 	struct wire_tuple t6 = {.family = 6, .protocol = 6, 1, 2, {0}, {0}};
 	struct rte_eth_dev_info info;
 	struct rte_flow_error fe = {0};
-	struct dpf_offload *o;
+	struct dp_dpdk_offload *o;
 	struct rule_spec r;
 	const char *driver = "?";
 
@@ -182,8 +182,8 @@ struct dpf_offload *dpf_offload_probe(uint16_t port, struct loom_err *why)
 	return o;
 }
 
-int dpf_offload_sync(struct dpf_offload *o, const struct dp_snapshot *snap,
-		     const struct dp_dscp_map *map, struct loom_err *why)
+int dp_dpdk_offload_sync(struct dp_dpdk_offload *o, const struct dp_snapshot *snap,
+			 const struct dp_dscp_map *map, struct loom_err *why)
 {
 	struct dp_snapshot old = {.n = o->n, .flows = o->flows};
 	size_t n = snap->n;
@@ -264,7 +264,7 @@ fail:
 	return r;
 }
 
-size_t dpf_offload_rules(const struct dpf_offload *o)
+size_t dp_dpdk_offload_rules(const struct dp_dpdk_offload *o)
 {
 	size_t k = 0;
 
@@ -275,7 +275,7 @@ size_t dpf_offload_rules(const struct dpf_offload *o)
 	return k + (o->catch[0] != NULL) + (o->catch[1] != NULL);
 }
 
-struct dpf_offload *dpf_offload_free(struct dpf_offload *o)
+struct dp_dpdk_offload *dp_dpdk_offload_free(struct dp_dpdk_offload *o)
 {
 	if (!o)
 		return NULL;

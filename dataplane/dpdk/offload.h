@@ -28,7 +28,7 @@
 #include "dataplane/dpdk/classify.h"
 #include "dataplane/table.h"
 
-struct dpf_offload;
+struct dp_dpdk_offload;
 
 /*
  * Asks port's driver (rte_flow_validate) whether it takes the rules above.
@@ -36,7 +36,7 @@ struct dpf_offload;
  * driver has no rte_flow or not these actions; ENOMEM) and the reason in
  * why. why (may be NULL) is written on success too: what the port does.
  */
-struct dpf_offload *dpf_offload_probe(uint16_t port, struct loom_err *why);
+struct dp_dpdk_offload *dp_dpdk_offload_probe(uint16_t port, struct loom_err *why);
 
 /*
  * Makes the NIC mark snap's flows with map's DSCPs: keeps the rules of flows
@@ -44,13 +44,13 @@ struct dpf_offload *dpf_offload_probe(uint16_t port, struct loom_err *why);
  * rules go in before old ones go, so a flow is never unmarked in between).
  * Returns 0, or -errno with the reason in why after destroying every rule.
  */
-int dpf_offload_sync(struct dpf_offload *o, const struct dp_snapshot *snap,
-		     const struct dp_dscp_map *map, struct loom_err *why);
+int dp_dpdk_offload_sync(struct dp_dpdk_offload *o, const struct dp_snapshot *snap,
+			 const struct dp_dscp_map *map, struct loom_err *why);
 
 /* The number of rules installed now (flows plus catch-alls). */
-size_t dpf_offload_rules(const struct dpf_offload *o);
+size_t dp_dpdk_offload_rules(const struct dp_dpdk_offload *o);
 
 /* Destroys every rule and frees o. Accepts NULL; returns NULL. */
-struct dpf_offload *dpf_offload_free(struct dpf_offload *o);
+struct dp_dpdk_offload *dp_dpdk_offload_free(struct dp_dpdk_offload *o);
 
 #endif

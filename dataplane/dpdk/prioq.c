@@ -17,37 +17,37 @@
 #include <rte_ring_peek.h>
 
 /* Written by the producer only. */
-struct dpf_prioq_prod_stats {
+struct dp_dpdk_prioq_prod_stats {
 	uint64_t enq_pkts;
 	uint64_t drop_pkts;
 };
 
 /* Written by the consumer only. */
-struct dpf_prioq_cons_stats {
+struct dp_dpdk_prioq_cons_stats {
 	uint64_t deq_pkts;
 	uint64_t deq_bytes;
 };
 
-struct dpf_prioq {
+struct dp_dpdk_prioq {
 	/* Shared: bit c set => class c may hold packets. Atomic or/and only. */
 	uint64_t nonempty;
 	uint32_t nclasses;
-	struct rte_ring *rings[DPF_PRIOQ_MAX_CLASSES];
+	struct rte_ring *rings[DP_DPDK_PRIOQ_MAX_CLASSES];
 
 	/* Consumer only. */
-	struct dpf_prioq_cons_stats cons[DPF_PRIOQ_MAX_CLASSES] __rte_cache_aligned;
+	struct dp_dpdk_prioq_cons_stats cons[DP_DPDK_PRIOQ_MAX_CLASSES] __rte_cache_aligned;
 
-	struct dpf_prioq_prod_stats prod[DPF_PRIOQ_MAX_CLASSES] __rte_cache_aligned;
+	struct dp_dpdk_prioq_prod_stats prod[DP_DPDK_PRIOQ_MAX_CLASSES] __rte_cache_aligned;
 };
 
-struct dpf_prioq *dpf_prioq_new(const char *name, uint32_t nclasses, uint32_t ring_size,
-				int socket_id)
+struct dp_dpdk_prioq *dp_dpdk_prioq_new(const char *name, uint32_t nclasses, uint32_t ring_size,
+					int socket_id)
 {
-	struct dpf_prioq *q;
+	struct dp_dpdk_prioq *q;
 	char rname[RTE_RING_NAMESIZE];
 	int err;
 
-	if (!name || !name[0] || nclasses < 1 || nclasses > DPF_PRIOQ_MAX_CLASSES ||
+	if (!name || !name[0] || nclasses < 1 || nclasses > DP_DPDK_PRIOQ_MAX_CLASSES ||
 	    ring_size < 1 || ring_size > RTE_RING_SZ_MASK) {
 		errno = EINVAL;
 		return NULL;
@@ -58,7 +58,7 @@ struct dpf_prioq *dpf_prioq_new(const char *name, uint32_t nclasses, uint32_t ri
 		return NULL;
 	}
 
-	q = rte_zmalloc_socket("dpf_prioq", sizeof(*q), RTE_CACHE_LINE_SIZE, socket_id);
+	q = rte_zmalloc_socket("dp_dpdk_prioq", sizeof(*q), RTE_CACHE_LINE_SIZE, socket_id);
 	if (!q) {
 		errno = ENOMEM;
 		return NULL;
@@ -76,12 +76,12 @@ struct dpf_prioq *dpf_prioq_new(const char *name, uint32_t nclasses, uint32_t ri
 	return q;
 
 fail:
-	dpf_prioq_free(q);
+	dp_dpdk_prioq_free(q);
 	errno = err;
 	return NULL;
 }
 
-struct dpf_prioq *dpf_prioq_free(struct dpf_prioq *q)
+struct dp_dpdk_prioq *dp_dpdk_prioq_free(struct dp_dpdk_prioq *q)
 {
 	void *m;
 
@@ -98,13 +98,13 @@ struct dpf_prioq *dpf_prioq_free(struct dpf_prioq *q)
 	return NULL;
 }
 
-uint32_t dpf_prioq_nclasses(const struct dpf_prioq *q)
+uint32_t dp_dpdk_prioq_nclasses(const struct dp_dpdk_prioq *q)
 {
 	return q->nclasses;
 }
 
-uint16_t dpf_prioq_enqueue_burst(struct dpf_prioq *q, struct rte_mbuf **pkts, const uint8_t *cls,
-				 uint16_t n)
+uint16_t dp_dpdk_prioq_enqueue_burst(struct dp_dpdk_prioq *q, struct rte_mbuf **pkts,
+				     const uint8_t *cls, uint16_t n)
 {
 	const uint32_t lowest = q->nclasses - 1;
 	uint64_t touched = 0;
@@ -127,13 +127,13 @@ uint16_t dpf_prioq_enqueue_burst(struct dpf_prioq *q, struct rte_mbuf **pkts, co
 		done = rte_ring_sp_enqueue_burst(q->rings[c], (void *const *)(pkts + i), run, NULL);
 		if (done)
 			touched |= UINT64_C(1) << c;
-		DPF_COUNT_ADD(q->prod[c].enq_pkts, done);
+		DP_DPDK_COUNT_ADD(q->prod[c].enq_pkts, done);
 		if (done < run) {
 			uint16_t nd = run - done;
 
 			memmove(pkts + ndrop, pkts + i + done, nd * sizeof(*pkts));
 			ndrop += nd;
-			DPF_COUNT_ADD(q->prod[c].drop_pkts, nd);
+			DP_DPDK_COUNT_ADD(q->prod[c].drop_pkts, nd);
 		}
 		i += run;
 	}
@@ -153,7 +153,7 @@ uint16_t dpf_prioq_enqueue_burst(struct dpf_prioq *q, struct rte_mbuf **pkts, co
  * producer's or came first, this and reads it and so sees its ring
  * entries in the recount; if it came after, the bit ends up set.
  */
-static void dpf_prioq_clear_class(struct dpf_prioq *q, uint32_t c)
+static void dp_dpdk_prioq_clear_class(struct dp_dpdk_prioq *q, uint32_t c)
 {
 	const uint64_t bit = UINT64_C(1) << c;
 
@@ -163,8 +163,8 @@ static void dpf_prioq_clear_class(struct dpf_prioq *q, uint32_t c)
 }
 
 /* Unshaped: move up to max packets of class c to out. */
-static uint16_t dpf_prioq_take_class(struct dpf_prioq *q, uint32_t c, struct rte_mbuf **out,
-				     uint16_t max)
+static uint16_t dp_dpdk_prioq_take_class(struct dp_dpdk_prioq *q, uint32_t c, struct rte_mbuf **out,
+					 uint16_t max)
 {
 	unsigned int avail = 0;
 	uint16_t got;
@@ -173,10 +173,10 @@ static uint16_t dpf_prioq_take_class(struct dpf_prioq *q, uint32_t c, struct rte
 	got = rte_ring_sc_dequeue_burst(q->rings[c], (void **)out, max, &avail);
 	for (uint16_t i = 0; i < got; i++)
 		bytes += out[i]->pkt_len;
-	DPF_COUNT_ADD(q->cons[c].deq_pkts, got);
-	DPF_COUNT_ADD(q->cons[c].deq_bytes, bytes);
+	DP_DPDK_COUNT_ADD(q->cons[c].deq_pkts, got);
+	DP_DPDK_COUNT_ADD(q->cons[c].deq_bytes, bytes);
 	if (avail == 0)
-		dpf_prioq_clear_class(q, c);
+		dp_dpdk_prioq_clear_class(q, c);
 	return got;
 }
 
@@ -185,8 +185,9 @@ static uint16_t dpf_prioq_take_class(struct dpf_prioq *q, uint32_t c, struct rte
  * Peeks (rte_ring_peek.h, SC mode) so that a packet the bucket cannot pay
  * for stays in its ring, at its head. Sets *blocked when that happens.
  */
-static uint16_t dpf_prioq_take_class_shaped(struct dpf_prioq *q, uint32_t c, struct rte_mbuf **out,
-					    uint16_t max, struct dpf_shaper *sh, bool *blocked)
+static uint16_t dp_dpdk_prioq_take_class_shaped(struct dp_dpdk_prioq *q, uint32_t c,
+						struct rte_mbuf **out, uint16_t max,
+						struct dp_dpdk_shaper *sh, bool *blocked)
 {
 	unsigned int avail = 0, n;
 	uint16_t got = 0;
@@ -194,7 +195,7 @@ static uint16_t dpf_prioq_take_class_shaped(struct dpf_prioq *q, uint32_t c, str
 
 	n = rte_ring_dequeue_burst_start(q->rings[c], (void **)out, max, &avail);
 	while (got < n) {
-		uint64_t cost = (uint64_t)dpf_wire_bytes(out[got]) * sh->byte_cost;
+		uint64_t cost = (uint64_t)dp_dpdk_wire_bytes(out[got]) * sh->byte_cost;
 
 		if (cost > sh->cap)
 			cost = sh->cap;
@@ -207,15 +208,15 @@ static uint16_t dpf_prioq_take_class_shaped(struct dpf_prioq *q, uint32_t c, str
 		got++;
 	}
 	rte_ring_dequeue_finish(q->rings[c], got);
-	DPF_COUNT_ADD(q->cons[c].deq_pkts, got);
-	DPF_COUNT_ADD(q->cons[c].deq_bytes, bytes);
+	DP_DPDK_COUNT_ADD(q->cons[c].deq_pkts, got);
+	DP_DPDK_COUNT_ADD(q->cons[c].deq_bytes, bytes);
 	if (got == n && avail == 0)
-		dpf_prioq_clear_class(q, c);
+		dp_dpdk_prioq_clear_class(q, c);
 	return got;
 }
 
-uint16_t dpf_prioq_dequeue_burst(struct dpf_prioq *q, struct rte_mbuf **out, uint16_t max,
-				 struct dpf_shaper *sh, uint64_t now_tsc)
+uint16_t dp_dpdk_prioq_dequeue_burst(struct dp_dpdk_prioq *q, struct rte_mbuf **out, uint16_t max,
+				     struct dp_dpdk_shaper *sh, uint64_t now_tsc)
 {
 	uint64_t pending = __atomic_load_n(&q->nonempty, __ATOMIC_ACQUIRE);
 	uint16_t got = 0;
@@ -224,7 +225,7 @@ uint16_t dpf_prioq_dequeue_burst(struct dpf_prioq *q, struct rte_mbuf **out, uin
 	if (sh && sh->rate_bps == 0)
 		sh = NULL;
 	if (sh)
-		dpf_shaper_refill(sh, now_tsc);
+		dp_dpdk_shaper_refill(sh, now_tsc);
 
 	/*
 	 * Walk classes from the highest priority. A class is left only when
@@ -236,27 +237,28 @@ uint16_t dpf_prioq_dequeue_burst(struct dpf_prioq *q, struct rte_mbuf **out, uin
 		uint32_t c = (uint32_t)__builtin_ctzll(pending);
 
 		if (sh)
-			got += dpf_prioq_take_class_shaped(q, c, out + got, max - got, sh,
-							   &blocked);
+			got += dp_dpdk_prioq_take_class_shaped(q, c, out + got, max - got, sh,
+							       &blocked);
 		else
-			got += dpf_prioq_take_class(q, c, out + got, max - got);
+			got += dp_dpdk_prioq_take_class(q, c, out + got, max - got);
 		pending &= pending - 1;
 	}
 	return got;
 }
 
-uint32_t dpf_prioq_count(const struct dpf_prioq *q, uint32_t cls)
+uint32_t dp_dpdk_prioq_count(const struct dp_dpdk_prioq *q, uint32_t cls)
 {
 	if (cls >= q->nclasses)
 		return 0;
 	return rte_ring_count(q->rings[cls]);
 }
 
-int dpf_prioq_stats(const struct dpf_prioq *q, uint32_t cls, struct dpf_prioq_stats *ret_stats)
+int dp_dpdk_prioq_stats(const struct dp_dpdk_prioq *q, uint32_t cls,
+			struct dp_dpdk_prioq_stats *ret_stats)
 {
 	if (cls >= q->nclasses)
 		return -EINVAL;
-	*ret_stats = (struct dpf_prioq_stats){
+	*ret_stats = (struct dp_dpdk_prioq_stats){
 		.enq_pkts = __atomic_load_n(&q->prod[cls].enq_pkts, __ATOMIC_RELAXED),
 		.drop_pkts = __atomic_load_n(&q->prod[cls].drop_pkts, __ATOMIC_RELAXED),
 		.deq_pkts = __atomic_load_n(&q->cons[cls].deq_pkts, __ATOMIC_RELAXED),
@@ -265,10 +267,10 @@ int dpf_prioq_stats(const struct dpf_prioq *q, uint32_t cls, struct dpf_prioq_st
 	return 0;
 }
 
-void dpf_shaper_init(struct dpf_shaper *s, uint64_t rate_bps, uint64_t burst_bytes, uint64_t tsc_hz,
-		     uint64_t now_tsc)
+void dp_dpdk_shaper_init(struct dp_dpdk_shaper *s, uint64_t rate_bps, uint64_t burst_bytes,
+			 uint64_t tsc_hz, uint64_t now_tsc)
 {
-	const uint64_t min_burst = DPF_WIRE_MIN_FRAME_BYTES + DPF_WIRE_OVERHEAD_BYTES;
+	const uint64_t min_burst = DP_DPDK_WIRE_MIN_FRAME_BYTES + DP_DPDK_WIRE_OVERHEAD_BYTES;
 	uint64_t max_burst;
 
 	assert(tsc_hz > 0 && tsc_hz <= (UINT64_C(1) << 40));
@@ -288,7 +290,7 @@ void dpf_shaper_init(struct dpf_shaper *s, uint64_t rate_bps, uint64_t burst_byt
 	s->fill_cycles = rate_bps ? s->cap / rate_bps + 1 : 0;
 }
 
-void dpf_shaper_refill(struct dpf_shaper *s, uint64_t now_tsc)
+void dp_dpdk_shaper_refill(struct dp_dpdk_shaper *s, uint64_t now_tsc)
 {
 	uint64_t elapsed, add;
 
@@ -308,14 +310,14 @@ void dpf_shaper_refill(struct dpf_shaper *s, uint64_t now_tsc)
 		s->tokens += add;
 }
 
-uint64_t dpf_shaper_tokens_bytes(const struct dpf_shaper *s)
+uint64_t dp_dpdk_shaper_tokens_bytes(const struct dp_dpdk_shaper *s)
 {
 	if (s->rate_bps == 0)
 		return UINT64_MAX;
 	return s->tokens / s->byte_cost;
 }
 
-uint64_t dpf_shaper_burst_bytes(const struct dpf_shaper *s)
+uint64_t dp_dpdk_shaper_burst_bytes(const struct dp_dpdk_shaper *s)
 {
 	return s->burst_bytes;
 }

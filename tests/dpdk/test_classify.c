@@ -167,7 +167,7 @@ static struct spec udp6(void)
 	return s;
 }
 
-static void expect_key(const struct dpf_key *k, const struct spec *s)
+static void expect_key(const struct dp_dpdk_key *k, const struct spec *s)
 {
 	assert_int_equal(k->family, s->family);
 	assert_int_equal(k->protocol, s->proto);
@@ -177,10 +177,10 @@ static void expect_key(const struct dpf_key *k, const struct spec *s)
 	assert_memory_equal(k->dst, s->dst, 16);
 }
 
-static int parse_spec(const struct spec *s, struct dpf_key *k, uint32_t *l3)
+static int parse_spec(const struct spec *s, struct dp_dpdk_key *k, uint32_t *l3)
 {
 	struct rte_mbuf *m = mk_spec(s);
-	int r = dpf_parse(m, k, l3);
+	int r = dp_dpdk_parse(m, k, l3);
 
 	rte_pktmbuf_free(m);
 	return r;
@@ -189,7 +189,7 @@ static int parse_spec(const struct spec *s, struct dpf_key *k, uint32_t *l3)
 static void test_parse_ok(void **state)
 {
 	struct spec s;
-	struct dpf_key k;
+	struct dp_dpdk_key k;
 	uint32_t l3;
 	(void)state;
 
@@ -259,35 +259,35 @@ static void test_parse_ok(void **state)
 static void test_parse_not_classifiable(void **state)
 {
 	struct spec s;
-	struct dpf_key k;
+	struct dp_dpdk_key k;
 	uint32_t l3 = 999;
 	(void)state;
 
 	s = tcp4(); /* non-first fragment, last (MF clear) and middle (MF set) */
 	s.frag = 3;
-	assert_int_equal(parse_spec(&s, &k, &l3), -DPF_PARSE_FRAGMENT);
+	assert_int_equal(parse_spec(&s, &k, &l3), -DP_DPDK_PARSE_FRAGMENT);
 	s.frag = RTE_IPV4_HDR_MF_FLAG | 1;
-	assert_int_equal(parse_spec(&s, &k, &l3), -DPF_PARSE_FRAGMENT);
+	assert_int_equal(parse_spec(&s, &k, &l3), -DP_DPDK_PARSE_FRAGMENT);
 
 	s = tcp4(); /* ARP */
 	s.family = 0;
-	assert_int_equal(parse_spec(&s, &k, &l3), -DPF_PARSE_NOT_IP);
+	assert_int_equal(parse_spec(&s, &k, &l3), -DP_DPDK_PARSE_NOT_IP);
 	s.vlan = 1;
-	assert_int_equal(parse_spec(&s, &k, &l3), -DPF_PARSE_NOT_IP);
+	assert_int_equal(parse_spec(&s, &k, &l3), -DP_DPDK_PARSE_NOT_IP);
 	s.vlan = 2; /* ARP inside QinQ */
-	assert_int_equal(parse_spec(&s, &k, &l3), -DPF_PARSE_NOT_IP);
+	assert_int_equal(parse_spec(&s, &k, &l3), -DP_DPDK_PARSE_NOT_IP);
 	s = tcp4(); /* three tags: more than QinQ, not parsed through */
 	s.vlan = 3;
-	assert_int_equal(parse_spec(&s, &k, &l3), -DPF_PARSE_NOT_IP);
+	assert_int_equal(parse_spec(&s, &k, &l3), -DP_DPDK_PARSE_NOT_IP);
 
 	s = tcp4(); /* ICMP */
 	s.proto = IPPROTO_ICMP;
-	assert_int_equal(parse_spec(&s, &k, &l3), -DPF_PARSE_PROTO);
+	assert_int_equal(parse_spec(&s, &k, &l3), -DP_DPDK_PARSE_PROTO);
 	s = udp6(); /* ICMPv6, and a hop-by-hop extension header */
 	s.proto = IPPROTO_ICMPV6;
-	assert_int_equal(parse_spec(&s, &k, &l3), -DPF_PARSE_PROTO);
+	assert_int_equal(parse_spec(&s, &k, &l3), -DP_DPDK_PARSE_PROTO);
 	s.proto = 0;
-	assert_int_equal(parse_spec(&s, &k, &l3), -DPF_PARSE_PROTO);
+	assert_int_equal(parse_spec(&s, &k, &l3), -DP_DPDK_PARSE_PROTO);
 	assert_int_equal(l3, 999); /* outputs untouched */
 
 	/* IHL < 5, version mismatch, total length < IHL */
@@ -300,22 +300,22 @@ static void test_parse_not_classifiable(void **state)
 		len = build(&s, buf, &l4_end);
 		buf[14] = 0x44;
 		m = mk(buf, len);
-		assert_int_equal(dpf_parse(m, &k, &l3), -DPF_PARSE_BAD_HEADER);
+		assert_int_equal(dp_dpdk_parse(m, &k, &l3), -DP_DPDK_PARSE_BAD_HEADER);
 		rte_pktmbuf_free(m);
 		buf[14] = 0x65;
 		m = mk(buf, len);
-		assert_int_equal(dpf_parse(m, &k, &l3), -DPF_PARSE_BAD_HEADER);
+		assert_int_equal(dp_dpdk_parse(m, &k, &l3), -DP_DPDK_PARSE_BAD_HEADER);
 		rte_pktmbuf_free(m);
 		buf[14] = 0x45;
 		buf[16] = 0;
 		buf[17] = 19;
 		m = mk(buf, len);
-		assert_int_equal(dpf_parse(m, &k, &l3), -DPF_PARSE_BAD_HEADER);
+		assert_int_equal(dp_dpdk_parse(m, &k, &l3), -DP_DPDK_PARSE_BAD_HEADER);
 		rte_pktmbuf_free(m);
 		/* IP total length covering the IP header only: L4 truncated */
 		buf[17] = 30;
 		m = mk(buf, len);
-		assert_int_equal(dpf_parse(m, &k, &l3), -DPF_PARSE_TRUNCATED);
+		assert_int_equal(dp_dpdk_parse(m, &k, &l3), -DP_DPDK_PARSE_TRUNCATED);
 		rte_pktmbuf_free(m);
 	}
 }
@@ -325,19 +325,19 @@ static void check_truncations(const struct spec *s)
 {
 	uint8_t buf[2048];
 	size_t l4_end, len = build(s, buf, &l4_end);
-	struct dpf_key k;
+	struct dp_dpdk_key k;
 	uint32_t l3;
 
 	for (size_t n = 0; n < l4_end; n++) {
 		struct rte_mbuf *m = mk(buf, n);
 
-		assert_int_equal(dpf_parse(m, &k, &l3), -DPF_PARSE_TRUNCATED);
+		assert_int_equal(dp_dpdk_parse(m, &k, &l3), -DP_DPDK_PARSE_TRUNCATED);
 		rte_pktmbuf_free(m);
 	}
 	for (size_t n = l4_end; n <= len; n++) {
 		struct rte_mbuf *m = mk(buf, n);
 
-		assert_int_equal(dpf_parse(m, &k, &l3), 0);
+		assert_int_equal(dp_dpdk_parse(m, &k, &l3), 0);
 		rte_pktmbuf_free(m);
 	}
 }
@@ -389,7 +389,7 @@ static void test_parse_fuzz(void **state)
 	for (int i = 0; i < 10000; i++) {
 		size_t len = rnd() % sizeof(buf);
 		struct rte_mbuf *m;
-		struct dpf_key k;
+		struct dp_dpdk_key k;
 		uint32_t l3;
 		int r;
 
@@ -416,8 +416,8 @@ static void test_parse_fuzz(void **state)
 										 IPPROTO_UDP;
 		}
 		m = mk(buf, len);
-		r = dpf_parse(m, &k, &l3);
-		assert_true(r <= 0 && r > -DPF_PARSE_NREASONS);
+		r = dp_dpdk_parse(m, &k, &l3);
+		assert_true(r <= 0 && r > -DP_DPDK_PARSE_NREASONS);
 		if (r == 0) {
 			assert_true(l3 == 14 || l3 == 18);
 			assert_true(k.family == 4 || k.family == 6);
@@ -466,49 +466,49 @@ static void make_snapshot(void)
 
 static void test_ctable(void **state)
 {
-	struct dpf_ctable *t;
+	struct dp_dpdk_ctable *t;
 	struct dp_snapshot bad;
 	struct dp_snapshot_flow bf;
-	struct dpf_key k;
+	struct dp_dpdk_key k;
 	uint32_t l3, slot = 99;
 	(void)state;
 
 	make_snapshot();
-	t = dpf_ctable_new(&snap, (int)rte_socket_id());
+	t = dp_dpdk_ctable_new(&snap, (int)rte_socket_id());
 	assert_non_null(t);
-	assert_int_equal(dpf_ctable_version(t), 42);
-	assert_int_equal(dpf_ctable_nflows(t), 4);
-	assert_int_equal(dpf_ctable_default_class(t), 7);
+	assert_int_equal(dp_dpdk_ctable_version(t), 42);
+	assert_int_equal(dp_dpdk_ctable_nflows(t), 4);
+	assert_int_equal(dp_dpdk_ctable_default_class(t), 7);
 	for (int i = 0; i < 4; i++) {
 		assert_int_equal(parse_spec(&flow_specs[i], &k, &l3), 0);
-		assert_int_equal(dpf_ctable_lookup(t, &k, &slot), snap_flows[i].cls);
+		assert_int_equal(dp_dpdk_ctable_lookup(t, &k, &slot), snap_flows[i].cls);
 		assert_int_equal(slot, i);
 	}
 	k.dst_port++;
-	assert_int_equal(dpf_ctable_lookup(t, &k, NULL), -ENOENT);
-	t = dpf_ctable_free(t);
+	assert_int_equal(dp_dpdk_ctable_lookup(t, &k, NULL), -ENOENT);
+	t = dp_dpdk_ctable_free(t);
 	assert_null(t);
 
 	/* empty, and invalid snapshots */
 	bad = (struct dp_snapshot){.version = 1, .default_class = 3};
-	t = dpf_ctable_new(&bad, SOCKET_ID_ANY);
+	t = dp_dpdk_ctable_new(&bad, SOCKET_ID_ANY);
 	assert_non_null(t);
-	dpf_ctable_free(t);
-	bad.default_class = DPF_MAX_CLASSES;
+	dp_dpdk_ctable_free(t);
+	bad.default_class = DP_DPDK_MAX_CLASSES;
 	errno = 0;
-	assert_null(dpf_ctable_new(&bad, SOCKET_ID_ANY));
+	assert_null(dp_dpdk_ctable_new(&bad, SOCKET_ID_ANY));
 	assert_int_equal(errno, EINVAL);
 	bf = snap_flows[0];
-	bf.cls = DPF_MAX_CLASSES;
+	bf.cls = DP_DPDK_MAX_CLASSES;
 	bad = (struct dp_snapshot){.default_class = 0, .n = 1, .flows = &bf};
-	assert_null(dpf_ctable_new(&bad, SOCKET_ID_ANY));
+	assert_null(dp_dpdk_ctable_new(&bad, SOCKET_ID_ANY));
 	assert_int_equal(errno, EINVAL);
 	bf.cls = 0;
 	bf.tuple.family = 5;
-	assert_null(dpf_ctable_new(&bad, SOCKET_ID_ANY));
+	assert_null(dp_dpdk_ctable_new(&bad, SOCKET_ID_ANY));
 	assert_int_equal(errno, EINVAL);
-	assert_null(dpf_ctable_new(NULL, SOCKET_ID_ANY));
-	dpf_ctable_free(NULL);
+	assert_null(dp_dpdk_ctable_new(NULL, SOCKET_ID_ANY));
+	dp_dpdk_ctable_free(NULL);
 }
 
 /* Many flows: every one is inserted and found with its class and slot. */
@@ -519,7 +519,7 @@ static void test_ctable_many(void **state)
 	};
 	struct dp_snapshot_flow *fl = calloc(N, sizeof(*fl));
 	struct dp_snapshot big = {.version = 9, .default_class = 7, .n = N, .flows = fl};
-	struct dpf_ctable *t;
+	struct dp_dpdk_ctable *t;
 	(void)state;
 
 	assert_non_null(fl);
@@ -530,12 +530,12 @@ static void test_ctable_many(void **state)
 		fl[i].tuple.dst_port = 4791;
 		v4(fl[i].tuple.src, 10, 1, (uint8_t)(i >> 8), (uint8_t)i);
 		v4(fl[i].tuple.dst, 10, 2, 0, 1);
-		fl[i].cls = i % DPF_MAX_CLASSES;
+		fl[i].cls = i % DP_DPDK_MAX_CLASSES;
 	}
-	t = dpf_ctable_new(&big, SOCKET_ID_ANY);
+	t = dp_dpdk_ctable_new(&big, SOCKET_ID_ANY);
 	assert_non_null(t);
 	for (uint32_t i = 0; i < N; i++) {
-		struct dpf_key k;
+		struct dp_dpdk_key k;
 		uint32_t slot;
 
 		memset(&k, 0, sizeof(k));
@@ -545,30 +545,31 @@ static void test_ctable_many(void **state)
 		k.dst_port = 4791;
 		memcpy(k.src, fl[i].tuple.src, 16);
 		memcpy(k.dst, fl[i].tuple.dst, 16);
-		assert_int_equal(dpf_ctable_lookup(t, &k, &slot), (int)(i % DPF_MAX_CLASSES));
+		assert_int_equal(dp_dpdk_ctable_lookup(t, &k, &slot),
+				 (int)(i % DP_DPDK_MAX_CLASSES));
 		assert_int_equal(slot, i);
 	}
-	dpf_ctable_free(t);
+	dp_dpdk_ctable_free(t);
 	free(fl);
 }
 
 static void test_classify_burst(void **state)
 {
-	struct dpf_ctable *t;
-	struct dpf_counters c;
-	struct dpf_flow_counter flows[4];
+	struct dp_dpdk_ctable *t;
+	struct dp_dpdk_counters c;
+	struct dp_dpdk_flow_counter flows[4];
 	struct rte_mbuf *pkts[100];
 	uint8_t cls[100];
-	uint32_t expect_bytes[DPF_MAX_CLASSES] = {0};
-	uint32_t expect_pkts[DPF_MAX_CLASSES] = {0};
+	uint32_t expect_bytes[DP_DPDK_MAX_CLASSES] = {0};
+	uint32_t expect_pkts[DP_DPDK_MAX_CLASSES] = {0};
 	uint32_t n = 0;
 	struct spec s;
 	(void)state;
 
 	make_snapshot();
-	t = dpf_ctable_new(&snap, SOCKET_ID_ANY);
+	t = dp_dpdk_ctable_new(&snap, SOCKET_ID_ANY);
 	assert_non_null(t);
-	dpf_counters_init(&c, flows, 4);
+	dp_dpdk_counters_init(&c, flows, 4);
 
 	/* 100 packets (more than one bulk lookup of 64): per i, a mix. */
 	for (int i = 0; i < 100; i++) {
@@ -594,7 +595,7 @@ static void test_classify_burst(void **state)
 		}
 		pkts[n++] = mk_spec(&s);
 	}
-	assert_int_equal(dpf_classify_burst(t, pkts, (uint16_t)n, cls, &c, NULL), 40);
+	assert_int_equal(dp_dpdk_classify_burst(t, pkts, (uint16_t)n, cls, &c, NULL), 40);
 	for (uint32_t i = 0; i < n; i++) {
 		uint8_t want = i % 5 < 2 ? (uint8_t)snap_flows[(i / 5) % 4].cls : 7;
 
@@ -604,15 +605,15 @@ static void test_classify_burst(void **state)
 		if (i % 5 < 3)
 			assert_int_equal(pkts[i]->l2_len, i % 5 < 2 ? 14 + 4 * (i % 3) : 14);
 	}
-	for (int k = 0; k < DPF_MAX_CLASSES; k++) {
+	for (int k = 0; k < DP_DPDK_MAX_CLASSES; k++) {
 		assert_int_equal(c.class_packets[k], expect_pkts[k]);
 		assert_int_equal(c.class_bytes[k], expect_bytes[k]);
 	}
 	assert_int_equal(c.known, 40);
 	assert_int_equal(c.unknown, 20);
-	assert_int_equal(c.unparseable[DPF_PARSE_PROTO], 20);
-	assert_int_equal(c.unparseable[DPF_PARSE_NOT_IP], 20);
-	assert_int_equal(c.unparseable[DPF_PARSE_TRUNCATED], 0);
+	assert_int_equal(c.unparseable[DP_DPDK_PARSE_PROTO], 20);
+	assert_int_equal(c.unparseable[DP_DPDK_PARSE_NOT_IP], 20);
+	assert_int_equal(c.unparseable[DP_DPDK_PARSE_TRUNCATED], 0);
 	assert_int_equal(c.flows_version, 42);
 	for (int f = 0; f < 4; f++) {
 		uint64_t p = 0, b = 0;
@@ -628,24 +629,24 @@ static void test_classify_burst(void **state)
 	}
 
 	/* Again with the same table: counters add up. */
-	assert_int_equal(dpf_classify_burst(t, pkts, 5, cls, &c, NULL), 2);
+	assert_int_equal(dp_dpdk_classify_burst(t, pkts, 5, cls, &c, NULL), 2);
 	assert_int_equal(c.known, 42);
 	assert_int_equal(flows[0].packets, 12);
 
 	/* A new table version resets per-flow counters; a smaller counter
 	 * array leaves the slots beyond it uncounted. */
-	dpf_ctable_free(t);
+	dp_dpdk_ctable_free(t);
 	snap.version = 43;
-	t = dpf_ctable_new(&snap, SOCKET_ID_ANY);
+	t = dp_dpdk_ctable_new(&snap, SOCKET_ID_ANY);
 	assert_non_null(t);
 	c.nflows = 2;
-	assert_int_equal(dpf_classify_burst(t, pkts, (uint16_t)n, cls, &c, NULL), 40);
+	assert_int_equal(dp_dpdk_classify_burst(t, pkts, (uint16_t)n, cls, &c, NULL), 40);
 	assert_int_equal(c.flows_version, 43);
 	assert_int_equal(flows[0].packets, 10);
 	assert_int_equal(flows[1].packets, 10);
 	assert_int_equal(flows[3].packets, 10); /* beyond nflows: untouched */
 	assert_int_equal(c.known, 82);
-	assert_int_equal(dpf_classify_burst(t, pkts, 0, cls, &c, NULL), 0);
+	assert_int_equal(dp_dpdk_classify_burst(t, pkts, 0, cls, &c, NULL), 0);
 
 	/* With a DSCP map: every parsed packet leaves with its class's DSCP, checksum fixed. */
 	{
@@ -655,7 +656,7 @@ static void test_classify_burst(void **state)
 		dp_dscp_map_default(&map);
 		for (uint32_t i = 0; i < n; i++)
 			pkts[i]->l2_len = 0;
-		assert_int_equal(dpf_classify_burst(t, pkts, (uint16_t)n, cls, &c, &map), 40);
+		assert_int_equal(dp_dpdk_classify_burst(t, pkts, (uint16_t)n, cls, &c, &map), 40);
 		for (uint32_t i = 0; i < n; i++) {
 			const uint8_t *ip =
 				rte_pktmbuf_mtod_offset(pkts[i], const uint8_t *, pkts[i]->l2_len);
@@ -680,7 +681,7 @@ static void test_classify_burst(void **state)
 
 	for (uint32_t i = 0; i < n; i++)
 		rte_pktmbuf_free(pkts[i]);
-	dpf_ctable_free(t);
+	dp_dpdk_ctable_free(t);
 	snap.version = 42;
 }
 
@@ -690,7 +691,7 @@ static void check_v4_dscp(uint8_t tos, uint8_t dscp, int opt_words)
 	struct rte_mbuf *m;
 	struct rte_ipv4_hdr *h, copy[3];
 	uint16_t ck;
-	struct dpf_key k;
+	struct dp_dpdk_key k;
 	uint32_t l3;
 
 	s.tos = tos;
@@ -698,8 +699,8 @@ static void check_v4_dscp(uint8_t tos, uint8_t dscp, int opt_words)
 	s.src[3] = (uint8_t)rnd();
 	s.dst[2] = (uint8_t)rnd();
 	m = mk_spec(&s);
-	assert_int_equal(dpf_parse(m, &k, &l3), 0);
-	dpf_set_dscp(m, l3, dscp);
+	assert_int_equal(dp_dpdk_parse(m, &k, &l3), 0);
+	dp_dpdk_set_dscp(m, l3, dscp);
 	h = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, l3);
 	assert_int_equal(h->type_of_service, (uint8_t)(dscp << 2 | (tos & 3)));
 	/* the incremental checksum equals a full recompute */
@@ -736,7 +737,7 @@ static void test_dscp_v6(void **state)
 		m = mk_spec(&s);
 		ip = rte_pktmbuf_mtod_offset(m, uint8_t *, 14 + 4 * s.vlan);
 		memcpy(before, ip, 40);
-		dpf_set_dscp(m, 14 + 4 * s.vlan, dscp);
+		dp_dpdk_set_dscp(m, 14 + 4 * s.vlan, dscp);
 		assert_int_equal(ip[0] >> 4, 6);
 		assert_int_equal((ip[0] & 0x0f) << 4 | ip[1] >> 4, dscp << 2 | (tc & 3));
 		assert_int_equal(ip[1] & 0x0f, before[1] & 0x0f); /* flow label kept */
@@ -757,14 +758,14 @@ static void test_dscp_bounds(void **state)
 	len = build(&s, buf, &l4_end);
 	m = mk(buf, 30);
 	memcpy(before, buf, 30);
-	dpf_set_dscp(m, 14, 46);
+	dp_dpdk_set_dscp(m, 14, 46);
 	assert_memory_equal(rte_pktmbuf_mtod(m, uint8_t *), before, 30);
-	dpf_set_dscp(m, 1000, 46);
+	dp_dpdk_set_dscp(m, 1000, 46);
 	rte_pktmbuf_free(m);
 	s.family = 0;
 	len = build(&s, buf, &l4_end);
 	m = mk(buf, len);
-	dpf_set_dscp(m, 14, 46);
+	dp_dpdk_set_dscp(m, 14, 46);
 	assert_memory_equal(rte_pktmbuf_mtod(m, uint8_t *), buf, len);
 	rte_pktmbuf_free(m);
 }
@@ -796,28 +797,29 @@ static void test_dscp_map(void **state)
 	(void)state;
 
 	dp_dscp_map_default(&def);
-	for (int k = 0; k < DPF_MAX_CLASSES; k++)
+	for (int k = 0; k < DP_DPDK_MAX_CLASSES; k++)
 		assert_int_equal(def.dscp[k], 8 * (7 - k));
 	assert_int_equal(dp_dscp_map_get(&def, 0), 56);
 	assert_int_equal(dp_dscp_map_get(&def, 200), 0);
 
-	assert_int_equal(dp_dscp_map_parse("0:46,1:34,7:0", DPF_MAX_CLASSES, &map, &err), 0);
+	assert_int_equal(dp_dscp_map_parse("0:46,1:34,7:0", DP_DPDK_MAX_CLASSES, &map, &err), 0);
 	assert_int_equal(map.dscp[0], 46);
 	assert_int_equal(map.dscp[1], 34);
 	assert_int_equal(map.dscp[2], def.dscp[2]);
 	assert_int_equal(map.dscp[7], 0);
-	assert_int_equal(dp_dscp_map_parse("3:63", DPF_MAX_CLASSES, &map, NULL), 0);
+	assert_int_equal(dp_dscp_map_parse("3:63", DP_DPDK_MAX_CLASSES, &map, NULL), 0);
 	assert_int_equal(map.dscp[3], 63);
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct dp_dscp_map m2 = map;
 
 		err.msg[0] = '\0';
-		assert_int_equal(dp_dscp_map_parse(bad[i], DPF_MAX_CLASSES, &m2, &err), -EINVAL);
+		assert_int_equal(dp_dscp_map_parse(bad[i], DP_DPDK_MAX_CLASSES, &m2, &err),
+				 -EINVAL);
 		assert_true(err.msg[0] != '\0');
 		assert_memory_equal(&m2, &map, sizeof(map)); /* untouched */
 	}
-	assert_int_equal(dp_dscp_map_parse(NULL, DPF_MAX_CLASSES, &map, NULL), -EINVAL);
+	assert_int_equal(dp_dscp_map_parse(NULL, DP_DPDK_MAX_CLASSES, &map, NULL), -EINVAL);
 }
 
 int main(void)

@@ -6,7 +6,7 @@
  *    dp_tc_args_parse() (dataplane/enforcer_tc.h);
  *  - dpdk (LOOM_HAVE_DPDK): what follows the first "--" word of the input
  *    (all of it when there is none), as init would pass it, for
- *    dpe_opts_parse() (dataplane/dpdk/enforcer_dpdk.h). No EAL is started.
+ *    dp_dpdk_opts_parse() (dataplane/dpdk/enforcer_dpdk.h). No EAL is started.
  *
  * A refusal must be -EINVAL (or -ENOMEM) with a message naming the enforcer,
  * and leave *ret untouched. Accepted arguments must hold what the enforcer's
@@ -106,7 +106,7 @@ static void fuzz_tc(const char *args)
 #endif
 
 #ifdef LOOM_HAVE_DPDK
-static void dpdk_write(const struct dpe_opts *o, char *out, size_t cap)
+static void dpdk_write(const struct dp_dpdk_opts *o, char *out, size_t cap)
 {
 	static const char *const modes[] = {"auto", "on", "off"};
 	size_t n;
@@ -117,14 +117,14 @@ static void dpdk_write(const struct dpe_opts *o, char *out, size_t cap)
 		o->rx_port, o->tx_port, (unsigned long long)o->rate_bps,
 		(unsigned long long)o->bucket_bytes, o->burst, o->qsize, modes[o->offload_mode],
 		o->bump ? "on" : "off", o->idle_us);
-	for (unsigned int k = 0; k < DPF_MAX_CLASSES && n < cap; k++)
+	for (unsigned int k = 0; k < DP_DPDK_MAX_CLASSES && n < cap; k++)
 		n += (size_t)snprintf(out + n, cap - n, "%s%u:%u", k ? "," : "", k,
 				      o->dscp.dscp[k]);
 	if (n >= cap)
 		abort();
 }
 
-static bool dpdk_same(const struct dpe_opts *a, const struct dpe_opts *b)
+static bool dpdk_same(const struct dp_dpdk_opts *a, const struct dp_dpdk_opts *b)
 {
 	return a->rx_port == b->rx_port && a->tx_port == b->tx_port && a->rate_bps == b->rate_bps &&
 	       a->bucket_bytes == b->bucket_bytes && a->burst == b->burst && a->qsize == b->qsize &&
@@ -132,7 +132,7 @@ static bool dpdk_same(const struct dpe_opts *a, const struct dpe_opts *b)
 	       a->idle_us == b->idle_us && !memcmp(&a->dscp, &b->dscp, sizeof(a->dscp));
 }
 
-/* What init passes to dpe_opts_parse: the text after the first "--" word, or NULL. */
+/* What init passes to dp_dpdk_opts_parse: the text after the first "--" word, or NULL. */
 static const char *after_separator(const char *args)
 {
 	const char *p = args;
@@ -152,7 +152,7 @@ static const char *after_separator(const char *args)
 
 static void fuzz_dpdk(const char *args)
 {
-	struct dpe_opts o, untouched, again;
+	struct dp_dpdk_opts o, untouched, again;
 	struct loom_err err = {{0}};
 	const char *opts = after_separator(args);
 	char out[OUT_MAX];
@@ -160,7 +160,7 @@ static void fuzz_dpdk(const char *args)
 
 	memset(&o, 0xa5, sizeof(o));
 	untouched = o;
-	r = dpe_opts_parse(opts ? opts : args, &o, &err);
+	r = dp_dpdk_opts_parse(opts ? opts : args, &o, &err);
 	if (r < 0) {
 		check_refusal(r, &err, "dpdk enforcer: ");
 		if (memcmp(&o, &untouched, sizeof(o)) != 0)
@@ -170,14 +170,14 @@ static void fuzz_dpdk(const char *args)
 	if (r != 0 || o.burst < 1 || o.burst > 256 || o.qsize < 1 || o.qsize > (1u << 20) ||
 	    o.bucket_bytes > UINT32_MAX || o.idle_us > 1000)
 		abort();
-	if (o.offload_mode != DPE_OFFLOAD_AUTO && o.offload_mode != DPE_OFFLOAD_ON &&
-	    o.offload_mode != DPE_OFFLOAD_OFF)
+	if (o.offload_mode != DP_DPDK_OFFLOAD_AUTO && o.offload_mode != DP_DPDK_OFFLOAD_ON &&
+	    o.offload_mode != DP_DPDK_OFFLOAD_OFF)
 		abort();
-	for (unsigned int k = 0; k < DPF_MAX_CLASSES; k++)
+	for (unsigned int k = 0; k < DP_DPDK_MAX_CLASSES; k++)
 		if (o.dscp.dscp[k] >= 64)
 			abort();
 	dpdk_write(&o, out, sizeof(out));
-	if (dpe_opts_parse(out, &again, &err) != 0 || !dpdk_same(&o, &again))
+	if (dp_dpdk_opts_parse(out, &again, &err) != 0 || !dpdk_same(&o, &again))
 		abort();
 }
 #endif

@@ -4,12 +4,12 @@
  * byte selects one:
  *
  *  - even: the rest is a packet. It is copied into a single-segment mbuf
- *    (truncated to the data room) and given to dpf_parse(). A refusal must be
+ *    (truncated to the data room) and given to dp_dpdk_parse(). A refusal must be
  *    a known reason with the outputs untouched; a parsed packet must have a
  *    family of 4 or 6 and its IP header inside the data. Its DSCP is then
- *    rewritten with dpf_set_dscp() (dscp = first byte >> 1, up to 127: it keeps the low 6 bits), which may change
+ *    rewritten with dp_dpdk_set_dscp() (dscp = first byte >> 1, up to 127: it keeps the low 6 bits), which may change
  *    only the DSCP (and, for IPv4, the header checksum), must write that DSCP
- *    and keep the ECN bits; a second dpf_parse() must give the same key and
+ *    and keep the ECN bits; a second dp_dpdk_parse() must give the same key and
  *    offset. The EAL (--no-huge, in-process) and an mbuf pool are started
  *    once, on the first packet; when the EAL does not start, packets are
  *    skipped and strings still fuzzed.
@@ -49,13 +49,13 @@ static struct rte_mempool *get_pool(void)
 		return pool;
 	tried = true;
 	if (rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv) < 0) {
-		fprintf(stderr, "fuzz_dpf: rte_eal_init failed; skipping packets\n");
+		fprintf(stderr, "fuzz_dpdk_classify: rte_eal_init failed; skipping packets\n");
 		return NULL;
 	}
-	pool = rte_pktmbuf_pool_create("fuzz_dpf", 63, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+	pool = rte_pktmbuf_pool_create("fuzz_dpdk_classify", 63, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
 				       (int)rte_socket_id());
 	if (!pool)
-		fprintf(stderr, "fuzz_dpf: no mbuf pool; skipping packets\n");
+		fprintf(stderr, "fuzz_dpdk_classify: no mbuf pool; skipping packets\n");
 	return pool;
 }
 
@@ -77,7 +77,7 @@ static uint8_t read_ecn(const uint8_t *p)
 static void fuzz_packet(uint8_t dscp, const uint8_t *data, size_t size)
 {
 	struct rte_mempool *mp = get_pool();
-	struct dpf_key key, key2, untouched;
+	struct dp_dpdk_key key, key2, untouched;
 	uint32_t l3_off, l3_off2;
 	struct rte_mbuf *m;
 	uint8_t *d, *copy;
@@ -104,11 +104,11 @@ static void fuzz_packet(uint8_t dscp, const uint8_t *data, size_t size)
 	memset(&key, 0x5a, sizeof(key));
 	untouched = key;
 	l3_off = 0xa5a5a5a5;
-	r = dpf_parse(m, &key, &l3_off);
+	r = dp_dpdk_parse(m, &key, &l3_off);
 	if (memcmp(d, copy, len) != 0)
 		abort(); /* the parser wrote into the packet */
 	if (r < 0) {
-		if (r <= -DPF_PARSE_NREASONS || strcmp(dpf_parse_reason_str(-r), "?") == 0)
+		if (r <= -DP_DPDK_PARSE_NREASONS || strcmp(dp_dpdk_parse_reason_str(-r), "?") == 0)
 			abort();
 		if (memcmp(&key, &untouched, sizeof(key)) != 0 || l3_off != 0xa5a5a5a5)
 			abort();
@@ -121,7 +121,7 @@ static void fuzz_packet(uint8_t dscp, const uint8_t *data, size_t size)
 	if ((d[l3_off] >> 4) != key.family)
 		abort();
 
-	dpf_set_dscp(m, l3_off, dscp);
+	dp_dpdk_set_dscp(m, l3_off, dscp);
 	if (rte_pktmbuf_data_len(m) != len || read_dscp(d + l3_off) != (dscp & 63) ||
 	    read_ecn(d + l3_off) != read_ecn(copy + l3_off))
 		abort();
@@ -133,12 +133,12 @@ static void fuzz_packet(uint8_t dscp, const uint8_t *data, size_t size)
 		if (i >= l3_off && (rel == 1 || (key.family == 4 && (rel == 10 || rel == 11)) ||
 				    (key.family == 6 && rel == 0)))
 			continue;
-		abort(); /* dpf_set_dscp wrote outside the DSCP and checksum */
+		abort(); /* dp_dpdk_set_dscp wrote outside the DSCP and checksum */
 	}
 
 	memset(&key2, 0, sizeof(key2));
 	l3_off2 = 0;
-	if (dpf_parse(m, &key2, &l3_off2) != 0 || l3_off2 != l3_off ||
+	if (dp_dpdk_parse(m, &key2, &l3_off2) != 0 || l3_off2 != l3_off ||
 	    memcmp(&key, &key2, sizeof(key)) != 0)
 		abort();
 out:
@@ -162,10 +162,10 @@ static void fuzz_map(const uint8_t *data, size_t size)
 	memset(&map, 0x5a, sizeof(map));
 	untouched = map;
 	memset(&err, 0, sizeof(err));
-	r = dp_dscp_map_parse(s, DPF_MAX_CLASSES, &map, &err);
+	r = dp_dscp_map_parse(s, DP_DPDK_MAX_CLASSES, &map, &err);
 	if (r != 0 && r != -EINVAL)
 		abort();
-	if (dp_dscp_map_parse(s, DPF_MAX_CLASSES, &map2, NULL) != r)
+	if (dp_dscp_map_parse(s, DP_DPDK_MAX_CLASSES, &map2, NULL) != r)
 		abort();
 	if (r < 0) {
 		if (memcmp(&map, &untouched, sizeof(map)) != 0 || err.msg[0] == '\0' ||
@@ -173,14 +173,14 @@ static void fuzz_map(const uint8_t *data, size_t size)
 			abort();
 		goto out;
 	}
-	for (int k = 0; k < DPF_MAX_CLASSES; k++) {
+	for (int k = 0; k < DP_DPDK_MAX_CLASSES; k++) {
 		if (map.dscp[k] >= 64)
 			abort();
 		n += snprintf(back + n, sizeof(back) - (size_t)n, "%s%d:%u", k ? "," : "", k,
 			      map.dscp[k]);
 	}
 	memset(&map2, 0x5a, sizeof(map2));
-	if (dp_dscp_map_parse(back, DPF_MAX_CLASSES, &map2, NULL) != 0 ||
+	if (dp_dscp_map_parse(back, DP_DPDK_MAX_CLASSES, &map2, NULL) != 0 ||
 	    memcmp(&map, &map2, sizeof(map)) != 0)
 		abort();
 out:

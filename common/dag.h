@@ -22,7 +22,7 @@
  * on the order; the lowest numbered node in it is the one reported.
  *
  * loom_dag_order() allocates nothing when the caller passes both arrays
- * (pol_topo_order() relies on it); loom_dag_csr_init() allocates the CSR
+ * (policy_topo_order() relies on it); loom_dag_csr_init() allocates the CSR
  * it fills. Nothing logs.
  */
 #ifndef LOOM_COMMON_DAG_H

@@ -74,7 +74,7 @@ struct dclas {
 	uint32_t nqueues;
 	double hi[DCLAS_MAX_QUEUES]; /* upper threshold of each queue; last is +inf */
 	bool weighted, job_scope, fair;
-	struct pol_scratch s;
+	struct policy_scratch s;
 	double *share;  /* nqueues * nports: weighted mode budgets */
 	double *wsum;   /* nports: sum of queue weights present at a port */
 	uint64_t *seen; /* nqueues * nports stamps */
@@ -98,7 +98,7 @@ static int dclas_init(struct policy *p, const struct cp_model *m)
 	for (uint32_t q = 0; q < x->nqueues; q++)
 		x->hi[q] = q + 1 == x->nqueues ? INFINITY :
 						 p->opt[OPT_FIRST] * pow(p->opt[OPT_FACTOR], q);
-	r = pol_scratch_init(&x->s, m);
+	r = policy_scratch_init(&x->s, m);
 	if (r < 0) {
 		free(x);
 		return r;
@@ -111,7 +111,7 @@ static int dclas_init(struct policy *p, const struct cp_model *m)
 		free(x->share);
 		free(x->wsum);
 		free(x->seen);
-		pol_scratch_done(&x->s);
+		policy_scratch_done(&x->s);
 		free(x);
 		return -ENOMEM;
 	}
@@ -128,7 +128,7 @@ static void dclas_done(struct policy *p)
 	free(x->share);
 	free(x->wsum);
 	free(x->seen);
-	pol_scratch_done(&x->s);
+	policy_scratch_done(&x->s);
 	free(x);
 	p->priv = NULL;
 }
@@ -226,7 +226,7 @@ static int dclas_decide(struct policy *p, const struct cp_model *m, uint64_t now
 		x->s.key2[c] = x->job_scope ? (double)m->jobs[cf->job].arrival_ns :
 					      (double)cf->release_ns;
 	}
-	d->norder = pol_sort_active(m, d->order, x->s.key, x->s.key2);
+	d->norder = policy_sort_active(m, d->order, x->s.key, x->s.key2);
 	for (uint32_t i = 0; i < d->norder; i++) {
 		uint32_t c = d->order[i], q = (uint32_t)x->s.key[c];
 

@@ -45,7 +45,7 @@ static const struct policy_opt_def blend_opts[] = {
 struct blend {
 	struct policy *h[BLEND_NH]; /* NULL where the weight (p->opt[i]) is 0 */
 	struct policy_decision hd;
-	struct pol_scratch s;
+	struct policy_scratch s;
 };
 
 static void blend_done(struct policy *p)
@@ -57,7 +57,7 @@ static void blend_done(struct policy *p)
 	for (uint32_t i = 0; i < BLEND_NH; i++)
 		policy_free(x->h[i]);
 	policy_decision_done(&x->hd);
-	pol_scratch_done(&x->s);
+	policy_scratch_done(&x->s);
 	free(x);
 	p->priv = NULL;
 }
@@ -71,7 +71,7 @@ static int blend_init(struct policy *p, const struct cp_model *m)
 	if (!x)
 		return -ENOMEM;
 	p->priv = x;
-	r = pol_scratch_init(&x->s, m);
+	r = policy_scratch_init(&x->s, m);
 	if (r == 0)
 		r = policy_decision_init(&x->hd, m);
 	for (uint32_t i = 0; i < BLEND_NH; i++)
@@ -136,7 +136,7 @@ static int blend_decide(struct policy *p, const struct cp_model *m, uint64_t now
 		}
 		first = false;
 	}
-	d->norder = pol_sort_active(m, d->order, x->s.key, x->s.key2);
+	d->norder = policy_sort_active(m, d->order, x->s.key, x->s.key2);
 	if (p->opt[OPT_RATES] != 0) {
 		policy_madd(m, d->order, d->norder, x->s.free_bps, x->s.port_load, d->rate_bps);
 		d->has_rates = true;

@@ -34,7 +34,7 @@ enum clair_kind {
 
 struct clair {
 	enum clair_kind kind;
-	struct pol_scratch s;
+	struct policy_scratch s;
 };
 
 static int clair_init(struct policy *p, const struct cp_model *m, enum clair_kind kind)
@@ -45,7 +45,7 @@ static int clair_init(struct policy *p, const struct cp_model *m, enum clair_kin
 	if (!c)
 		return -ENOMEM;
 	c->kind = kind;
-	r = pol_scratch_init(&c->s, m);
+	r = policy_scratch_init(&c->s, m);
 	if (r < 0) {
 		free(c);
 		return r;
@@ -80,7 +80,7 @@ static void clair_done(struct policy *p)
 
 	if (!c)
 		return;
-	pol_scratch_done(&c->s);
+	policy_scratch_done(&c->s);
 	free(c);
 	p->priv = NULL;
 }
@@ -106,7 +106,7 @@ static double clair_key(const struct clair *c, const struct cp_model *m, uint32_
 	case CLAIR_SEBF:
 		break;
 	}
-	return pol_coflow_bottleneck_s(m, ci, c->s.port_load);
+	return policy_coflow_bottleneck_s(m, ci, c->s.port_load);
 }
 
 static int clair_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns,
@@ -117,7 +117,7 @@ static int clair_decide(struct policy *p, const struct cp_model *m, uint64_t now
 	(void)now_ns;
 	for (uint32_t a = 0; a < m->nactive; a++)
 		c->s.key[m->active[a]] = clair_key(c, m, m->active[a]);
-	d->norder = pol_sort_active(m, d->order, c->s.key, NULL);
+	d->norder = policy_sort_active(m, d->order, c->s.key, NULL);
 	policy_madd(m, d->order, d->norder, c->s.free_bps, c->s.port_load, d->rate_bps);
 	d->has_rates = true;
 	return 0;

@@ -76,7 +76,7 @@ int policy_graph_init(struct policy_graph *g, const struct cp_model *m)
 	}
 	for (size_t c = 0; c < nc; c++)
 		g->node_of[c] = CP_NONE;
-	r = pol_topo_order(m, g->topo, g->stack); /* stack is free until the first build */
+	r = policy_topo_order(m, g->topo, g->stack); /* stack is free until the first build */
 	if (r < 0)
 		policy_graph_done(g);
 	return r;
@@ -185,7 +185,7 @@ static void build_job(struct policy_graph *g, const struct cp_model *m, uint32_t
 	const struct cp_job *jb = &m->jobs[j];
 	const uint32_t *topo = &g->topo[jb->first_coflow];
 	uint32_t first = g->nnodes;
-	double job_bn = pol_job_bottleneck_s(m, j, g->port_load);
+	double job_bn = policy_job_bottleneck_s(m, j, g->port_load);
 	double age_s = now_ns > jb->arrival_ns ? (double)(now_ns - jb->arrival_ns) * 1e-9 : 0;
 
 	/* nodes in topological order; depth from the unfinished parents */
@@ -233,7 +233,7 @@ static void build_job(struct policy_graph *g, const struct cp_model *m, uint32_t
 				tail = t;
 		}
 		g->height[c] = h;
-		bn = pol_coflow_bottleneck_s(m, c, g->port_load);
+		bn = policy_coflow_bottleneck_s(m, c, g->port_load);
 		g->path_s[c] = bn + tail;
 		/* the features that walk c's flows, while we are here */
 		flow_pass(g, m, cf, &longest, &cont);

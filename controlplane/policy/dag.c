@@ -47,7 +47,7 @@ enum dag_kind {
 struct dag {
 	enum dag_kind kind;
 	bool weighted;
-	struct pol_scratch s;
+	struct policy_scratch s;
 	uint32_t *topo;     /* ncoflows: each job's coflows in topological order */
 	double *path_s;     /* ncoflows: L(c) */
 	uint64_t *job_seen; /* njobs: decision stamp */
@@ -57,7 +57,7 @@ struct dag {
 
 static void dag_free(struct dag *x)
 {
-	pol_scratch_done(&x->s);
+	policy_scratch_done(&x->s);
 	free(x->topo);
 	free(x->path_s);
 	free(x->job_seen);
@@ -73,7 +73,7 @@ static int topo_sort(struct dag *x, const struct cp_model *m)
 
 	if (!indeg)
 		return -ENOMEM;
-	r = pol_topo_order(m, x->topo, indeg);
+	r = policy_topo_order(m, x->topo, indeg);
 	free(indeg);
 	return r;
 }
@@ -85,7 +85,7 @@ static int dag_init(struct policy *p, const struct cp_model *m, enum dag_kind ki
 
 	if (!x)
 		return -ENOMEM;
-	r = pol_scratch_init(&x->s, m);
+	r = policy_scratch_init(&x->s, m);
 	if (r < 0) {
 		free(x);
 		return r;
@@ -147,7 +147,7 @@ static void job_paths(struct dag *x, const struct cp_model *m, uint32_t j)
 			if (t > tail)
 				tail = t;
 		}
-		x->path_s[c] = pol_coflow_bottleneck_s(m, c, x->s.port_load) + tail;
+		x->path_s[c] = policy_coflow_bottleneck_s(m, c, x->s.port_load) + tail;
 	}
 }
 
@@ -166,7 +166,7 @@ static int dag_decide(struct policy *p, const struct cp_model *m, uint64_t now_n
 		x->job_seen[j] = x->gen;
 		job_paths(x, m, j);
 		if (x->kind == DAG_SRJF)
-			x->job_key[j] = pol_job_bottleneck_s(m, j, x->s.port_load) /
+			x->job_key[j] = policy_job_bottleneck_s(m, j, x->s.port_load) /
 					(x->weighted ? m->jobs[j].weight : 1.0);
 	}
 	for (uint32_t a = 0; a < m->nactive; a++) {
@@ -180,7 +180,7 @@ static int dag_decide(struct policy *p, const struct cp_model *m, uint64_t now_n
 			x->s.key2[c] = -x->path_s[c];
 		}
 	}
-	d->norder = pol_sort_active(m, d->order, x->s.key, x->s.key2);
+	d->norder = policy_sort_active(m, d->order, x->s.key, x->s.key2);
 	policy_madd(m, d->order, d->norder, x->s.free_bps, x->s.port_load, d->rate_bps);
 	d->has_rates = true;
 	return 0;

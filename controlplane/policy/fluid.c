@@ -37,22 +37,22 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
 }
 
 /* Port classes for the backfill's conservation rule. */
-static inline bool host_up(const struct pol_fluid *f, uint32_t p)
+static inline bool host_up(const struct policy_fluid *f, uint32_t p)
 {
 	return p < f->nhosts;
 }
 
-static inline bool host_down(const struct pol_fluid *f, uint32_t p)
+static inline bool host_down(const struct policy_fluid *f, uint32_t p)
 {
 	return p >= f->nhosts && p < 2 * f->nhosts;
 }
 
-int pol_fluid_init(struct pol_fluid *f, const struct cp_model *m)
+int policy_fluid_init(struct policy_fluid *f, const struct cp_model *m)
 {
 	uint32_t np = m->topo ? m->topo->nports : 0;
 
 	memset(f, 0, sizeof(*f));
-	f->work_left = POL_FLUID_WORK_ANY;
+	f->work_left = POLICY_FLUID_WORK_ANY;
 	if (!m->topo)
 		return -EINVAL;
 	f->nports = np;
@@ -69,7 +69,7 @@ int pol_fluid_init(struct pol_fluid *f, const struct cp_model *m)
 	f->bs_fill = calloc(np ? np : 1, sizeof(uint32_t));
 	if (!f->cap_bps || !f->thr_bps || !f->free_bps || !f->acc || !f->port_stamp || !f->local ||
 	    !f->bs_load || !f->bs_pfirst || !f->bs_fill) {
-		pol_fluid_done(f);
+		policy_fluid_done(f);
 		return -ENOMEM;
 	}
 	for (uint32_t p = 0; p < np; p++) {
@@ -86,7 +86,7 @@ int pol_fluid_init(struct pol_fluid *f, const struct cp_model *m)
 	return 0;
 }
 
-void pol_fluid_done(struct pol_fluid *f)
+void policy_fluid_done(struct policy_fluid *f)
 {
 	free(f->cap_bps);
 	free(f->thr_bps);
@@ -143,7 +143,7 @@ void pol_fluid_done(struct pol_fluid *f)
 }
 
 /* Sizes the per-coflow and per-job arrays for n coflows and nj jobs. */
-static int size_coflows(struct pol_fluid *f, uint32_t n, uint32_t nj)
+static int size_coflows(struct policy_fluid *f, uint32_t n, uint32_t nj)
 {
 	if (n + 1 > f->ncap) {
 		uint32_t c = f->ncap;
@@ -203,7 +203,7 @@ static int size_coflows(struct pol_fluid *f, uint32_t n, uint32_t nj)
 	return 0;
 }
 
-static int push_demand(struct pol_fluid *f, uint32_t *nd, uint32_t port, double bits)
+static int push_demand(struct policy_fluid *f, uint32_t *nd, uint32_t port, double bits)
 {
 	if (*nd + 1 > f->ndcap) {
 		uint32_t c = f->ndcap;
@@ -253,7 +253,7 @@ static int push_demand(struct pol_fluid *f, uint32_t *nd, uint32_t port, double 
 }
 
 /* Adds coflow c's bits still to move to its demand vector (entries from *nd on). */
-static int add_coflow_demand(struct pol_fluid *f, const struct cp_model *m, uint32_t c,
+static int add_coflow_demand(struct policy_fluid *f, const struct cp_model *m, uint32_t c,
 			     uint32_t *nd)
 {
 	const struct cp_coflow *cf = &m->coflows[c];
@@ -300,10 +300,10 @@ static double ns_from(uint64_t t_ns, uint64_t now_ns)
 	return -(double)(now_ns - t_ns) * 1e-9;
 }
 
-static double path_s(struct pol_fluid *f, uint32_t i);
+static double path_s(struct policy_fluid *f, uint32_t i);
 
 /* The rollout's demands from the snapshot's: every entry live, in snapshot order. */
-static void load_demands(struct pol_fluid *f)
+static void load_demands(struct policy_fluid *f)
 {
 	uint32_t nd = f->dstart[f->n];
 
@@ -320,7 +320,7 @@ static void load_demands(struct pol_fluid *f)
  * from one), as no rate exceeds a port's capacity; a little slack covers the
  * rollouts' completion tolerances.
  */
-static void job_floors(struct pol_fluid *f)
+static void job_floors(struct policy_fluid *f)
 {
 	/* path_s() of the snapshot: the rollout's bits as they are now */
 	load_demands(f);
@@ -343,7 +343,7 @@ static void job_floors(struct pol_fluid *f)
 		f->jlb_s[j] = f->jlb_s[j] * (1 - 1e-6) - 1e-6;
 }
 
-int pol_fluid_build(struct pol_fluid *f, const struct cp_model *m, uint64_t now_ns)
+int policy_fluid_build(struct policy_fluid *f, const struct cp_model *m, uint64_t now_ns)
 {
 	uint32_t n = 0, nj = 0, nd = 0, nk = 0;
 
@@ -431,7 +431,7 @@ int pol_fluid_build(struct pol_fluid *f, const struct cp_model *m, uint64_t now_
 }
 
 /* Inserts coflow i into the schedulable list, ordered by (rnow, index). */
-static void act_insert(struct pol_fluid *f, uint32_t i)
+static void act_insert(struct policy_fluid *f, uint32_t i)
 {
 	uint32_t pos = f->nact;
 
@@ -458,7 +458,7 @@ static void act_insert(struct pol_fluid *f, uint32_t i)
  * fabric with racks the backfill is left out (it cannot be balanced port by
  * port there), which only makes the model more pessimistic.
  */
-static void allocate(struct pol_fluid *f)
+static void allocate(struct policy_fluid *f)
 {
 	/* ports with capacity left (all, host uplinks, host downlinks): none left, nothing moves */
 	uint32_t nfree = 0, nfree_up = 0, nfree_down = 0;
@@ -554,7 +554,7 @@ static void allocate(struct pol_fluid *f)
  * Seconds until coflow i's last demand drains at the current rates (INFINITY:
  * never); lowers *drain to the time its first demand drains.
  */
-static double time_left_s(const struct pol_fluid *f, uint32_t i, double *drain)
+static double time_left_s(const struct policy_fluid *f, uint32_t i, double *drain)
 {
 	double t = 0;
 
@@ -576,7 +576,7 @@ static double time_left_s(const struct pol_fluid *f, uint32_t i, double *drain)
 	return t;
 }
 
-static void job_coflow_done(struct pol_fluid *f, uint32_t i, double t)
+static void job_coflow_done(struct policy_fluid *f, uint32_t i, double t)
 {
 	uint32_t j = f->job[i];
 
@@ -588,7 +588,7 @@ static void job_coflow_done(struct pol_fluid *f, uint32_t i, double t)
 }
 
 /* Coflow i finished at t: its children may become ready. */
-static void complete(struct pol_fluid *f, uint32_t i, double t)
+static void complete(struct policy_fluid *f, uint32_t i, double t)
 {
 	f->state[i] = CP_COFLOW_DONE;
 	for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++)
@@ -612,7 +612,7 @@ static void complete(struct pol_fluid *f, uint32_t i, double t)
 }
 
 /* Releases every READY coflow due by t; a coflow with nothing to move completes at once. */
-static void release_due(struct pol_fluid *f, double t)
+static void release_due(struct policy_fluid *f, double t)
 {
 	bool again = true;
 
@@ -635,7 +635,7 @@ static void release_due(struct pol_fluid *f, double t)
 }
 
 /* Seconds coflow i needs alone on the empty fabric for what it has left. */
-static double bottleneck_s(const struct pol_fluid *f, uint32_t i)
+static double bottleneck_s(const struct policy_fluid *f, uint32_t i)
 {
 	double b = 0;
 
@@ -646,7 +646,7 @@ static double bottleneck_s(const struct pol_fluid *f, uint32_t i)
 }
 
 /* Remaining critical path of coflow i: its bottleneck, then its longest child path. */
-static double path_s(struct pol_fluid *f, uint32_t i)
+static double path_s(struct policy_fluid *f, uint32_t i)
 {
 	double tail = 0;
 
@@ -663,7 +663,7 @@ static double path_s(struct pol_fluid *f, uint32_t i)
 }
 
 /* Job j's bottleneck over all its unfinished coflows, s (snapshot coflows of a job are contiguous). */
-static double job_bottleneck_s(struct pol_fluid *f, uint32_t first, uint32_t j)
+static double job_bottleneck_s(struct policy_fluid *f, uint32_t first, uint32_t j)
 {
 	double worst = 0;
 	uint32_t end = first;
@@ -693,7 +693,7 @@ static double job_bottleneck_s(struct pol_fluid *f, uint32_t first, uint32_t j)
  * Sincronia's BSSI over the schedulable list (controlplane/policy/sincronia.c
  * on the fluid state): fills the order from the back; key[i] = position.
  */
-static void bssi(struct pol_fluid *f)
+static void bssi(struct policy_fluid *f)
 {
 	uint32_t left = f->nact, front = 0;
 
@@ -780,32 +780,32 @@ static void bssi(struct pol_fluid *f)
 
 static int cmp_keys(const void *a, const void *b, void *arg)
 {
-	const struct pol_fluid *f = arg;
+	const struct policy_fluid *f = arg;
 	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
 
 	if (f->key[i] != f->key[j])
 		return f->key[i] < f->key[j] ? -1 : 1;
 	if (f->key2[i] != f->key2[j])
 		return f->key2[i] < f->key2[j] ? -1 : 1;
-	/* as the policies break ties (pol_sort_active): earlier release, then index */
+	/* as the policies break ties (policy_sort_active): earlier release, then index */
 	if (f->rel_s[i] != f->rel_s[j])
 		return f->rel_s[i] < f->rel_s[j] ? -1 : 1;
 	return i < j ? -1 : i > j;
 }
 
 /* Re-sorts the schedulable list by rule. */
-static void rerank(struct pol_fluid *f, enum pol_fluid_rule rule)
+static void rerank(struct policy_fluid *f, enum policy_fluid_rule rule)
 {
-	if (rule == POL_FLUID_FROZEN || f->nact < 2)
+	if (rule == POLICY_FLUID_FROZEN || f->nact < 2)
 		return;
-	if (rule == POL_FLUID_SRJF || rule == POL_FLUID_WSRJF || rule == POL_FLUID_CPF ||
-	    rule == POL_FLUID_WCPF) {
+	if (rule == POLICY_FLUID_SRJF || rule == POLICY_FLUID_WSRJF || rule == POLICY_FLUID_CPF ||
+	    rule == POLICY_FLUID_WCPF) {
 		for (uint32_t i = 0; i < f->n; i++)
 			f->path[i] = -1;
 		for (uint32_t j = 0; j < f->nj; j++)
 			f->jkey[j] = -1;
 	}
-	if (rule == POL_FLUID_BSSI) {
+	if (rule == POLICY_FLUID_BSSI) {
 		for (uint32_t a = 0; a < f->nact; a++)
 			f->key2[f->act[a]] = 0;
 		bssi(f);
@@ -817,13 +817,13 @@ static void rerank(struct pol_fluid *f, enum pol_fluid_rule rule)
 
 		f->key2[i] = 0;
 		switch (rule) {
-		case POL_FLUID_SEBF:
+		case POLICY_FLUID_SEBF:
 			f->key[i] = bottleneck_s(f, i);
 			break;
-		case POL_FLUID_WSEBF:
+		case POLICY_FLUID_WSEBF:
 			f->key[i] = bottleneck_s(f, i) / f->jweight[j];
 			break;
-		case POL_FLUID_LCF: {
+		case POLICY_FLUID_LCF: {
 			double bits = 0;
 
 			/* every port's demand: twice the bits on the big switch, a constant factor */
@@ -832,35 +832,35 @@ static void rerank(struct pol_fluid *f, enum pol_fluid_rule rule)
 			f->key[i] = bits;
 			break;
 		}
-		case POL_FLUID_SRJF:
-		case POL_FLUID_WSRJF:
+		case POLICY_FLUID_SRJF:
+		case POLICY_FLUID_WSRJF:
 			if (f->jkey[j] < 0) {
 				uint32_t first = i;
 
 				while (first > 0 && f->job[first - 1] == j)
 					first--;
 				f->jkey[j] = job_bottleneck_s(f, first, j);
-				if (rule == POL_FLUID_WSRJF)
+				if (rule == POLICY_FLUID_WSRJF)
 					f->jkey[j] /= f->jweight[j];
 			}
 			f->key[i] = f->jkey[j];
 			f->key2[i] = -path_s(f, i);
 			break;
-		case POL_FLUID_FIFO:
+		case POLICY_FLUID_FIFO:
 			f->key[i] = f->rel_s[i];
 			break;
-		case POL_FLUID_NCF:
+		case POLICY_FLUID_NCF:
 			f->key[i] = f->width[i];
 			break;
-		case POL_FLUID_CPF:
+		case POLICY_FLUID_CPF:
 			f->key[i] = -path_s(f, i);
 			break;
-		case POL_FLUID_WCPF:
+		case POLICY_FLUID_WCPF:
 			f->key[i] = -f->jweight[j] * path_s(f, i);
 			break;
-		case POL_FLUID_FROZEN:
-		case POL_FLUID_BSSI:
-		case POL_FLUID_NRULES:
+		case POLICY_FLUID_FROZEN:
+		case POLICY_FLUID_BSSI:
+		case POLICY_FLUID_NRULES:
 			break;
 		}
 	}
@@ -868,7 +868,7 @@ static void rerank(struct pol_fluid *f, enum pol_fluid_rule rule)
 }
 
 /* Puts the rollout state back to the snapshot; the schedulable list by rank. */
-static void reset(struct pol_fluid *f)
+static void reset(struct policy_fluid *f)
 {
 	f->nact = 0;
 	f->nready = 0;
@@ -891,7 +891,8 @@ static void reset(struct pol_fluid *f)
 	}
 }
 
-uint32_t pol_fluid_order(struct pol_fluid *f, enum pol_fluid_rule rule, uint32_t *ret_order)
+uint32_t policy_fluid_order(struct policy_fluid *f, enum policy_fluid_rule rule,
+			    uint32_t *ret_order)
 {
 	for (uint32_t i = 0; i < f->n; i++)
 		f->rank[i] = 0;
@@ -905,8 +906,8 @@ uint32_t pol_fluid_order(struct pol_fluid *f, enum pol_fluid_rule rule, uint32_t
 	return f->nact;
 }
 
-/* The least the run from t on can cost in all (pol_fluid_run's bound). */
-static double cost_floor(const struct pol_fluid *f, double t, double end)
+/* The least the run from t on can cost in all (policy_fluid_run's bound). */
+static double cost_floor(const struct policy_fluid *f, double t, double end)
 {
 	double c = f->done_cost;
 
@@ -916,7 +917,8 @@ static double cost_floor(const struct pol_fluid *f, double t, double end)
 	return c;
 }
 
-double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horizon_s, double bound)
+double policy_fluid_run(struct policy_fluid *f, enum policy_fluid_rule rule, double horizon_s,
+			double bound)
 {
 	double t = 0, cost = 0, end = horizon_s > 0 ? horizon_s : INFINITY;
 	bool resort = false;

@@ -3,13 +3,13 @@
  * controlplane/policy/fluid: a coflow-level fluid model of the fabric, the
  * forward model of the lookahead policy (private to controlplane/policy).
  *
- * A snapshot of a running model is taken at one instant (pol_fluid_build):
+ * A snapshot of a running model is taken at one instant (policy_fluid_build):
  * every unfinished coflow of every job that has arrived, as a sparse vector
  * of the bits it still has to move through each port, its DAG edges with
  * their compute delays, and its release state. Jobs that have not arrived
  * are not in it: the model knows only what a live controller knows.
  *
- * A rollout (pol_fluid_run) then plays the snapshot forward. Between events
+ * A rollout (policy_fluid_run) then plays the snapshot forward. Between events
  * rates are constant: the schedulable coflows, in priority order, first get
  * MADD (each port demand of a coflow at the rate that finishes them all at
  * its bottleneck time on the capacity earlier coflows left; a coflow with a
@@ -19,7 +19,7 @@
  * drains (its port's capacity goes to the others, as a finished flow's does
  * in the engine), a coflow is released (its parents done, plus the edge's
  * compute delay). The first interval follows the ranks given; from the first
- * completion or release on, a rule re-orders (enum pol_fluid_rule), as the
+ * completion or release on, a rule re-orders (enum policy_fluid_rule), as the
  * base policy would when the engine consults it.
  *
  * What it leaves out, against the flow-level engine (controlplane/sim): the
@@ -43,29 +43,29 @@
 
 #include "controlplane/model/model.h"
 
-#define POL_FLUID_WORK_ANY UINT64_MAX
+#define POLICY_FLUID_WORK_ANY UINT64_MAX
 
 /*
  * How a rollout completes the order after its first interval: the ranks it
  * was given, frozen (released coflows inherit their parent's), or re-sorted
  * at every event by a heuristic computed on the fluid state.
  */
-enum pol_fluid_rule {
-	POL_FLUID_FROZEN = 0,
-	POL_FLUID_SEBF,  /* smallest remaining bottleneck x * max_p D_p / cap_p first */
-	POL_FLUID_LCF,   /* least remaining bits first */
-	POL_FLUID_SRJF,  /* jobs by remaining job bottleneck; in a job, longest remaining path */
-	POL_FLUID_WSRJF, /* the same with the job bottleneck divided by its weight */
-	POL_FLUID_WSEBF, /* sebf's bottleneck divided by the job's weight (Smith's rule) */
-	POL_FLUID_FIFO,  /* earliest release first */
-	POL_FLUID_NCF,   /* fewest flows first */
-	POL_FLUID_CPF,   /* longest remaining critical path first */
-	POL_FLUID_WCPF,  /* largest weight x remaining critical path first */
-	POL_FLUID_BSSI,  /* Sincronia's bottleneck-select-scale-iterate, job weights */
-	POL_FLUID_NRULES,
+enum policy_fluid_rule {
+	POLICY_FLUID_FROZEN = 0,
+	POLICY_FLUID_SEBF,  /* smallest remaining bottleneck x * max_p D_p / cap_p first */
+	POLICY_FLUID_LCF,   /* least remaining bits first */
+	POLICY_FLUID_SRJF,  /* jobs by remaining job bottleneck; in a job, longest remaining path */
+	POLICY_FLUID_WSRJF, /* the same with the job bottleneck divided by its weight */
+	POLICY_FLUID_WSEBF, /* sebf's bottleneck divided by the job's weight (Smith's rule) */
+	POLICY_FLUID_FIFO,  /* earliest release first */
+	POLICY_FLUID_NCF,   /* fewest flows first */
+	POLICY_FLUID_CPF,   /* longest remaining critical path first */
+	POLICY_FLUID_WCPF,  /* largest weight x remaining critical path first */
+	POLICY_FLUID_BSSI,  /* Sincronia's bottleneck-select-scale-iterate, job weights */
+	POLICY_FLUID_NRULES,
 };
 
-struct pol_fluid {
+struct policy_fluid {
 	/* the fabric */
 	uint32_t nports, nhosts;
 	bool racks;
@@ -113,7 +113,7 @@ struct pol_fluid {
 
 	/* rollout state */
 	double *tleft;   /* n: seconds to finish at the current rates */
-	double *rank;    /* n: priority, lower first (input of pol_fluid_run) */
+	double *rank;    /* n: priority, lower first (input of policy_fluid_run) */
 	double *rnow;    /* n: rank in the rollout (inherited on release) */
 	uint8_t *state;  /* n */
 	uint8_t *moving; /* n: the last allocation gave coflow i a rate (else its drate is stale) */
@@ -130,7 +130,7 @@ struct pol_fluid {
 	double first_s;    /* the last run's first interval: when its first event came, s */
 	uint32_t live_act; /* live demands of the schedulable coflows */
 	/*
-	 * The work runs may still do (POL_FLUID_WORK_ANY, the initial value:
+	 * The work runs may still do (POLICY_FLUID_WORK_ANY, the initial value:
 	 * in effect no limit), counted per event as the live demands of the
 	 * schedulable coflows plus a little: set by the caller, lowered by
 	 * every run. A run that would exceed it stops, returns INFINITY and
@@ -151,20 +151,20 @@ struct pol_fluid {
 	uint8_t *bs_placed;  /* n */
 };
 
-/* Readies f for models on m's fabric (bound). 0 or -errno. Free with pol_fluid_done(). */
-int pol_fluid_init(struct pol_fluid *f, const struct cp_model *m);
-void pol_fluid_done(struct pol_fluid *f);
+/* Readies f for models on m's fabric (bound). 0 or -errno. Free with policy_fluid_done(). */
+int policy_fluid_init(struct policy_fluid *f, const struct cp_model *m);
+void policy_fluid_done(struct policy_fluid *f);
 
 /*
  * Takes the snapshot of m at now_ns (m synced: remaining bytes exact).
  * Returns the number of coflows in it, or -ENOMEM.
  */
-int pol_fluid_build(struct pol_fluid *f, const struct cp_model *m, uint64_t now_ns);
+int policy_fluid_build(struct policy_fluid *f, const struct cp_model *m, uint64_t now_ns);
 
 /*
  * Plays the snapshot forward with f->rank[i] set by the caller for every
  * coflow of the snapshot: the order until the first event; after it, rule
- * orders (POL_FLUID_FROZEN: the ranks stay, a coflow released in the rollout
+ * orders (POLICY_FLUID_FROZEN: the ranks stay, a coflow released in the rollout
  * takes the rank of the parent that released it). Stops when every job of
  * the snapshot is done or at horizon_s (> 0; 0 = no horizon). Returns the
  * cost: the sum over the snapshot's jobs of weight x the time each spends
@@ -181,13 +181,15 @@ int pol_fluid_build(struct pol_fluid *f, const struct cp_model *m, uint64_t now_
  * the cost without a bound, and a run that would cost less than bound is
  * never cut short (test_lookahead checks both).
  */
-double pol_fluid_run(struct pol_fluid *f, enum pol_fluid_rule rule, double horizon_s, double bound);
+double policy_fluid_run(struct policy_fluid *f, enum policy_fluid_rule rule, double horizon_s,
+			double bound);
 
 /*
  * The order rule gives the snapshot's schedulable coflows now, as model
  * coflow indices into ret_order (room for the snapshot's coflows); returns
  * their count. Overwrites f->rank.
  */
-uint32_t pol_fluid_order(struct pol_fluid *f, enum pol_fluid_rule rule, uint32_t *ret_order);
+uint32_t policy_fluid_order(struct policy_fluid *f, enum policy_fluid_rule rule,
+			    uint32_t *ret_order);
 
 #endif

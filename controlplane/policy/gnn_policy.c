@@ -75,7 +75,7 @@ struct gnnp {
 	float *prior_pos;          /* ncoflows: place in the prior's order (scratch) */
 	struct policy_decision td; /* a labelling teacher's decision (sized on first use) */
 	struct policy_graph g;
-	struct pol_scratch s;
+	struct policy_scratch s;
 	float *scores;         /* ncoflows */
 	float *work;           /* ncoflows */
 	uint32_t *perm;        /* ncoflows */
@@ -94,7 +94,7 @@ static void gnnp_free(struct gnnp *x)
 	policy_decision_done(&x->td);
 	free(x->prior_pos);
 	policy_graph_done(&x->g);
-	pol_scratch_done(&x->s);
+	policy_scratch_done(&x->s);
 	free(x->scores);
 	free(x->work);
 	free(x->perm);
@@ -215,7 +215,7 @@ static int gnn_init(struct policy *p, const struct cp_model *m)
 		gnnp_free(x);
 		return r;
 	}
-	r = pol_scratch_init(&x->s, m);
+	r = policy_scratch_init(&x->s, m);
 	if (r < 0) {
 		gnnp_free(x);
 		return r;

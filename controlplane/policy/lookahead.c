@@ -68,34 +68,35 @@ static const char *const base_choices[] = {
 	"fair",      "cpf",  "wcpf",  "gnn",  "dclas", "dclas-job", NULL,
 };
 
-/* Index i > 0 is enum pol_fluid_rule i - 1. */
+/* Index i > 0 is enum policy_fluid_rule i - 1. */
 static const char *const complete_choices[] = {"auto",  "frozen", "sebf", "lcf", "srjf",
 					       "wsrjf", "wsebf",  "fifo", "ncf", "cpf",
 					       "wcpf",  "bssi",   NULL};
 
 /* complete=auto: the fluid rule standing in for each base, by base name. */
-static enum pol_fluid_rule auto_rule(const char *base)
+static enum policy_fluid_rule auto_rule(const char *base)
 {
 	static const struct {
 		const char *base;
-		enum pol_fluid_rule rule;
+		enum policy_fluid_rule rule;
 	} map[] = {
-		{"sebf", POL_FLUID_SEBF}, {"sincronia", POL_FLUID_BSSI}, {"lcf", POL_FLUID_LCF},
-		{"scf", POL_FLUID_SEBF},  {"srjf", POL_FLUID_SRJF},      {"wsrjf", POL_FLUID_WSRJF},
-		{"fifo", POL_FLUID_FIFO}, {"ncf", POL_FLUID_NCF},        {"cpf", POL_FLUID_CPF},
-		{"wcpf", POL_FLUID_WCPF},
+		{"sebf", POLICY_FLUID_SEBF}, {"sincronia", POLICY_FLUID_BSSI},
+		{"lcf", POLICY_FLUID_LCF},   {"scf", POLICY_FLUID_SEBF},
+		{"srjf", POLICY_FLUID_SRJF}, {"wsrjf", POLICY_FLUID_WSRJF},
+		{"fifo", POLICY_FLUID_FIFO}, {"ncf", POLICY_FLUID_NCF},
+		{"cpf", POLICY_FLUID_CPF},   {"wcpf", POLICY_FLUID_WCPF},
 	};
 
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
 		if (strcmp(map[i].base, base) == 0)
 			return map[i].rule;
-	return POL_FLUID_FROZEN;
+	return POLICY_FLUID_FROZEN;
 }
 
 /* mix=1: the strong heuristics whose whole orders are rolled out too. */
-static const enum pol_fluid_rule mix_rules[] = {
-	POL_FLUID_SEBF, POL_FLUID_WSEBF, POL_FLUID_LCF,
-	POL_FLUID_SRJF, POL_FLUID_WSRJF, POL_FLUID_BSSI,
+static const enum policy_fluid_rule mix_rules[] = {
+	POLICY_FLUID_SEBF, POLICY_FLUID_WSEBF, POLICY_FLUID_LCF,
+	POLICY_FLUID_SRJF, POLICY_FLUID_WSRJF, POLICY_FLUID_BSSI,
 };
 
 static const char *const rates_choices[] = {"madd", "base", NULL};
@@ -137,16 +138,16 @@ struct la {
 	struct policy *base;
 	uint32_t k, depth;
 	double horizon_s, margin;
-	enum pol_fluid_rule rule;
-	struct pol_fluid fl;
-	struct pol_scratch s;
+	enum policy_fluid_rule rule;
+	struct policy_fluid fl;
+	struct policy_scratch s;
 	struct policy_decision bd; /* the base's decision */
 	uint32_t *order;           /* ncoflows: the order being built */
 	uint32_t *cand;            /* ncoflows: a candidate order */
 	uint32_t *best;            /* ncoflows: the best whole order so far */
 	bool mix;
 	bool base_rates;  /* rates=base */
-	uint64_t budget;  /* demand-steps per decision; POL_FLUID_WORK_ANY: none */
+	uint64_t budget;  /* demand-steps per decision; POLICY_FLUID_WORK_ANY: none */
 	double *job_rank; /* njobs */
 	/* for the summary at the end (log level debug) */
 	uint64_t decisions, rollouts;
@@ -157,8 +158,8 @@ struct la {
 static void la_free(struct la *x)
 {
 	policy_free(x->base);
-	pol_fluid_done(&x->fl);
-	pol_scratch_done(&x->s);
+	policy_fluid_done(&x->fl);
+	policy_scratch_done(&x->s);
 	policy_decision_done(&x->bd);
 	free(x->order);
 	free(x->cand);
@@ -184,11 +185,11 @@ static int la_init(struct policy *p, const struct cp_model *m)
 	x->mix = p->opt[OPT_MIX] != 0;
 	x->base_rates = p->opt[OPT_RATES] == 1;
 	x->budget = p->opt[OPT_BUDGET] > 0 ? (uint64_t)(p->opt[OPT_BUDGET] * 1e6) :
-					     POL_FLUID_WORK_ANY;
+					     POLICY_FLUID_WORK_ANY;
 	if (p->opt[OPT_COMPLETE] == 0)
 		x->rule = auto_rule(base_choices[(int)p->opt[OPT_BASE]]);
 	else
-		x->rule = (enum pol_fluid_rule)((int)p->opt[OPT_COMPLETE] - 1);
+		x->rule = (enum policy_fluid_rule)((int)p->opt[OPT_COMPLETE] - 1);
 	x->base = policy_new(base_choices[(int)p->opt[OPT_BASE]], &bp, m, &err);
 	if (!x->base) {
 		r = -errno;
@@ -197,9 +198,9 @@ static int la_init(struct policy *p, const struct cp_model *m)
 		return r;
 	}
 	p->decide_on_flow_done = x->base->decide_on_flow_done;
-	r = pol_fluid_init(&x->fl, m);
+	r = policy_fluid_init(&x->fl, m);
 	if (r == 0)
-		r = pol_scratch_init(&x->s, m);
+		r = policy_scratch_init(&x->s, m);
 	if (r == 0)
 		r = policy_decision_init(&x->bd, m);
 	if (r < 0) {
@@ -229,7 +230,7 @@ static void la_done(struct policy *p)
 			  x->decisions, x->rollouts,
 			  (double)x->work_sum / (double)x->decisions * 1e-6,
 			  (double)x->work_max * 1e-6, x->out_of_work,
-			  x->budget == POL_FLUID_WORK_ANY ? 0 : (double)x->budget * 1e-6);
+			  x->budget == POLICY_FLUID_WORK_ANY ? 0 : (double)x->budget * 1e-6);
 	if (x)
 		la_free(x);
 	p->priv = NULL;
@@ -247,9 +248,9 @@ static void la_on_event(struct policy *p, const struct cp_model *m, const struct
  * INFINITY as soon as it is certain to cost at least bound.
  */
 static double rollout(struct la *x, const struct cp_model *m, const uint32_t *o, uint32_t n,
-		      enum pol_fluid_rule rule, double bound)
+		      enum policy_fluid_rule rule, double bound)
 {
-	struct pol_fluid *f = &x->fl;
+	struct policy_fluid *f = &x->fl;
 
 	for (uint32_t j = 0; j < m->njobs; j++)
 		x->job_rank[j] = INFINITY;
@@ -264,7 +265,7 @@ static double rollout(struct la *x, const struct cp_model *m, const uint32_t *o,
 	for (uint32_t q = 0; q < n; q++)
 		f->rank[f->local[o[q]]] = (double)q;
 	x->rollouts++;
-	return pol_fluid_run(f, rule, x->horizon_s, bound);
+	return policy_fluid_run(f, rule, x->horizon_s, bound);
 }
 
 /* Copies the parts of decision s that order-independent consumers read into d. */
@@ -307,7 +308,7 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 		     struct policy_decision *d)
 {
 	struct la *x = p->priv;
-	enum pol_fluid_rule rule, best_rule = POL_FLUID_FROZEN;
+	enum policy_fluid_rule rule, best_rule = POLICY_FLUID_FROZEN;
 	double base_cost, best_cost = INFINITY, best_hold = INFINITY;
 	double hold_s; /* how long the chosen order holds in its rollout */
 	bool changed = false;
@@ -323,7 +324,7 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 		copy_decision(d, &x->bd, m);
 		return 0;
 	}
-	r = pol_fluid_build(&x->fl, m, now_ns);
+	r = policy_fluid_build(&x->fl, m, now_ns);
 	if (r < 0)
 		return r;
 	memcpy(x->order, x->bd.order, n * sizeof(*x->order));
@@ -345,10 +346,10 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 	 */
 	for (size_t q = 0;
 	     x->mix && !x->fl.out_of_work && q < sizeof(mix_rules) / sizeof(mix_rules[0]); q++) {
-		enum pol_fluid_rule h = mix_rules[q];
+		enum policy_fluid_rule h = mix_rules[q];
 		double cost;
 
-		if (pol_fluid_order(&x->fl, h, x->cand) != n ||
+		if (policy_fluid_order(&x->fl, h, x->cand) != n ||
 		    (h == rule && memcmp(x->cand, x->order, n * sizeof(*x->cand)) == 0))
 			continue; /* the base's own rollout again */
 		/* it wins only below both: a rollout that cannot is cut short */

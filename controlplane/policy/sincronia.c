@@ -63,7 +63,7 @@ struct demand {
 struct sinc {
 	bool unit, greedy;
 	uint32_t nports;
-	struct pol_scratch s;
+	struct policy_scratch s;
 	double *load;       /* nports: sum of unordered coflows' demand */
 	uint32_t *pfirst;   /* nports + 1: CSR of demands by port */
 	struct demand *byp; /* demands grouped by port */
@@ -78,7 +78,7 @@ struct sinc {
 
 static void sinc_free(struct sinc *x)
 {
-	pol_scratch_done(&x->s);
+	policy_scratch_done(&x->s);
 	free(x->load);
 	free(x->pfirst);
 	free(x->byp);
@@ -99,7 +99,7 @@ static int sinc_init(struct policy *p, const struct cp_model *m)
 
 	if (!x)
 		return -ENOMEM;
-	r = pol_scratch_init(&x->s, m);
+	r = policy_scratch_init(&x->s, m);
 	if (r < 0) {
 		free(x);
 		return r;
@@ -322,7 +322,7 @@ static int sinc_decide(struct policy *p, const struct cp_model *m, uint64_t now_
 	/* A release-ordered copy of the active set, so ties are deterministic. */
 	for (uint32_t a = 0; a < m->nactive; a++)
 		x->s.key[m->active[a]] = 0;
-	pol_sort_active(m, x->set, x->s.key, NULL);
+	policy_sort_active(m, x->set, x->s.key, NULL);
 	r = bssi(x, m, x->set, m->nactive, d->order);
 	if (r < 0)
 		return r;

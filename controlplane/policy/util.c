@@ -7,7 +7,7 @@
 
 #include "common/dag.h"
 
-int pol_scratch_init(struct pol_scratch *s, const struct cp_model *m)
+int policy_scratch_init(struct policy_scratch *s, const struct cp_model *m)
 {
 	size_t nports, nc;
 
@@ -21,13 +21,13 @@ int pol_scratch_init(struct pol_scratch *s, const struct cp_model *m)
 	s->key = calloc(nc, sizeof(double));
 	s->key2 = calloc(nc, sizeof(double));
 	if (!s->free_bps || !s->port_load || !s->key || !s->key2) {
-		pol_scratch_done(s);
+		policy_scratch_done(s);
 		return -ENOMEM;
 	}
 	return 0;
 }
 
-void pol_scratch_done(struct pol_scratch *s)
+void policy_scratch_done(struct policy_scratch *s)
 {
 	free(s->free_bps);
 	free(s->port_load);
@@ -56,8 +56,8 @@ static int cmp_keys(const void *a, const void *b, void *arg)
 	return ca < cb ? -1 : ca > cb;
 }
 
-uint32_t pol_sort_active(const struct cp_model *m, uint32_t *order, const double *key,
-			 const double *key2)
+uint32_t policy_sort_active(const struct cp_model *m, uint32_t *order, const double *key,
+			    const double *key2)
 {
 	struct sort_ctx x = {.m = m, .key = key, .key2 = key2};
 
@@ -101,7 +101,7 @@ static void clear_load(const struct cp_model *m, const struct cp_coflow *cf, dou
 	}
 }
 
-double pol_coflow_bottleneck_s(const struct cp_model *m, uint32_t c, double *port_load)
+double policy_coflow_bottleneck_s(const struct cp_model *m, uint32_t c, double *port_load)
 {
 	const struct cp_coflow *cf = &m->coflows[c];
 	double t = add_load(m, cf, port_load, 0);
@@ -110,7 +110,7 @@ double pol_coflow_bottleneck_s(const struct cp_model *m, uint32_t c, double *por
 	return t;
 }
 
-double pol_job_bottleneck_s(const struct cp_model *m, uint32_t j, double *port_load)
+double policy_job_bottleneck_s(const struct cp_model *m, uint32_t j, double *port_load)
 {
 	const struct cp_job *jb = &m->jobs[j];
 	double t = 0;
@@ -136,7 +136,7 @@ static uint32_t job_child(const void *ctx, uint32_t v, uint32_t i)
 	return ch == LOOM_DAG_NONE ? ch : ch - d->base;
 }
 
-int pol_topo_order(const struct cp_model *m, uint32_t *out_all, uint32_t *indeg)
+int policy_topo_order(const struct cp_model *m, uint32_t *out_all, uint32_t *indeg)
 {
 	for (uint32_t j = 0; j < m->njobs; j++) {
 		const struct cp_job *jb = &m->jobs[j];

@@ -11,7 +11,7 @@
 
 #include "controlplane/model/model.h"
 
-struct pol_scratch {
+struct policy_scratch {
 	double *free_bps;  /* nports */
 	double *port_load; /* nports; all zero between uses */
 	double *key;       /* ncoflows: primary sort key per coflow index */
@@ -19,16 +19,16 @@ struct pol_scratch {
 };
 
 /* Allocates scratch for m (which must be bound to a fabric). 0, -EINVAL or -ENOMEM. */
-int pol_scratch_init(struct pol_scratch *s, const struct cp_model *m);
-void pol_scratch_done(struct pol_scratch *s);
+int policy_scratch_init(struct policy_scratch *s, const struct cp_model *m);
+void policy_scratch_done(struct policy_scratch *s);
 
 /*
  * Copies m->active into order and sorts it by key[c] ascending, then key2[c]
  * ascending (key2 may be NULL), then release time, then coflow index: a
  * total order, so decisions are deterministic. Returns the count.
  */
-uint32_t pol_sort_active(const struct cp_model *m, uint32_t *order, const double *key,
-			 const double *key2);
+uint32_t policy_sort_active(const struct cp_model *m, uint32_t *order, const double *key,
+			    const double *key2);
 
 /*
  * Seconds coflow c needs alone on the fabric for what it has left: max over
@@ -36,7 +36,7 @@ uint32_t pol_sort_active(const struct cp_model *m, uint32_t *order, const double
  * effective bottleneck of Varys. Waiting coflows count all their bytes.
  * port_load: nports doubles, all zero; left all zero.
  */
-double pol_coflow_bottleneck_s(const struct cp_model *m, uint32_t c, double *port_load);
+double policy_coflow_bottleneck_s(const struct cp_model *m, uint32_t c, double *port_load);
 
 /*
  * Kahn's algorithm (common/dag.h) inside each job: writes job j's coflows
@@ -45,9 +45,9 @@ double pol_coflow_bottleneck_s(const struct cp_model *m, uint32_t c, double *por
  * when a job has a cycle (the builder rejects those, so only a corrupted
  * model gets it).
  */
-int pol_topo_order(const struct cp_model *m, uint32_t *out, uint32_t *indeg);
+int policy_topo_order(const struct cp_model *m, uint32_t *out, uint32_t *indeg);
 
 /* The same over every unfinished coflow of job j together. */
-double pol_job_bottleneck_s(const struct cp_model *m, uint32_t j, double *port_load);
+double policy_job_bottleneck_s(const struct cp_model *m, uint32_t j, double *port_load);
 
 #endif

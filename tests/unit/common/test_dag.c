@@ -184,7 +184,7 @@ static void test_csr(void **state)
 
 /*
  * The Kahn loop of controlplane/model (find_cycle, cp_job_critical_paths_ns)
- * and controlplane/policy (pol_topo_order) before common/dag, copied as it
+ * and controlplane/policy (policy_topo_order) before common/dag, copied as it
  * was with the model's child lists replaced by a per-node list here
  * (children of v: kids[kfirst[v] .. kfirst[v + 1])). Returns the number taken.
  */

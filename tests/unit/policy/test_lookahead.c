@@ -151,24 +151,24 @@ static void arrive_all(struct cp_model *m)
 }
 
 /* The fluid model's prediction of rule's total weighted JCT from time 0. */
-static double fluid_wjct(struct cp_model *m, enum pol_fluid_rule rule)
+static double fluid_wjct(struct cp_model *m, enum policy_fluid_rule rule)
 {
-	struct pol_fluid f;
+	struct policy_fluid f;
 	uint32_t *order = calloc(m->ncoflows, sizeof(*order));
 	uint32_t n;
 	double cost;
 
 	assert_non_null(order);
 	arrive_all(m);
-	assert_int_equal(pol_fluid_init(&f, m), 0);
-	assert_true(pol_fluid_build(&f, m, 0) >= 0);
-	n = pol_fluid_order(&f, rule, order);
+	assert_int_equal(policy_fluid_init(&f, m), 0);
+	assert_true(policy_fluid_build(&f, m, 0) >= 0);
+	n = policy_fluid_order(&f, rule, order);
 	assert_int_equal(n, m->nactive);
 	for (uint32_t i = 0; i < f.n; i++)
 		f.rank[i] = (double)n;
 	for (uint32_t q = 0; q < n; q++)
 		f.rank[f.local[order[q]]] = q;
-	cost = pol_fluid_run(&f, rule, 0, INFINITY);
+	cost = policy_fluid_run(&f, rule, 0, INFINITY);
 	for (uint32_t j = 0; j < f.nj; j++)
 		assert_true(f.jfinish_s[j] >= 0);
 	/*
@@ -177,13 +177,13 @@ static double fluid_wjct(struct cp_model *m, enum pol_fluid_rule rule)
 	 * exactly or INFINITY.
 	 */
 	if (cost > 0) {
-		double above = pol_fluid_run(&f, rule, 0, cost * (1 + 1e-12));
-		double below = pol_fluid_run(&f, rule, 0, cost * 0.97);
+		double above = policy_fluid_run(&f, rule, 0, cost * (1 + 1e-12));
+		double below = policy_fluid_run(&f, rule, 0, cost * 0.97);
 
 		assert_true(above == cost);
 		assert_true(below == cost || below == INFINITY);
 	}
-	pol_fluid_done(&f);
+	policy_fluid_done(&f);
 	free(order);
 	return cost;
 }
@@ -193,11 +193,13 @@ static double fluid_wjct(struct cp_model *m, enum pol_fluid_rule rule)
 /* Bases whose order the fluid model's rule reproduces, with that rule. */
 static const struct {
 	const char *base;
-	enum pol_fluid_rule rule;
+	enum policy_fluid_rule rule;
 } exact[] = {
-	{"sebf", POL_FLUID_SEBF},   {"lcf", POL_FLUID_LCF},   {"srjf", POL_FLUID_SRJF},
-	{"wsrjf", POL_FLUID_WSRJF}, {"fifo", POL_FLUID_FIFO}, {"ncf", POL_FLUID_NCF},
-	{"cpf", POL_FLUID_CPF},     {"wcpf", POL_FLUID_WCPF}, {"sincronia", POL_FLUID_BSSI},
+	{"sebf", POLICY_FLUID_SEBF},      {"lcf", POLICY_FLUID_LCF},
+	{"srjf", POLICY_FLUID_SRJF},      {"wsrjf", POLICY_FLUID_WSRJF},
+	{"fifo", POLICY_FLUID_FIFO},      {"ncf", POLICY_FLUID_NCF},
+	{"cpf", POLICY_FLUID_CPF},        {"wcpf", POLICY_FLUID_WCPF},
+	{"sincronia", POLICY_FLUID_BSSI},
 };
 
 #define NEXACT (sizeof(exact) / sizeof(exact[0]))
@@ -259,7 +261,7 @@ static void test_fluid_close_on_generated(void **state)
 	for (size_t b = 0; b < NEXACT; b++) {
 		double pred, real;
 
-		if (exact[b].rule != POL_FLUID_WSRJF && exact[b].rule != POL_FLUID_SEBF)
+		if (exact[b].rule != POLICY_FLUID_WSRJF && exact[b].rule != POLICY_FLUID_SEBF)
 			continue;
 		pred = fluid_wjct(m, exact[b].rule);
 		real = run_wjct(m, exact[b].base, SIM_MODE_IDEAL);
@@ -368,7 +370,7 @@ static void test_budget(void **state)
 	struct loom_rng rng;
 	struct cp_model *m;
 	uint64_t *base, *fin;
-	struct pol_fluid f;
+	struct policy_fluid f;
 	uint32_t *order, n;
 	uint64_t used;
 	double cost;
@@ -396,28 +398,28 @@ static void test_budget(void **state)
 	assert_memory_equal(fin, base, m->njobs * sizeof(*fin));
 
 	arrive_all(m);
-	assert_int_equal(pol_fluid_init(&f, m), 0);
-	assert_true(pol_fluid_build(&f, m, 0) >= 0);
-	n = pol_fluid_order(&f, POL_FLUID_SEBF, order);
+	assert_int_equal(policy_fluid_init(&f, m), 0);
+	assert_true(policy_fluid_build(&f, m, 0) >= 0);
+	n = policy_fluid_order(&f, POLICY_FLUID_SEBF, order);
 	assert_true(n > 1);
 	for (uint32_t i = 0; i < f.n; i++)
 		f.rank[i] = (double)n;
 	for (uint32_t q = 0; q < n; q++)
 		f.rank[f.local[order[q]]] = q;
-	assert_int_equal(f.work_left, POL_FLUID_WORK_ANY);
-	cost = pol_fluid_run(&f, POL_FLUID_SEBF, 0, INFINITY);
+	assert_int_equal(f.work_left, POLICY_FLUID_WORK_ANY);
+	cost = policy_fluid_run(&f, POLICY_FLUID_SEBF, 0, INFINITY);
 	assert_true(isfinite(cost));
 	assert_false(f.out_of_work);
-	used = POL_FLUID_WORK_ANY - f.work_left;
+	used = POLICY_FLUID_WORK_ANY - f.work_left;
 	assert_true(used > 0);
 	f.work_left = used;
-	assert_true(pol_fluid_run(&f, POL_FLUID_SEBF, 0, INFINITY) == cost);
+	assert_true(policy_fluid_run(&f, POLICY_FLUID_SEBF, 0, INFINITY) == cost);
 	assert_false(f.out_of_work);
 	assert_int_equal(f.work_left, 0);
 	f.work_left = used - 1;
-	assert_true(pol_fluid_run(&f, POL_FLUID_SEBF, 0, INFINITY) == INFINITY);
+	assert_true(policy_fluid_run(&f, POLICY_FLUID_SEBF, 0, INFINITY) == INFINITY);
 	assert_true(f.out_of_work);
-	pol_fluid_done(&f);
+	policy_fluid_done(&f);
 	free(order);
 	free(base);
 	free(fin);

@@ -55,6 +55,7 @@
 #include "ebpf/loader.h"
 
 #define TCF_MAX_ARGS     16
+#define TCF_SMALL_MAX    65535                         /* small=: at most an IP packet's length */
 #define TCF_UNKNOWN_MAX  (LOOM_TC_MAX_UNKNOWN / 2 * 3) /* unknown flows tracked at most */
 #define TCF_UNKNOWN_IDLE 50 /* collects without new bytes before an unknown flow is forgotten */
 #define TCF_NO_SLOT      UINT32_MAX
@@ -302,10 +303,19 @@ static int parse_option(struct tcf_args *a, char *opt, struct loom_err *err)
 					    "tc enforcer: default: '%s' is not a class 0..%d", v,
 					    LOOM_TC_MAX_CLASSES - 1);
 		a->default_class = (long)x;
+	} else if (!strcmp(opt, "small")) {
+		unsigned long long x;
+
+		if (loom_parse_u64(v, &x) < 0 || x > TCF_SMALL_MAX)
+			return loom_err_set(err, EINVAL,
+					    "tc enforcer: small: '%s' is not a packet length 0..%d",
+					    v, TCF_SMALL_MAX);
+		a->small_bytes = (uint32_t)x;
 	} else {
-		return loom_err_set(err, EINVAL,
-				    "tc enforcer: unknown option '%s' (iface, rate, dscp, default)",
-				    opt);
+		return loom_err_set(
+			err, EINVAL,
+			"tc enforcer: unknown option '%s' (iface, rate, dscp, default, small)",
+			opt);
 	}
 	return 0;
 }
@@ -427,6 +437,7 @@ static int tcf_init(struct dp_enforcer *e, const char *args, uint32_t classes, s
 	o.rate_bps = a.rate_bps;
 	o.rewrite_dscp = a.rewrite_dscp;
 	memcpy(o.dscp, a.dscp.dscp, sizeof(o.dscp));
+	o.small_bytes = a.small_bytes;
 	o.default_class = a.default_class >= 0 ? (uint32_t)a.default_class : classes - 1;
 	t->tc = ebpf_tc_new(&o, &e2);
 	if (!t->tc) {

@@ -499,6 +499,7 @@ struct ebpf_tc *ebpf_tc_new(const struct ebpf_tc_opts *opts, struct ebpf_err *er
 	tc->skel->rodata->rewrite_dscp = opts->rewrite_dscp;
 	for (uint32_t c = 0; c < LOOM_TC_MAX_CLASSES; c++)
 		tc->skel->rodata->dscp_of_class[c] = c < opts->classes ? opts->dscp[c] : 0;
+	tc->skel->rodata->small_bytes = opts->small_bytes;
 	tc->skel->data->loom_default_class = opts->default_class;
 	r = loom_tc__load(tc->skel);
 	if (r < 0) {

@@ -64,6 +64,7 @@ struct ebpf_tc_opts {
 	bool rewrite_dscp;  /* mark dscp[class] into parsed IP packets */
 	uint8_t dscp[LOOM_TC_MAX_CLASSES];
 	uint32_t default_class; /* class of unknown flows until ebpf_tc_set_default_class */
+	uint32_t small_bytes; /* unknown flows' packets of at most this length: class 0 (0: off) */
 };
 
 struct ebpf_tc;

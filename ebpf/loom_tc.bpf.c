@@ -49,6 +49,14 @@ const volatile __u32 nclasses = LOOM_TC_MAX_CLASSES; /* 1 .. LOOM_TC_MAX_CLASSES
 const volatile __u32 htb_major = LOOM_TC_HTB_MAJOR;
 const volatile __u8 rewrite_dscp = 1;
 const volatile __u8 dscp_of_class[LOOM_TC_MAX_CLASSES] = {56, 48, 40, 32, 24, 16, 8, 0};
+/*
+ * Packets of flows not in the table of at most this many bytes (skb->len:
+ * TCP handshakes, acknowledgements, a receiver's short replies) go to class
+ * 0 instead of the default class; 0: off. The reverse direction of a
+ * scheduled flow is such a flow: its acknowledgements must not wait behind
+ * the bulk of the lowest class.
+ */
+const volatile __u32 small_bytes = 0;
 
 /*
  * The class of unknown and unparseable IP packets. Not const: it lives in
@@ -352,6 +360,8 @@ int loom_tc_egress(struct __sk_buff *skb)
 				count(c, len);
 			count(&st->known, len);
 		} else {
+			if (len <= small_bytes)
+				cls = 0;
 			count(&st->unknown, len);
 			unknown_flow(&key, len, cls, st);
 		}

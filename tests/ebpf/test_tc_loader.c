@@ -440,6 +440,10 @@ static void test_enforcer_bad_args(void **state)
 	expect_init_error(a, 8, "given twice");
 	snprintf(a, sizeof(a), "iface=%s rate=100M default=8", if_a);
 	expect_init_error(a, 8, "default");
+	snprintf(a, sizeof(a), "iface=%s rate=100M small=65536", if_a);
+	expect_init_error(a, 8, "small: '65536' is not a packet length");
+	snprintf(a, sizeof(a), "iface=%s rate=100M small=-1", if_a);
+	expect_init_error(a, 8, "small");
 	snprintf(a, sizeof(a), "iface=%s rate=100M speed=1", if_a);
 	expect_init_error(a, 8, "unknown option 'speed'");
 	snprintf(a, sizeof(a), "iface=%s rate", if_a);

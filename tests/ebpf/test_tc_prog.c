@@ -777,6 +777,44 @@ static void test_tunables(void **state)
 	assert_non_null(strstr(err.msg, "DSCP"));
 }
 
+/*
+ * small=: an unknown flow's packet of at most small_bytes goes to class 0, a
+ * longer one to the default class; a known flow's keeps its class whatever
+ * its length.
+ */
+static void test_small(void **state)
+{
+	struct ebpf_tc_opts o = {.classes = 4, .rewrite_dscp = true, .default_class = 3};
+	struct ebpf_tc_entry e = {.key = key4(IPPROTO_UDP, 40002, 5002),
+				  .val = {.slot = 0, .cls = 2}};
+	struct ebpf_tc *t2;
+	uint8_t p[MAX_PKT];
+	size_t small = frame4(p, IPPROTO_UDP, 41100, 6100, 0), len;
+	struct ebpf_err err;
+	struct result r;
+
+	(void)state;
+	for (int c = 0; c < 4; c++)
+		o.dscp[c] = DSCP(c);
+	o.small_bytes = (uint32_t)small;
+	t2 = ebpf_tc_new(&o, &err);
+	assert_non_null(t2);
+	assert_int_equal(ebpf_tc_sync(t2, &e, 1, NULL, &err), 0);
+	run_prog(ebpf_tc_prog_fd(t2), p, small, &r);
+	assert_int_equal(r.priority, PRIO(0));
+	assert_int_equal(r.out[ETH_LEN + 1], DSCP(0) << 2);
+	/* longer (a TCP header instead of UDP's): the default class */
+	len = frame4(p, IPPROTO_TCP, 41101, 6101, 0);
+	assert_true(len > small);
+	run_prog(ebpf_tc_prog_fd(t2), p, len, &r);
+	assert_int_equal(r.priority, PRIO(3));
+	/* a known flow's small packet: its own class */
+	len = frame4(p, IPPROTO_UDP, 40002, 5002, 0);
+	run_prog(ebpf_tc_prog_fd(t2), p, len, &r);
+	assert_int_equal(r.priority, PRIO(2));
+	ebpf_tc_free(t2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -796,6 +834,7 @@ int main(void)
 		cmocka_unit_test(test_ipv6_ext_headers),
 		cmocka_unit_test(test_sync),
 		cmocka_unit_test(test_tunables),
+		cmocka_unit_test(test_small),
 	};
 	struct ebpf_tc_opts o = {
 		.classes = CLASSES, .rewrite_dscp = true, .default_class = CLASSES - 1};

@@ -63,7 +63,9 @@ static void tc_write(const struct tcf_args *a, char *out, size_t cap)
 		n += (size_t)snprintf(out + n, cap - n, " ");
 	}
 	if (a->default_class >= 0)
-		n += (size_t)snprintf(out + n, cap - n, "default=%ld", a->default_class);
+		n += (size_t)snprintf(out + n, cap - n, "default=%ld ", a->default_class);
+	if (a->small_bytes)
+		n += (size_t)snprintf(out + n, cap - n, "small=%u", a->small_bytes);
 	if (n >= cap)
 		abort();
 }
@@ -73,6 +75,7 @@ static bool tc_same(const struct tcf_args *a, const struct tcf_args *b)
 	/* with dscp=none the map is whatever it was: not written back */
 	return !strcmp(a->iface, b->iface) && a->rate_bps == b->rate_bps &&
 	       a->rewrite_dscp == b->rewrite_dscp && a->default_class == b->default_class &&
+	       a->small_bytes == b->small_bytes &&
 	       (!a->rewrite_dscp || !memcmp(&a->dscp, &b->dscp, sizeof(a->dscp)));
 }
 
@@ -94,7 +97,7 @@ static void fuzz_tc(const char *args)
 	}
 	if (r != 0 || !memchr(a.iface, 0, sizeof(a.iface)))
 		abort();
-	if (a.default_class < -1 || a.default_class >= LOOM_TC_MAX_CLASSES)
+	if (a.default_class < -1 || a.default_class >= LOOM_TC_MAX_CLASSES || a.small_bytes > 65535)
 		abort();
 	for (unsigned int k = 0; k < LOOM_TC_MAX_CLASSES; k++)
 		if (a.dscp.dscp[k] >= 64)

@@ -647,6 +647,9 @@ void loomd_metrics_render(struct loomd_server *s, struct loomd_prom *p)
 			&s->st.decide_hist);
 	loomd_prom_hist(p, "loom_push_seconds", "Time from a table push to the agent's ack",
 			&s->st.push_hist);
+	loomd_prom_hist(p, "loom_enforce_seconds",
+			"Time from a framework's change to the last affected agent's ack of it",
+			&s->st.enforce_hist);
 	loomd_prom_hist(p, "loom_pass_seconds", "Time of a whole scheduling pass (decide + push)",
 			&s->st.pass_hist);
 	loomd_prom_hist(p, "loom_journal_commit_seconds", "Time of a journal commit",

@@ -266,6 +266,16 @@ static void handle_ack(struct loomd_conn *c, uint64_t version)
 				   (double)(loom_clock_mono_ns() - c->push_mono_ns[i]) * 1e-9);
 		c->push_mono_ns[i] = 0;
 	}
+	if (c->push_version[i] == version && c->push_pass[i]) {
+		struct loomd_enforce *e = &c->srv->enforce[c->push_pass[i] % LOOMD_PUSH_RING];
+
+		/* the pass's last affected agent: its changes are in force everywhere */
+		if (e->pass == c->push_pass[i] && e->left && --e->left == 0)
+			loomd_hist_observe(&c->srv->st.enforce_hist,
+					   (double)(loom_clock_mono_ns() - e->since_mono_ns) *
+						   1e-9);
+		c->push_pass[i] = 0;
+	}
 }
 
 void loomd_rpc_agent(struct loomd_conn *c, const Loom__Envelope *env)
@@ -506,6 +516,17 @@ static int send_frame(struct loomd_conn *c, const struct delta *d, bool full, si
 	slot = (uint32_t)(t.version % LOOMD_PUSH_RING);
 	c->push_version[slot] = t.version;
 	c->push_mono_ns[slot] = loom_clock_mono_ns();
+	c->push_pass[slot] = 0;
+	if (s->enforce_cur) {
+		/* the pass waits for c's ack of its last frame to c */
+		if (c->enforce_pass == s->enforce_cur)
+			c->push_pass[c->enforce_slot] = 0;
+		else
+			s->enforce[s->enforce_cur % LOOMD_PUSH_RING].left++;
+		c->enforce_pass = s->enforce_cur;
+		c->enforce_slot = slot;
+		c->push_pass[slot] = s->enforce_cur;
+	}
 	s->st.tables_sent++;
 	s->st.table_entries_sent += nf + nc + nr + nq;
 	r = 0;

@@ -431,8 +431,11 @@ void loomd_rpc_framework(struct loomd_conn *c, const Loom__Envelope *env)
 	if (r < 0)
 		log_debug("%s (%s): %s", c->peer, c->name, loom_err_str(&err));
 	loomd_rpc_reply(c, env->seq, r, &err, accepted);
-	if (r == 0 || accepted)
+	if (r == 0 || accepted) {
+		if (!s->change_mono_ns)
+			s->change_mono_ns = loom_clock_mono_ns();
 		loomd_server_schedule_pass(s);
+	}
 }
 
 /* ---- replay ------------------------------------------------------------------------------------ */

@@ -949,7 +949,17 @@ int loomd_server_pass(struct loomd_server *s, struct loom_err *err)
 		loomd_hist_observe(&s->st.decide_hist, (double)res.decide_ns * 1e-9);
 		loomd_webui_note_decision(s->ui, res.decide_ns, d ? d->norder : 0);
 	}
+	if (s->change_mono_ns) {
+		struct loomd_enforce *e = &s->enforce[s->st.passes % LOOMD_PUSH_RING];
+
+		e->pass = s->st.passes;
+		e->since_mono_ns = s->change_mono_ns;
+		e->left = 0;
+		s->enforce_cur = s->st.passes;
+		s->change_mono_ns = 0;
+	}
 	loomd_agents_push(s);
+	s->enforce_cur = 0;
 	s->last_pass_dur_ns = loom_clock_mono_ns() - t0;
 	loomd_hist_observe(&s->st.pass_hist, (double)s->last_pass_dur_ns * 1e-9);
 	arm_wake(s, res.next_ns);
@@ -1130,6 +1140,7 @@ int loomd_server_init(struct loomd_server *s, const struct loomd_config *cfg, st
 	loom_vclock_init(&s->vclock, 0);
 	loomd_hist_init(&s->st.decide_hist);
 	loomd_hist_init(&s->st.push_hist);
+	loomd_hist_init(&s->st.enforce_hist);
 	loomd_hist_init(&s->st.pass_hist);
 	loomd_hist_init(&s->st.commit_hist);
 	signal(SIGPIPE, SIG_IGN);

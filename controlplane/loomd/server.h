@@ -111,6 +111,9 @@ struct loomd_conn {
 	struct loom_hmap flows, coflows;
 	uint64_t push_version[LOOMD_PUSH_RING];
 	uint64_t push_mono_ns[LOOMD_PUSH_RING];
+	uint64_t push_pass[LOOMD_PUSH_RING]; /* the pass (1-based) that sent the version; 0: none */
+	uint64_t enforce_pass; /* the last pass that counted c in its struct loomd_enforce */
+	uint32_t enforce_slot; /* the push slot of that pass's last frame to c */
 	uint64_t unknown_bytes;
 	struct loomd_unknown_flow unknown[LOOMD_UNKNOWN_MAX];
 	uint32_t nunknown;
@@ -125,6 +128,18 @@ struct loomd_server_stats {
 	uint64_t unknown_flows;
 	uint64_t passes, commits;
 	struct loomd_hist decide_hist, push_hist, pass_hist, commit_hist;
+	struct loomd_hist enforce_hist; /* a change to the last affected agent's ack */
+};
+
+/*
+ * A pass that carried framework changes: when the oldest of them came, and
+ * how many agents it sent tables to have not acknowledged them yet. When
+ * the last one does, enforce_hist takes the time since the change.
+ */
+struct loomd_enforce {
+	uint64_t pass; /* 1-based; 0: the slot is free */
+	uint64_t since_mono_ns;
+	uint32_t left;
 };
 
 struct loomd_server {
@@ -158,6 +173,9 @@ struct loomd_server {
 	uint64_t last_pass_mono_ns;
 	uint64_t last_pass_dur_ns;
 	uint64_t last_expire_mono_ns;
+	uint64_t change_mono_ns; /* the oldest framework change no pass has pushed yet; 0: none */
+	uint64_t enforce_cur;    /* the pass being pushed when it carries changes; else 0 */
+	struct loomd_enforce enforce[LOOMD_PUSH_RING];
 	bool stopping;
 	int exit_code;
 	struct loomd_server_stats st;

@@ -693,6 +693,9 @@ static void test_prometheus_scrapes_loomd(void **state)
 	assert_true(prom_value("loom_unknown_flows_total") == 1);
 	assert_true(prom_value("loom_tables_sent_total") >= 1);
 	assert_true(prom_value("loom_push_seconds_count") >= 1);
+	/* the agent acknowledged the table of the pass that took job 2 */
+	assert_true(prom_value("loom_enforce_seconds_count") >= 1);
+	assert_true(prom_value("loom_enforce_seconds_count") <= prom_value("loom_passes_total"));
 	assert_true(prom_value("loom_decision_seconds_count") >= 1);
 	assert_true(prom_value("loom_journal_commits_total") >= 1);
 	assert_true(prom_value("loom_decision_seconds_bucket{le=\"+Inf\"}") ==

@@ -87,6 +87,7 @@ struct tcf {
 	uint32_t classes;
 	uint64_t rate_bps;
 	bool rewrite_dscp;
+	bool pin_default; /* unknown=: the tables' default class is not applied */
 
 	struct dp_snapshot *snap; /* the table enforced; NULL before the first */
 	uint32_t *slot_of;        /* the slot of snap->flows[i] */
@@ -295,14 +296,15 @@ static int parse_option(struct tcf_args *a, char *opt, struct loom_err *err)
 		if (dp_dscp_map_parse(v, LOOM_TC_MAX_CLASSES, &a->dscp, &e2) < 0)
 			return loom_err_set(err, EINVAL, "tc enforcer: dscp: %s", e2.msg);
 		return 0;
-	} else if (!strcmp(opt, "default")) {
+	} else if (!strcmp(opt, "default") || !strcmp(opt, "unknown")) {
 		unsigned long long x;
 
 		if (loom_parse_u64(v, &x) < 0 || x >= LOOM_TC_MAX_CLASSES)
 			return loom_err_set(err, EINVAL,
-					    "tc enforcer: default: '%s' is not a class 0..%d", v,
+					    "tc enforcer: %s: '%s' is not a class 0..%d", opt, v,
 					    LOOM_TC_MAX_CLASSES - 1);
 		a->default_class = (long)x;
+		a->pin_default = !strcmp(opt, "unknown");
 	} else if (!strcmp(opt, "small")) {
 		unsigned long long x;
 
@@ -314,7 +316,7 @@ static int parse_option(struct tcf_args *a, char *opt, struct loom_err *err)
 	} else {
 		return loom_err_set(
 			err, EINVAL,
-			"tc enforcer: unknown option '%s' (iface, rate, dscp, default, small)",
+			"tc enforcer: unknown option '%s' (iface, rate, dscp, default, unknown, small)",
 			opt);
 	}
 	return 0;
@@ -418,6 +420,7 @@ static int tcf_init(struct dp_enforcer *e, const char *args, uint32_t classes, s
 	t->classes = classes;
 	t->rate_bps = a.rate_bps;
 	t->rewrite_dscp = a.rewrite_dscp;
+	t->pin_default = a.pin_default;
 	t->last = calloc(LOOM_TC_FLOW_SLOTS, sizeof(*t->last));
 	t->free_slots = malloc(LOOM_TC_FLOW_SLOTS * sizeof(*t->free_slots));
 	t->counters = calloc(LOOM_TC_FLOW_SLOTS, sizeof(*t->counters));
@@ -556,7 +559,7 @@ static int table_sync(struct tcf *t, const struct dp_snapshot *snap,
 	struct ebpf_err e2 = {{0}};
 	int r;
 
-	r = ebpf_tc_set_default_class(t->tc, snap->default_class);
+	r = t->pin_default ? 0 : ebpf_tc_set_default_class(t->tc, snap->default_class);
 	if (r == 0)
 		r = ebpf_tc_sync(t->tc, ent, snap->n, NULL, &e2);
 	if (r < 0) {

@@ -8,7 +8,8 @@
  * A parsed struct tcf_args holds: iface NUL-terminated ("" when not given,
  * which init refuses); rate_bps 0 (not given: init asks the interface) or
  * positive; every dscp.dscp[] below 64; default_class -1 (not given) or below
- * LOOM_TC_MAX_CLASSES; small_bytes 0 (off, the default) to 65535. Nothing is checked against the system (the
+ * LOOM_TC_MAX_CLASSES, pin_default true only with a default_class (the
+ * last of default= and unknown= given wins); small_bytes 0 (off, the default) to 65535. Nothing is checked against the system (the
  * interface, the number of classes): init does that.
  */
 #ifndef LOOM_DATAPLANE_ENFORCER_TC_H
@@ -28,6 +29,7 @@ struct tcf_args {
 	bool rewrite_dscp;
 	struct dp_dscp_map dscp; /* classes 0..LOOM_TC_MAX_CLASSES-1 */
 	long default_class;      /* -1: the lowest */
+	bool pin_default;        /* given as unknown=: kept whatever the tables say */
 	uint32_t small_bytes;    /* 0: off; else unknown flows' packets up to this long: class 0 */
 };
 

@@ -440,6 +440,8 @@ static void test_enforcer_bad_args(void **state)
 	expect_init_error(a, 8, "given twice");
 	snprintf(a, sizeof(a), "iface=%s rate=100M default=8", if_a);
 	expect_init_error(a, 8, "default");
+	snprintf(a, sizeof(a), "iface=%s rate=100M unknown=99", if_a);
+	expect_init_error(a, 8, "unknown: '99' is not a class");
 	snprintf(a, sizeof(a), "iface=%s rate=100M small=65536", if_a);
 	expect_init_error(a, 8, "small: '65536' is not a packet length");
 	snprintf(a, sizeof(a), "iface=%s rate=100M small=-1", if_a);
@@ -604,6 +606,34 @@ static void test_enforcer_collect(void **state)
 	assert_clean();
 }
 
+/* unknown=0: the tables' default class (7 here) is not applied; unknown flows stay in class 0. */
+static void test_enforcer_unknown_pinned(void **state)
+{
+	struct dp_enforcer e = {.cls = &dp_enforcer_tc};
+	struct dp_table *table = dp_table_new(8);
+	struct dp_flow_entry f[1] = {{udp_tuple(31001, 5000), 100}};
+	struct dp_class_entry c[1] = {{100, 2, 0}};
+	struct loom_err err;
+	uint64_t c0, c7;
+	char a[128];
+
+	(void)state;
+	snprintf(a, sizeof(a), "iface=%s rate=100M unknown=0", if_a);
+	if (dp_enforcer_tc.init(&e, a, 8, &err) < 0)
+		fail_msg("init: %s", loom_err_str(&err));
+	assert_int_equal(dp_enforcer_tc.apply(&e, snapshot_of(table, 1, f, 1, c, 1)), 0);
+	c0 = stat_of(&e, "class0_packets");
+	c7 = stat_of(&e, "class7_packets");
+	send_udp(31003, 5000, 3); /* unknown */
+	assert_int_equal(stat_of(&e, "class0_packets") - c0, 3);
+	assert_int_equal(stat_of(&e, "class7_packets"), c7);
+	send_udp(31001, 5000, 2); /* known: its coflow's class */
+	assert_true(stat_of(&e, "class2_packets") >= 2);
+	dp_enforcer_tc.done(&e);
+	dp_table_free(table);
+	assert_clean();
+}
+
 struct stat_find {
 	const char *name;
 	uint64_t v;
@@ -660,6 +690,7 @@ int main(void)
 #ifdef LOOM_HAVE_DATAPLANE
 		cmocka_unit_test_teardown(test_enforcer_bad_args, scrub),
 		cmocka_unit_test_teardown(test_enforcer_collect, scrub),
+		cmocka_unit_test_teardown(test_enforcer_unknown_pinned, scrub),
 		cmocka_unit_test_teardown(test_enforcer_speed, scrub),
 #endif
 	};

@@ -63,7 +63,8 @@ static void tc_write(const struct tcf_args *a, char *out, size_t cap)
 		n += (size_t)snprintf(out + n, cap - n, " ");
 	}
 	if (a->default_class >= 0)
-		n += (size_t)snprintf(out + n, cap - n, "default=%ld ", a->default_class);
+		n += (size_t)snprintf(out + n, cap - n, "%s=%ld ",
+				      a->pin_default ? "unknown" : "default", a->default_class);
 	if (a->small_bytes)
 		n += (size_t)snprintf(out + n, cap - n, "small=%u", a->small_bytes);
 	if (n >= cap)
@@ -75,7 +76,7 @@ static bool tc_same(const struct tcf_args *a, const struct tcf_args *b)
 	/* with dscp=none the map is whatever it was: not written back */
 	return !strcmp(a->iface, b->iface) && a->rate_bps == b->rate_bps &&
 	       a->rewrite_dscp == b->rewrite_dscp && a->default_class == b->default_class &&
-	       a->small_bytes == b->small_bytes &&
+	       a->small_bytes == b->small_bytes && a->pin_default == b->pin_default &&
 	       (!a->rewrite_dscp || !memcmp(&a->dscp, &b->dscp, sizeof(a->dscp)));
 }
 

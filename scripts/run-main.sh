@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Loom's main job on bundled data: installs what is missing, builds, then
-# replays the Facebook coflow trace and a generated multi-stage (TPC-H
-# shaped) workload through the simulator, in ideal-order and 8-class modes
+# Loom's main job on bundled data: installs what is missing, builds, then,
+# as root, plays a generated multi-stage workload live on a virtual cluster
+# (bench/live.sh: 8 host namespaces at 100 Mbit/s, loomd, one agent per
+# host; plain TCP, sebf, sincronia, gnn, lookahead:base=gnn) against
+# loom-replay's prediction of it (about 2.5 minutes on 2 cores; without
+# root it says why and skips it), then replays the Facebook coflow trace
+# and a generated multi-stage (TPC-H shaped) workload through the
+# simulator, in ideal-order and 8-class modes
 # (the classes loomd gives the agents), and prints the comparison tables
 # with the lower-bound rows; CSV files and plots go under out/.
 #
@@ -11,29 +16,50 @@
 #                                  multi-stage jobs): about 3 minutes on 2 cores
 #                                  after the build
 #   scripts/run-main.sh --full     every policy, and 50 jobs instead of 30
+#   scripts/run-main.sh --no-live  the replays only
 #
 # Each replay runs its policies one per core at once (loom-replay --jobs 0)
 # and logs a line as each policy ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-full=0
-case ${1:-} in
-'') ;;
---full) full=1 ;;
--h | --help)
-	sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'
-	exit 0
-	;;
-*)
-	echo "run-main.sh: unknown argument '$1' (try --help)" >&2
-	exit 2
-	;;
-esac
+full=0 live=1
+for arg in "$@"; do
+	case $arg in
+	--full) full=1 ;;
+	--no-live) live=0 ;;
+	-h | --help)
+		sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	*)
+		echo "run-main.sh: unknown argument '$arg' (try --help)" >&2
+		exit 2
+		;;
+	esac
+done
 
 bash scripts/install-deps.sh
 bash scripts/build.sh build-release -Dbuildtype=release
 bin=build-release/controlplane/sim
+
+live_failed=0
+if [ "$live" = 1 ]; then
+	echo
+	echo "== Live cluster against the simulator: 20 TPC-H-shaped jobs on 8 hosts at 100 Mbit/s, load 0.7, weights 1..4 =="
+	if [ "$(id -u)" != 0 ]; then
+		echo "(skipped: the virtual cluster needs root for its network namespaces, tc and BPF;"
+		echo " run as root for it, or bench/live.sh alone; the replays follow)"
+	else
+		t0=$(date +%s)
+		if bash bench/live.sh; then
+			echo "Live comparison took $(($(date +%s) - t0)) s; CSV files, tables.md and live_jct_cdf.png in out/bench-live."
+		else
+			live_failed=1
+			echo "run-main.sh: the live comparison failed (above); the replays follow" >&2
+		fi
+	fi
+fi
 start=$(date +%s)
 
 if [ "$full" = 1 ]; then
@@ -88,3 +114,7 @@ echo "Tables above: ratios to fair (per-flow max-min sharing) under its first ro
 echo "the bound rows are lower bounds no schedule can beat (docs/bounds.md). CSV files and"
 echo "plots (PNG, SVG) in out/{fb2010,tpch}/{ideal,classes}. Replays took $(($(date +%s) - start)) s."
 [ "$full" = 1 ] || echo "Every policy: scripts/run-main.sh --full. Three seeds per load: bench/policies.sh."
+if [ "$live_failed" = 1 ]; then
+	echo "run-main.sh: the live comparison failed (see above)" >&2
+	exit 1
+fi

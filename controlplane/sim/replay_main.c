@@ -55,6 +55,7 @@ struct replay_args {
 	uint64_t rate_bps;
 	uint64_t epoch_ns;
 	uint64_t reeval_ns;
+	uint64_t start_latency_ns;
 	uint64_t seed;
 	const char *weights; /* gnn / ensemble model; NULL: the shipped one */
 	bool plots;
@@ -97,6 +98,11 @@ static void usage(FILE *f)
 		"  -e, --epoch-ms E       admit arrivals only every E ms, at the next multiple\n"
 		"                         (default 0 = at once)\n"
 		"  -R, --reeval-ms R      also re-run the policy every R ms (default 0 = on events only)\n"
+		"      --start-latency-ms L  every coflow starts L ms after its release would\n"
+		"                         allow (a fixed per-coflow cost of a live run: announcing\n"
+		"                         its flows, the classes reaching the hosts, connecting;\n"
+		"                         0..1000000, default 0); JCTs include it, CCTs count\n"
+		"                         from the delayed start\n"
 		"  -s, --seed S           seed for randomised policies (default 1)\n"
 		"  -w, --weights FILE     model of the learned policies gnn and ensemble (default:\n"
 		"                         the shipped data/models/gnn-default.lgw)\n"
@@ -175,7 +181,8 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 		OPT_NO_PLOTS = 256,
 		OPT_CHECK,
 		OPT_PROGRESS,
-		OPT_NO_PROGRESS
+		OPT_NO_PROGRESS,
+		OPT_START_LATENCY
 	};
 	static const struct option opts[] = {
 		{"trace", required_argument, NULL, 't'},
@@ -192,6 +199,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 		{"weights", required_argument, NULL, 'w'},
 		{"out", required_argument, NULL, 'o'},
 		{"no-plots", no_argument, NULL, OPT_NO_PLOTS},
+		{"start-latency-ms", required_argument, NULL, OPT_START_LATENCY},
 		{"check", no_argument, NULL, OPT_CHECK},
 		{"bound", required_argument, NULL, 'b'},
 		{"jobs", required_argument, NULL, 'j'},
@@ -288,6 +296,15 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 			break;
 		case OPT_NO_PLOTS:
 			a->plots = false;
+			break;
+		case OPT_START_LATENCY:
+			if (parse_ms_flag("--start-latency-ms", optarg, &a->start_latency_ns))
+				return -EINVAL;
+			if (a->start_latency_ns > 1000000 * (uint64_t)1000000) {
+				log_err("--start-latency-ms: '%s' is above 1000000 ms", optarg);
+				return -EINVAL;
+			}
+			a->engine_flag = "--start-latency-ms";
 			break;
 		case OPT_CHECK:
 			a->check = true;
@@ -951,6 +968,11 @@ int main(int argc, char **argv)
 		log_info("CoflowSim-exact mode: its flow sizes, 10.24-s admission epochs, "
 			 "8-ms quanta, ports at 2^30 bit per 1.024 s");
 	}
+	/* a fixed start latency: every release offset and every edge's delay, plus it */
+	for (uint32_t i = 0; a.start_latency_ns && i < m->ncoflows; i++)
+		m->coflows[i].release_offset_ns += a.start_latency_ns;
+	for (uint32_t i = 0; a.start_latency_ns && i < m->nedges; i++)
+		m->edges[i].delay_ns += a.start_latency_ns;
 	if (a.topo) {
 		t = topo_load_json(a.topo, &err);
 		if (!t) {

@@ -738,6 +738,60 @@ static void test_jobs(void **state)
 	}
 }
 
+/* The JCT of job id in a loom-replay jobs CSV file; fails the test without it. */
+static long long jct_of(const char *csv, long long id)
+{
+	char *text = slurp(csv, NULL), *line;
+	long long j, arrival, finish, jct = -1;
+
+	if (!text)
+		fail_msg("%s: cannot read", csv);
+	for (line = strchr(text, '\n'); line; line = strchr(line + 1, '\n'))
+		if (sscanf(line + 1, "%lld,%lld,%lld,%lld", &j, &arrival, &finish, &jct) == 4 &&
+		    j == id)
+			break;
+	free(text);
+	if (!line)
+		fail_msg("%s: no job %lld", csv, id);
+	return jct;
+}
+
+/*
+ * --start-latency-ms: every coflow starts that much later than its release
+ * would allow, so a job's JCT grows by it once per coflow on its critical
+ * path (doc_loom: job 3 has one coflow, job 7 two stages); bad values are
+ * refused.
+ */
+static void test_start_latency(void **state)
+{
+	char db[128], o0b[128], o5b[128], p[256];
+	const char *doc = tmp_path(db, sizeof(db), "latency.loom");
+	const char *o0 = tmp_path(o0b, sizeof(o0b), "out-lat0");
+	const char *o5 = tmp_path(o5b, sizeof(o5b), "out-lat5");
+	long long j3, j7;
+	struct result r;
+
+	(void)state;
+	write_file(doc, doc_loom);
+	replay(&r, "-t", doc, "-o", o0, "--no-plots", "-p", "fifo", NULL);
+	expect(&r, 0, NULL);
+	replay(&r, "-t", doc, "-o", o5, "--no-plots", "-p", "fifo", "--start-latency-ms", "5",
+	       NULL);
+	expect(&r, 0, NULL);
+	snprintf(p, sizeof(p), "%s/fifo-jobs.csv", o0);
+	j3 = jct_of(p, 3);
+	j7 = jct_of(p, 7);
+	snprintf(p, sizeof(p), "%s/fifo-jobs.csv", o5);
+	assert_int_equal(jct_of(p, 3) - j3, 5000000);
+	assert_int_equal(jct_of(p, 7) - j7, 10000000);
+	replay(&r, "-t", doc, "--start-latency-ms", "-1", NULL);
+	expect_usage(&r, "--start-latency-ms");
+	replay(&r, "-t", doc, "--start-latency-ms", "1000001", NULL);
+	expect_usage(&r, "above 1000000 ms");
+	replay(&r, "-t", doc, "--start-latency-ms", "5", "--compat", "coflowsim", NULL);
+	expect_usage(&r, "--start-latency-ms");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -753,6 +807,7 @@ int main(void)
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_bundled_sincronia),
 		cmocka_unit_test(test_compat),
+		cmocka_unit_test(test_start_latency),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

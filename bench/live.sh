@@ -16,6 +16,10 @@
 #  4. replays the scaled trace that was played (loom-run's trace.loom and
 #     topology.json) with loom-replay --mode classes --classes 8, every
 #     policy: the prediction;
+#     and again with --start-latency-ms, the fixed cost of a coflow in a
+#     live run, measured from these runs (the median live CCT of the
+#     coflows the first prediction finishes within 1 ms, every policy but
+#     fair);
 #  5. bench/live_report.py prints the table (live, predicted, ratio,
 #     speed-up over plain TCP), writes it to OUT/tables.md and the JCT CDF
 #     plot (live and predicted per policy) to OUT/live_jct_cdf.png; with
@@ -37,7 +41,7 @@ while [ $# -gt 0 ]; do
 	--policies) policies=$2; shift 2 ;;
 	--scale) scale=$2; shift 2 ;;
 	-h | --help)
-		sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,31p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -124,7 +128,14 @@ done
 "$bin/sim/loom-replay" --trace "$out/live/$first/trace.loom" --topo "$out/live/$first/topology.json" \
 	--policy "$policies" --mode classes --classes 8 --jobs 0 --no-progress --no-plots \
 	--out "$out/sim" >"$out/sim.txt" 2>"$out/sim.log" || { cat "$out/sim.log" >&2; exit 1; }
-log "replayed"
+# the same with the fixed cost of a coflow in a live run (announcing, classes
+# reaching the hosts, connecting) measured from these runs: see live_report.py
+python3 bench/live_report.py --out "$out" --measure-latency >"$out/latency_ms"
+"$bin/sim/loom-replay" --trace "$out/live/$first/trace.loom" --topo "$out/live/$first/topology.json" \
+	--policy "$policies" --mode classes --classes 8 --jobs 0 --no-progress --no-plots \
+	--start-latency-ms "$(cat "$out/latency_ms")" --out "$out/sim-lat" >"$out/sim-lat.txt" \
+	2>"$out/sim-lat.log" || { cat "$out/sim-lat.log" >&2; exit 1; }
+log "replayed (and with a start latency of $(cat "$out/latency_ms") ms)"
 
 args=(--out "$out")
 [ "$readme" = 1 ] && args+=(--readme bench/README.md --plots bench/results)

@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
 	--policies) policies=$2; shift 2 ;;
 	--scale) scale=$2; shift 2 ;;
 	-h | --help)
-		sed -n '3,31p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,30p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)

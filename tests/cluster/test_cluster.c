@@ -676,6 +676,43 @@ struct csv_row {
 	char bin[32];
 };
 
+/* dir = /tmp/loom-TAG-PID (made here), trace = dir/in.loom holding text. */
+static void trace_file(char *dir, size_t dsize, char *trace, size_t tsize, const char *tag,
+		       const char *text)
+{
+	FILE *f;
+
+	snprintf(dir, dsize, "/tmp/loom-%s-%d", tag, (int)getpid());
+	snprintf(trace, tsize, "%s/in.loom", dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	f = fopen(trace, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* `up` of run name with hosts hosts and enforcer (NULL: the default), or the test fails. */
+static void up_or_fail(const char *name, const char *hosts, const char *enforcer)
+{
+	const char *args[] = {"up",     "--name",    name, "--hosts", hosts, "--build",
+			      BUILDDIR, "--timeout", "90", NULL,      NULL,  NULL};
+	char out[16384];
+	int rc;
+
+	if (enforcer) {
+		args[9] = "--enforcer";
+		args[10] = enforcer;
+	}
+	rc = run_script(out, sizeof(out), 180, args);
+	if (rc != 0) {
+		force_down(name);
+		fail_msg("up%s%s exited %d:\n%s", enforcer ? " --enforcer " : "",
+			 enforcer ? enforcer : "", rc, out);
+	}
+	if (enforcer)
+		print_message("%s", out);
+}
+
 /*
  * Reads a CSV file of loom-replay's (header exactly `header`) into rows of
  * unsigned fields (column `text_col`, if any, kept as text); the row count.
@@ -738,26 +775,12 @@ static void test_run_trace(void **state)
 		{10, 11, 10000000}, {20, 21, 2500000}, {40, 42, 0}, {41, 42, 0}};
 	char name[32], dir[128], trace[160], path[256], out[16384];
 	struct csv_row jr[8], cr[16];
-	FILE *f;
 	int rc, n;
 
 	(void)state;
 	run_name(name, sizeof(name), 'd');
-	snprintf(dir, sizeof(dir), "/tmp/loom-run-test-%d", (int)getpid());
-	snprintf(trace, sizeof(trace), "%s/in.loom", dir);
-	assert_int_equal(mkdir(dir, 0700), 0);
-	f = fopen(trace, "w");
-	assert_non_null(f);
-	assert_int_equal(fputs(RUN_TRACE, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
-
-	rc = run_script(out, sizeof(out), 180,
-			(const char *const[]){"up", "--name", name, "--hosts", "3", "--build",
-					      BUILDDIR, "--timeout", "90", NULL});
-	if (rc != 0) {
-		force_down(name);
-		fail_msg("up exited %d:\n%s", rc, out);
-	}
+	trace_file(dir, sizeof(dir), trace, sizeof(trace), "run-test", RUN_TRACE);
+	up_or_fail(name, "3", NULL);
 	snprintf(path, sizeof(path), "%s/out", dir);
 	rc = run_script(out, sizeof(out), 180,
 			(const char *const[]){"run", "--name", name, "--build", BUILDDIR, trace,
@@ -910,26 +933,12 @@ static void test_run_chaos(void **state)
 	char loomd0[32], agents0[128], loomd1[32], agents1[128], procs[4096];
 	char a0[3][16], a1[3][16];
 	const char *p;
-	FILE *f;
 	int rc, n;
 
 	(void)state;
 	run_name(name, sizeof(name), 'f');
-	snprintf(dir, sizeof(dir), "/tmp/loom-chaos-test-%d", (int)getpid());
-	snprintf(trace, sizeof(trace), "%s/in.loom", dir);
-	assert_int_equal(mkdir(dir, 0700), 0);
-	f = fopen(trace, "w");
-	assert_non_null(f);
-	assert_int_equal(fputs(CHAOS_TRACE, f) >= 0, 1);
-	assert_int_equal(fclose(f), 0);
-
-	rc = run_script(out, sizeof(out), 180,
-			(const char *const[]){"up", "--name", name, "--hosts", "3", "--build",
-					      BUILDDIR, "--timeout", "90", NULL});
-	if (rc != 0) {
-		force_down(name);
-		fail_msg("up exited %d:\n%s", rc, out);
-	}
+	trace_file(dir, sizeof(dir), trace, sizeof(trace), "chaos-test", CHAOS_TRACE);
+	up_or_fail(name, "3", NULL);
 	state_value(name, "LOOMD_PID", loomd0, sizeof(loomd0));
 	state_value(name, "AGENT_PIDS", agents0, sizeof(agents0));
 	snprintf(path, sizeof(path), "%s/out", dir);
@@ -1129,34 +1138,20 @@ static void assert_no_dpdk_files(const char *name)
 
 static void test_dpdk_variant(void **state)
 {
-	char name[32], dir[128], trace[160], path[256], out[16384];
+	char name[32], dir[128], trace[160], path[256], out[16384], text[128];
 	json_t *st0, *st1;
 	uint64_t pkts[CLASSES], known;
 	unsigned int k = 0;
 	long long queued;
-	FILE *f;
 	int rc;
 
 	(void)state;
 	run_name(name, sizeof(name), 'e');
-	snprintf(dir, sizeof(dir), "/tmp/loom-run-dpdk-%d", (int)getpid());
-	snprintf(trace, sizeof(trace), "%s/in.loom", dir);
-	assert_int_equal(mkdir(dir, 0700), 0);
-	f = fopen(trace, "w");
-	assert_non_null(f);
-	fprintf(f, "loom-trace 1 hosts 2\njob 1 0 1\ncoflow 10 1 0\nflow 10 0 1 %d\n",
-		DPDK_FLOW_BYTES);
-	assert_int_equal(fclose(f), 0);
-
-	rc = run_script(out, sizeof(out), 180,
-			(const char *const[]){"up", "--name", name, "--hosts", "2", "--enforcer",
-					      "dpdk", "--build", BUILDDIR, "--timeout", "90",
-					      NULL});
-	if (rc != 0) {
-		force_down(name);
-		fail_msg("up --enforcer dpdk exited %d:\n%s", rc, out);
-	}
-	print_message("%s", out);
+	snprintf(text, sizeof(text),
+		 "loom-trace 1 hosts 2\njob 1 0 1\ncoflow 10 1 0\nflow 10 0 1 %d\n",
+		 DPDK_FLOW_BYTES);
+	trace_file(dir, sizeof(dir), trace, sizeof(trace), "run-dpdk", text);
+	up_or_fail(name, "2", "dpdk");
 	assert_dpdk_agents(name);
 
 	snprintf(path, sizeof(path), "%s/out", dir);

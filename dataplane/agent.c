@@ -54,6 +54,7 @@ struct dp_agent {
 	/* counters */
 	uint64_t connects, connect_failures, disconnects, tables, resyncs, bad_tables;
 	uint64_t stats_sent, flows_reported;
+	uint64_t flows_dropped; /* flow counters not sent: no session, or no memory */
 	char last_error[LOOM_ERR_MSG_MAX];
 	int exit_code;
 };
@@ -339,14 +340,18 @@ static int hello(struct dp_agent *a, int fd, SSL *ssl, int timeout_ms, struct lo
 
 /* ---- the session ------------------------------------------------------------------------------ */
 
-/* Writes a frame made by an encoder of rpc_loomd.h (r its result) to the session, if any. */
-static void send_frame(struct dp_agent *a, int r, uint8_t *frame, size_t len)
+/*
+ * Writes a frame made by an encoder of rpc_loomd.h (r its result; frame is
+ * freed here when it made one) to the session. 0 when it was queued, else
+ * -errno: the encoder's, -ENOTCONN (no session) or -ENOMEM.
+ */
+static int send_frame(struct dp_agent *a, int r, uint8_t *frame, size_t len)
 {
 	if (r < 0)
-		return;
-	if (a->bev)
-		bufferevent_write(a->bev, frame, len);
+		return r;
+	r = !a->bev ? -ENOTCONN : bufferevent_write(a->bev, frame, len) < 0 ? -ENOMEM : 0;
 	free(frame);
+	return r;
 }
 
 static void send_resync(struct dp_agent *a)
@@ -547,6 +552,7 @@ static void schedule_reconnect(struct dp_agent *a)
 struct stats_batch {
 	struct dp_flow_stat *st;
 	size_t n, cap;
+	size_t lost; /* counters that found no memory */
 };
 
 static void on_counter(void *ctx, const struct wire_tuple *t, uint64_t bytes, bool done)
@@ -557,14 +563,19 @@ static void on_counter(void *ctx, const struct wire_tuple *t, uint64_t bytes, bo
 		size_t ncap = b->cap * 2;
 		struct dp_flow_stat *st = realloc(b->st, ncap * sizeof(*st));
 
-		if (!st)
-			return; /* out of memory: this interval's counts for the rest are lost */
+		if (!st) {
+			b->lost++; /* out of memory: this interval's count of that flow is lost */
+			return;
+		}
 		b->st = st;
 		b->cap = ncap;
 	}
 	b->st[b->n] = (struct dp_flow_stat){.tuple = *t, .bytes = bytes, .done = done};
 	b->n++;
 }
+
+/* Flows per FlowStats frame: a batch of a big table goes in several, each well under max_frame. */
+#define STATS_FRAME_FLOWS 2048
 
 static void stats_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -578,15 +589,21 @@ static void stats_cb(evutil_socket_t fd, short what, void *arg)
 	if (b.st) {
 		/* counters are collected even while disconnected (and then dropped) */
 		a->enf.cls->collect(&a->enf, on_counter, &b);
-		if (b.n && a->bev) {
-			uint8_t *frame;
-			size_t len;
-			int r = dp_rpc_stats_encode(++a->seq, b.st, b.n, &frame, &len);
+		for (size_t i = 0; i < b.n; i += STATS_FRAME_FLOWS) {
+			size_t n = b.n - i < STATS_FRAME_FLOWS ? b.n - i : STATS_FRAME_FLOWS;
+			uint8_t *frame = NULL;
+			size_t len = 0;
+			int r = a->bev ? dp_rpc_stats_encode(++a->seq, b.st + i, n, &frame, &len) :
+					 -ENOTCONN;
 
-			send_frame(a, r, frame, len);
-			a->stats_sent++;
-			a->flows_reported += b.n;
+			if (send_frame(a, r, frame, len) == 0) {
+				a->stats_sent++;
+				a->flows_reported += n;
+			} else {
+				a->flows_dropped += n;
+			}
 		}
+		a->flows_dropped += b.lost;
 	}
 	free(b.st);
 }
@@ -629,7 +646,7 @@ static int cmd_stats(void *ctx, int argc, const char *const *argv, json_t **ret,
 	(void)err;
 	a->enf.cls->stats(&a->enf, add_stat, enf);
 	*ret = json_pack("{s:s, s:b, s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-			 "s:I, s:s, s:o}",
+			 "s:I, s:I, s:s, s:o}",
 			 "controller", a->cfg.controller, "connected", a->bev != NULL, "host",
 			 (int)a->cfg.host_id, "enforcer", a->enf.cls->name, "table_version",
 			 (json_int_t)dp_table_version(a->table), "flows",
@@ -640,7 +657,8 @@ static int cmd_stats(void *ctx, int argc, const char *const *argv, json_t **ret,
 			 "tables", (json_int_t)a->tables, "resyncs", (json_int_t)a->resyncs,
 			 "bad_tables", (json_int_t)a->bad_tables, "stats_sent",
 			 (json_int_t)a->stats_sent, "flows_reported", (json_int_t)a->flows_reported,
-			 "last_error", a->last_error, "enforcer_stats", enf);
+			 "flows_dropped", (json_int_t)a->flows_dropped, "last_error", a->last_error,
+			 "enforcer_stats", enf);
 	return *ret ? 0 : -ENOMEM;
 }
 

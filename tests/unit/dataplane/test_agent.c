@@ -10,7 +10,10 @@
  * with a malformed tuple, each ask for a full table (Resync) and change
  * nothing; when loomd goes away the agent keeps its table (fail-static)
  * and says Hello again on the next connection; a refused Hello is retried
- * with loomd's reason kept; a frame of a bad length drops the session.
+ * with loomd's reason kept; a frame of a bad length drops the session;
+ * flow statistics (the null enforcer's counters=) reach loomd, and those
+ * collected while loomd is away are dropped and counted; the null
+ * enforcer refuses other arguments.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -51,6 +54,7 @@ struct fixture {
 	int lfd;        /* listening */
 	int fd;         /* the agent's current session, -1: none */
 	pid_t agent;
+	const char *counters; /* the null enforcer's counters= (NULL: none) */
 };
 
 static int setup(void **state)
@@ -117,11 +121,14 @@ static void start_agent(struct fixture *f, unsigned backoff_ms)
 		snprintf(cfg.controller, sizeof(cfg.controller), "unix:%s", f->sock);
 		snprintf(cfg.admin_socket, sizeof(cfg.admin_socket), "%s", f->admin);
 		snprintf(cfg.enforcer, sizeof(cfg.enforcer), "null");
+		if (f->counters)
+			snprintf(cfg.enforcer_args, sizeof(cfg.enforcer_args), "counters=%s",
+				 f->counters);
 		cfg.host_id = HOST;
 		cfg.classes = CLASSES;
 		cfg.link_bps = 100000000;
-		/* no stats or heartbeats in the way of the script; quick reconnects */
-		cfg.stats_interval_ns = 3600 * LOOM_NS_PER_S;
+		/* no stats (unless asked) or heartbeats in the way of the script */
+		cfg.stats_interval_ns = f->counters ? 20 * LOOM_NS_PER_MS : 3600 * LOOM_NS_PER_S;
 		cfg.heartbeat_ns = 3600 * LOOM_NS_PER_S;
 		cfg.backoff_min_ns = backoff_ms * LOOM_NS_PER_MS;
 		cfg.backoff_max_ns = 5 * backoff_ms * LOOM_NS_PER_MS;
@@ -177,6 +184,22 @@ static Loom__Envelope *next_msg(struct fixture *f)
 	return NULL;
 }
 
+/* The agent's next FlowStats (heartbeats skipped). */
+static Loom__Envelope *next_stats(struct fixture *f)
+{
+	for (int i = 0; i < 16; i++) {
+		Loom__Envelope *env = NULL;
+
+		assert_int_equal(wire_recv(f->fd, WIRE_MAX_FRAME_DEFAULT, WAIT_MS, &env), 0);
+		if (env->body_case == LOOM__ENVELOPE__BODY_FLOW_STATS)
+			return env;
+		assert_int_equal(env->body_case, LOOM__ENVELOPE__BODY_HEARTBEAT);
+		wire_free(env);
+	}
+	fail_msg("no statistics from the agent");
+	return NULL;
+}
+
 static void send_env(struct fixture *f, Loom__Envelope *env)
 {
 	assert_int_equal(wire_send(f->fd, env, WIRE_MAX_FRAME_DEFAULT, WAIT_MS), 0);
@@ -210,18 +233,18 @@ static void hello(struct fixture *f, const char *refusal)
 	send_env(f, &out);
 }
 
-/* A table of version v (full, or a delta on base) with flows port 1000+i of coflow 100+i. */
+/* A table of version v (full, or a delta on base) with flows port 1000+i of coflow 100+i, class i % CLASSES. */
 static void send_table(struct fixture *f, uint64_t v, uint64_t base, bool full, size_t nflows,
 		       bool bad_tuple)
 {
 	Loom__Envelope env = LOOM__ENVELOPE__INIT;
 	Loom__PriorityTable t = LOOM__PRIORITY_TABLE__INIT;
-	Loom__FlowEntry fe[4], *fep[4];
-	Loom__FiveTuple ft[4];
-	Loom__CoflowClass cc[4], *ccp[4];
+	Loom__FlowEntry *fe = calloc(nflows, sizeof(*fe)), **fep = calloc(nflows, sizeof(*fep));
+	Loom__FiveTuple *ft = calloc(nflows, sizeof(*ft));
+	Loom__CoflowClass *cc = calloc(nflows, sizeof(*cc)), **ccp = calloc(nflows, sizeof(*ccp));
 	uint8_t src[4] = {10, 0, 0, HOST}, dst[4] = {10, 0, 0, 9};
 
-	assert_true(nflows <= 4);
+	assert_true(nflows > 0 && fe && fep && ft && cc && ccp);
 	for (size_t i = 0; i < nflows; i++) {
 		loom__five_tuple__init(&ft[i]);
 		ft[i].src_addr.data = src;
@@ -252,6 +275,11 @@ static void send_table(struct fixture *f, uint64_t v, uint64_t base, bool full, 
 	env.body_case = LOOM__ENVELOPE__BODY_TABLE;
 	env.table = &t;
 	send_env(f, &env);
+	free(fe);
+	free(fep);
+	free(ft);
+	free(cc);
+	free(ccp);
 }
 
 static void expect_ack(struct fixture *f, uint64_t version)
@@ -309,10 +337,10 @@ static void table_is(struct fixture *f, long long version, size_t nflows)
 	json_decref(res);
 }
 
-/* An agent connected with table 5 (two flows) in force. */
-static void agent_with_table(struct fixture *f)
+/* An agent (reconnecting after backoff_ms) connected with table 5 (two flows) in force. */
+static void agent_with_table(struct fixture *f, unsigned backoff_ms)
 {
-	start_agent(f, 20);
+	start_agent(f, backoff_ms);
 	accept_session(f);
 	hello(f, NULL);
 	send_table(f, 5, 0, true, 2, false);
@@ -324,7 +352,7 @@ static void test_full_table(void **state)
 	struct fixture *f = *state;
 	json_t *res, *fl;
 
-	agent_with_table(f);
+	agent_with_table(f, 20);
 	res = admin(f, "table");
 	assert_int_equal(json_integer_value(json_object_get(res, "version")), 5);
 	assert_int_equal(json_integer_value(json_object_get(res, "default_class")), CLASSES - 1);
@@ -349,7 +377,7 @@ static void test_gap_resyncs(void **state)
 {
 	struct fixture *f = *state;
 
-	agent_with_table(f);
+	agent_with_table(f, 20);
 	send_table(f, 8, 7, false, 3, false); /* 6 and 7 never came */
 	expect_resync(f);
 	table_is(f, 5, 2);
@@ -365,7 +393,7 @@ static void test_bad_table_resyncs(void **state)
 {
 	struct fixture *f = *state;
 
-	agent_with_table(f);
+	agent_with_table(f, 20);
 	send_table(f, 6, 5, false, 3, true);
 	expect_resync(f);
 	table_is(f, 5, 2);
@@ -377,7 +405,7 @@ static void test_fail_static(void **state)
 {
 	struct fixture *f = *state;
 
-	agent_with_table(f);
+	agent_with_table(f, 20);
 	/* loomd goes away: the table stays in force, the agent comes back */
 	close(f->fd);
 	f->fd = -1;
@@ -418,13 +446,95 @@ static void test_bad_frame_drops_session(void **state)
 	struct fixture *f = *state;
 	uint8_t hdr[WIRE_HDR_BYTES];
 
-	agent_with_table(f);
+	agent_with_table(f, 20);
 	wire_hdr_put(hdr, 0);
 	assert_int_equal(write(f->fd, hdr, sizeof(hdr)), (ssize_t)sizeof(hdr));
 	accept_session(f); /* it dropped that session and connected again */
 	hello(f, NULL);
 	table_is(f, 5, 2);
 	stop_agent(f);
+}
+
+static void test_stats(void **state)
+{
+	struct fixture *f = *state;
+	Loom__Envelope *env;
+	long long dropped0;
+	json_t *res;
+
+	f->counters = "1500";
+	/* 300 ms between losing loomd and dialling again: ~15 statistics intervals */
+	agent_with_table(f, 300);
+	/* every flow of the table, 1500 bytes each interval, in one frame */
+	env = next_stats(f);
+	assert_int_equal(env->flow_stats->n_flows, 2);
+	for (size_t i = 0; i < 2; i++) {
+		assert_int_equal(env->flow_stats->flows[i]->bytes_sent, 1500);
+		assert_false(env->flow_stats->flows[i]->done);
+		assert_int_equal(env->flow_stats->flows[i]->tuple->dst_port, 80);
+	}
+	wire_free(env);
+	/* loomd goes away: what is collected meanwhile is dropped, and counted */
+	close(f->fd);
+	f->fd = -1;
+	accept_session(f);
+	hello(f, NULL);
+	res = admin(f, "stats");
+	dropped0 = json_integer_value(json_object_get(res, "flows_dropped"));
+	assert_true(dropped0 >= 2);
+	assert_int_equal(dropped0 % 2, 0); /* whole batches of the 2 flows */
+	assert_true(json_integer_value(json_object_get(res, "flows_reported")) >= 2);
+	json_decref(res);
+	/* reporting again on the new session */
+	env = next_stats(f);
+	assert_int_equal(env->flow_stats->n_flows, 2);
+	wire_free(env);
+	stop_agent(f);
+}
+
+static void test_stats_frames(void **state)
+{
+	struct fixture *f = *state;
+	size_t total = 0, frames = 0;
+
+	f->counters = "1";
+	start_agent(f, 20);
+	accept_session(f);
+	hello(f, NULL);
+	send_table(f, 5, 0, true, 3000, false);
+	expect_ack(f, 5);
+	/* one interval's 3000 flows: a frame of 2048, then one of 952 */
+	while (total < 3000) {
+		Loom__Envelope *env = next_stats(f);
+
+		assert_int_equal(env->flow_stats->n_flows, frames == 0 ? 2048 : 952);
+		total += env->flow_stats->n_flows;
+		frames++;
+		wire_free(env);
+	}
+	assert_int_equal(frames, 2);
+	stop_agent(f);
+}
+
+static void test_null_counters_refused(void **state)
+{
+	static const char *const bad[] = {"counters=", "counters=lots", "count=5", "5"};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct dp_agent_config cfg;
+		struct loom_err err = {{0}};
+		struct dp_agent *a;
+
+		dp_agent_config_default(&cfg);
+		snprintf(cfg.enforcer, sizeof(cfg.enforcer), "null");
+		snprintf(cfg.enforcer_args, sizeof(cfg.enforcer_args), "%s", bad[i]);
+		a = dp_agent_new(&cfg, &err);
+		if (a)
+			fail_msg("null enforcer took '%s'", bad[i]);
+		if (!strstr(err.msg, "null enforcer") && !strstr(err.msg, "the null enforcer"))
+			fail_msg("'%s': error '%s' does not name the enforcer", bad[i], err.msg);
+	}
 }
 
 int main(void)
@@ -436,6 +546,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fail_static, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused_hello_retried, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_frame_drops_session, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stats, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stats_frames, setup, teardown),
+		cmocka_unit_test(test_null_counters_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,7 +27,8 @@
  * Ranks map to loomd's host ids by $LOOM_MPI_HOST (this rank's host id) or
  * $LOOM_MPI_HOSTS ("NAME=ID,...": NAME is a processor name, as
  * MPI_Get_processor_name() gives it, or one of its IP addresses); rank 0
- * gathers every rank's host at MPI_Init. MPI's own TCP connections carry
+ * gathers every rank's host at MPI_Init. The settings are parsed by
+ * mpi_env.c, which needs no MPI (unit-tested and fuzzed on its own). MPI's own TCP connections carry
  * many collectives at once, so a collective's flows have no 5-tuple of their
  * own: each is announced with a tuple that names it (in 100::/64, the IPv6
  * discard prefix, ports 0) and matches no packet.
@@ -59,13 +60,19 @@
 #include <unistd.h>
 
 #include "controlplane/client/loom.h"
+#include "controlplane/client/mpi_env.h"
 
 #define MPI_TIMEOUT_MS_DEFAULT 1000
-/* Coflow k of job J is J * 2^24 + k: job ids below 2^40, at most 2^24 - 1 collectives. */
+/*
+ * Coflow k of job J is J * 2^24 + k: job ids below 2^40
+ * (LOOM_CLIENT_MPI_JOB_MAX), at most 2^24 - 1 collectives.
+ */
 #define MPI_COFLOW_BITS 24
-#define MPI_JOB_MAX     ((UINT64_C(1) << 40) - 1)
-#define MPI_NO_HOST     UINT32_MAX
+#define MPI_JOB_MAX     LOOM_CLIENT_MPI_JOB_MAX
+#define MPI_NO_HOST     LOOM_CLIENT_MPI_NO_HOST
 #define MPI_MSG_MAX     200
+
+_Static_assert(MPI_MSG_MAX >= LOOM_CLIENT_MPI_MSG_MAX, "a report holds mpi_env's messages");
 
 /* What each rank tells rank 0 at MPI_Init: its host, or why it has none. */
 struct mpi_report {
@@ -102,26 +109,10 @@ __attribute__((format(printf, 1, 2))) static void mpi_warn(const char *fmt, ...)
 	(void)!write(STDERR_FILENO, line, (size_t)n);
 }
 
-/* A decimal in [lo, hi] from the whole of s; false otherwise. */
-static bool parse_dec(const char *s, unsigned long long lo, unsigned long long hi,
-		      unsigned long long *ret)
+/* Whether name (a processor name) is key, or key is one of name's addresses (mpi_env.h). */
+static bool host_matches(const char *key, void *name_)
 {
-	unsigned long long v;
-	char *end;
-
-	if (!s || s[0] < '0' || s[0] > '9')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return false;
-	*ret = v;
-	return true;
-}
-
-/* Whether name (a processor name) is key, or key is one of name's addresses. */
-static bool host_matches(const char *name, const char *key)
-{
+	const char *name = name_;
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
 	unsigned char raw[sizeof(struct in6_addr)];
 	bool hit = false;
@@ -152,52 +143,19 @@ static bool host_matches(const char *name, const char *key)
 static void find_host(struct mpi_report *r)
 {
 	const char *one = getenv("LOOM_MPI_HOST"), *map = getenv("LOOM_MPI_HOSTS");
-	char name[MPI_MAX_PROCESSOR_NAME + 1] = "", *copy, *save = NULL;
-	unsigned long long v;
-	int len = 0;
+	char name[MPI_MAX_PROCESSOR_NAME + 1] = "";
+	struct loom_err err = {{0}};
+	int len = 0, rc;
 
 	r->host = MPI_NO_HOST;
 	if (one && one[0]) {
-		if (parse_dec(one, 0, UINT32_MAX - 1, &v))
-			r->host = (uint32_t)v;
-		else
-			snprintf(r->msg, sizeof(r->msg),
-				 "LOOM_MPI_HOST=\"%.60s\" is not a host id (a decimal number)",
-				 one);
-		return;
+		rc = loom_client_mpi_env_host(one, &r->host, &err);
+	} else {
+		PMPI_Get_processor_name(name, &len);
+		rc = loom_client_mpi_env_hosts(map, name, host_matches, name, &r->host, &err);
 	}
-	PMPI_Get_processor_name(name, &len);
-	if (!map || !map[0]) {
-		snprintf(r->msg, sizeof(r->msg),
-			 "no host id for processor '%.60s': set LOOM_MPI_HOST or LOOM_MPI_HOSTS",
-			 name);
-		return;
-	}
-	copy = strdup(map);
-	if (!copy) {
-		snprintf(r->msg, sizeof(r->msg), "out of memory");
-		return;
-	}
-	for (char *e = strtok_r(copy, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
-		char *eq = strrchr(e, '=');
-
-		if (!eq || eq == e || !parse_dec(eq + 1, 0, UINT32_MAX - 1, &v)) {
-			snprintf(r->msg, sizeof(r->msg),
-				 "LOOM_MPI_HOSTS: entry \"%.60s\" is not NAME=ID (ID a decimal "
-				 "host id)",
-				 e);
-			free(copy);
-			return;
-		}
-		*eq = '\0';
-		if (r->host == MPI_NO_HOST && host_matches(name, e))
-			r->host = (uint32_t)v;
-	}
-	free(copy);
-	if (r->host == MPI_NO_HOST)
-		snprintf(r->msg, sizeof(r->msg),
-			 "LOOM_MPI_HOSTS names neither processor '%.60s' nor any of its addresses",
-			 name);
+	if (rc < 0) /* it fits: LOOM_CLIENT_MPI_MSG_MAX */
+		snprintf(r->msg, sizeof(r->msg), "%.*s", (int)sizeof(r->msg) - 1, err.msg);
 }
 
 static struct loom_client *connect_loomd(const char *what)
@@ -208,7 +166,7 @@ static struct loom_client *connect_loomd(const char *what)
 	char name[96];
 	struct loom_client *c;
 
-	if (t && t[0] && parse_dec(t, 1, 3600000, &ms))
+	if (t && t[0] && loom_client_mpi_env_dec(t, 1, 3600000, &ms))
 		opts.timeout_ms = (int)ms;
 	snprintf(name, sizeof(name), "loom_mpi:%s[rank %d]", program_invocation_short_name,
 		 st.rank);
@@ -229,7 +187,8 @@ static bool register_job(const struct mpi_report *reports)
 {
 	const char *j = getenv("LOOM_MPI_JOB"), *mb = getenv("LOOM_MPI_MIN_BYTES");
 	char name[160];
-	unsigned long long v;
+	struct loom_err err = {{0}};
+	uint64_t v;
 	uint32_t bad = 0, first = 0;
 	struct loom_client_coflow anchor = {0};
 	struct loom_client_job job = {.coflows = &anchor, .n_coflows = 1, .name = name};
@@ -245,19 +204,15 @@ static bool register_job(const struct mpi_report *reports)
 		return false;
 	}
 	if (mb && mb[0]) {
-		if (!parse_dec(mb, 0, UINT64_MAX, &v)) {
-			mpi_warn("LOOM_MPI_MIN_BYTES=\"%.60s\" is not a number of bytes; "
-				 "collectives run untracked",
-				 mb);
+		if (loom_client_mpi_env_min_bytes(mb, &v, &err) < 0) {
+			mpi_warn("%s; collectives run untracked", err.msg);
 			return false;
 		}
 		st.min_bytes = v;
 	}
 	if (j && j[0]) {
-		if (!parse_dec(j, 1, MPI_JOB_MAX, &v)) {
-			mpi_warn("LOOM_MPI_JOB=\"%.60s\" is not a job id in 1..%llu; collectives "
-				 "run untracked",
-				 j, (unsigned long long)MPI_JOB_MAX);
+		if (loom_client_mpi_env_job(j, &v, &err) < 0) {
+			mpi_warn("%s; collectives run untracked", err.msg);
 			return false;
 		}
 	} else {

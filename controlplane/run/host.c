@@ -43,9 +43,7 @@ struct rconn {
 	struct host *h;
 	struct event *ev;
 	int fd;
-	uint8_t hdr[LRUN_HDR_BYTES];
-	uint32_t hdr_off;
-	uint64_t left;
+	struct lrun_rx rx;
 };
 
 struct host {
@@ -70,6 +68,39 @@ static uint64_t get_be64(const uint8_t *p)
 	for (int i = 0; i < 8; i++)
 		v = v << 8 | p[i];
 	return v;
+}
+
+/* ---- the header between hosts (run.h) -------------------------------------------------------- */
+
+void lrun_hdr_write(uint8_t *hdr, uint32_t flow, uint64_t bytes)
+{
+	put_be64(hdr, (uint64_t)LRUN_MAGIC << 32 | flow);
+	put_be64(hdr + 8, bytes);
+}
+
+int lrun_rx_feed(struct lrun_rx *rx, const uint8_t *p, size_t n, struct loom_err *err)
+{
+	size_t off = 0;
+
+	if (rx->hdr_off < LRUN_HDR_BYTES) {
+		uint64_t w;
+
+		while (rx->hdr_off < LRUN_HDR_BYTES && off < n)
+			rx->hdr[rx->hdr_off++] = p[off++];
+		if (rx->hdr_off < LRUN_HDR_BYTES)
+			return 0;
+		/* the header is complete with these bytes */
+		w = get_be64(rx->hdr);
+		if (w >> 32 != LRUN_MAGIC)
+			return loom_err_set(err, EPROTO, "a connection without loom-run's header");
+		rx->flow = (uint32_t)w;
+		rx->left = get_be64(rx->hdr + 8);
+	}
+	if (n - off > rx->left)
+		return loom_err_set(err, EMSGSIZE,
+				    "flow %u brought more bytes than its header says", rx->flow);
+	rx->left -= n - off;
+	return rx->left == 0;
 }
 
 /* Sends one message to the driver; a failure ends the loop. */
@@ -165,8 +196,7 @@ static int sflow_start(struct host *h, const struct lrun_msg *m)
 	s->h = h;
 	s->flow = m->flow;
 	s->left = m->bytes;
-	put_be64(s->hdr, (uint64_t)LRUN_MAGIC << 32 | m->flow);
-	put_be64(s->hdr + 8, m->bytes);
+	lrun_hdr_write(s->hdr, m->flow, m->bytes);
 	s->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s->fd < 0) {
 		r = -errno;
@@ -212,7 +242,8 @@ static void rconn_cb(evutil_socket_t fd, short what, void *arg)
 
 	for (;;) {
 		ssize_t n = recv(fd, h->buf, IO_BYTES, 0);
-		size_t off = 0;
+		struct loom_err err;
+		int r;
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
@@ -221,27 +252,13 @@ static void rconn_cb(evutil_socket_t fd, short what, void *arg)
 			rconn_end(c);
 			return;
 		}
-		while (c->hdr_off < LRUN_HDR_BYTES && off < (size_t)n)
-			c->hdr[c->hdr_off++] = h->buf[off++];
-		if (c->hdr_off < LRUN_HDR_BYTES)
-			continue;
-		if (off > 0) {
-			if (get_be64(c->hdr) >> 32 != LRUN_MAGIC) {
-				log_warn("host %u: a connection without loom-run's header",
-					 h->cfg->host);
-				rconn_end(c);
-				return;
-			}
-			c->left = get_be64(c->hdr + 8);
-		}
-		if ((uint64_t)n - off > c->left) {
-			log_warn("host %u: flow %u brought more bytes than its header says",
-				 h->cfg->host, (uint32_t)get_be64(c->hdr));
+		r = lrun_rx_feed(&c->rx, h->buf, (size_t)n, &err);
+		if (r < 0) {
+			log_warn("host %u: %s", h->cfg->host, err.msg);
 			rconn_end(c);
 			return;
 		}
-		c->left -= (uint64_t)n - off;
-		if (c->left == 0) {
+		if (r == 1) {
 			char ack = LRUN_ACK;
 
 			/* a fresh socket has room for one byte; a failure shows at the sender */

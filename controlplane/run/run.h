@@ -21,6 +21,7 @@
 #ifndef LOOM_CONTROLPLANE_RUN_RUN_H
 #define LOOM_CONTROLPLANE_RUN_RUN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/errors.h"
@@ -50,6 +51,31 @@ struct lrun_msg {
 	uint64_t bytes;
 	uint64_t mono_ns; /* DONE: CLOCK_MONOTONIC when the sender read the ack */
 };
+
+/* Writes the header of a flow of `bytes` bytes (LRUN_HDR_BYTES bytes at hdr). */
+void lrun_hdr_write(uint8_t *hdr, uint32_t flow, uint64_t bytes);
+
+/*
+ * The receiving end of a flow's connection: the header as it arrives, then
+ * the bytes it announced. Starts zeroed.
+ */
+struct lrun_rx {
+	uint8_t hdr[LRUN_HDR_BYTES];
+	uint32_t hdr_off; /* header bytes in */
+	uint32_t flow;    /* once the header is in */
+	uint64_t left;    /* payload bytes still to come, once the header is in */
+};
+
+/*
+ * Takes the next n bytes (p may be NULL when n is 0) of rx's connection,
+ * in pieces of any size (the header too). 0: more are expected; 1: every
+ * byte the header announced is in (the receiver acks); -EPROTO: the first
+ * LRUN_HDR_BYTES bytes are not loom-run's header (no LRUN_MAGIC);
+ * -EMSGSIZE: this piece goes past the last byte announced. A refusal comes
+ * with err (naming the flow once the header is read). After a refusal or 1
+ * the connection is over: rx is not fed again.
+ */
+int lrun_rx_feed(struct lrun_rx *rx, const uint8_t *p, size_t n, struct loom_err *err);
 
 /* What a host process needs. */
 struct lrun_host_cfg {

@@ -2,12 +2,14 @@
 /*
  * Unit tests of controlplane/run (loom-run's parts): lrun_model_scale()
  * (times and bytes scaled and rounded, at least one byte a flow, a value
- * beyond the trace format's limits refused naming its job, bad scales), and
- * the host process on loopback: a flow delivered and acknowledged, a flow to
- * a port nobody listens on reported failed, a connection without loom-run's
- * header closed without an ack, and the process ending with status 0 when
- * the driver closes its socket. The host tests enter the test's own network
- * namespace (setns needs root): without root they are left out.
+ * beyond the trace format's limits refused naming its job, bad scales),
+ * the flow header as a receiver reads it (lrun_rx_feed(): in any pieces,
+ * refusals and their messages), and the host process on loopback: a flow
+ * delivered and acknowledged, a flow to a port nobody listens on reported
+ * failed, a connection without loom-run's header closed without an ack, and
+ * the process ending with status 0 when the driver closes its socket. The
+ * host tests enter the test's own network namespace (setns needs root):
+ * without root they are left out.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -217,6 +219,47 @@ static void test_host_flows(void **state)
 	host_stop(&b);
 }
 
+/* The header and the bytes it announces, in pieces of any size; what is refused, and why. */
+static void test_rx_feed(void **state)
+{
+	uint8_t in[LRUN_HDR_BYTES + 8] = {0};
+	struct loom_err err = {{0}};
+	struct lrun_rx rx;
+
+	(void)state;
+	lrun_hdr_write(in, 7, 8);
+	assert_memory_equal(in, "LRUN\0\0\0\x07\0\0\0\0\0\0\0\x08", LRUN_HDR_BYTES);
+
+	/* whole, and in pieces that cut the header */
+	memset(&rx, 0, sizeof(rx));
+	assert_int_equal(lrun_rx_feed(&rx, in, sizeof(in), &err), 1);
+	assert_int_equal(rx.flow, 7);
+	memset(&rx, 0, sizeof(rx));
+	assert_int_equal(lrun_rx_feed(&rx, NULL, 0, &err), 0);
+	assert_int_equal(lrun_rx_feed(&rx, in, 5, &err), 0);
+	assert_int_equal(lrun_rx_feed(&rx, in + 5, 11, &err), 0);
+	assert_int_equal(rx.left, 8);
+	assert_int_equal(lrun_rx_feed(&rx, in + 16, 7, &err), 0);
+	assert_int_equal(lrun_rx_feed(&rx, in + 23, 1, &err), 1);
+
+	/* a flow of no bytes is done with its header */
+	lrun_hdr_write(in, 3, 0);
+	memset(&rx, 0, sizeof(rx));
+	assert_int_equal(lrun_rx_feed(&rx, in, LRUN_HDR_BYTES, &err), 1);
+
+	/* more bytes than announced */
+	memset(&rx, 0, sizeof(rx));
+	assert_int_equal(lrun_rx_feed(&rx, in, LRUN_HDR_BYTES + 1, &err), -EMSGSIZE);
+	assert_string_equal(err.msg, "flow 3 brought more bytes than its header says");
+
+	/* no magic: refused once the 16 bytes are in */
+	memset(in, 0xab, sizeof(in));
+	memset(&rx, 0, sizeof(rx));
+	assert_int_equal(lrun_rx_feed(&rx, in, LRUN_HDR_BYTES - 1, &err), 0);
+	assert_int_equal(lrun_rx_feed(&rx, in, 1, &err), -EPROTO);
+	assert_string_equal(err.msg, "a connection without loom-run's header");
+}
+
 /* A connection that does not start with loom-run's header is closed, without the ack. */
 static void test_host_bad_header(void **state)
 {
@@ -242,9 +285,8 @@ static void test_host_bad_header(void **state)
 int main(void)
 {
 	struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_scale),
-		cmocka_unit_test(test_scale_limits),
-		cmocka_unit_test(test_host_flows),
+		cmocka_unit_test(test_scale),           cmocka_unit_test(test_scale_limits),
+		cmocka_unit_test(test_rx_feed),         cmocka_unit_test(test_host_flows),
 		cmocka_unit_test(test_host_bad_header),
 	};
 	size_t n = sizeof(tests) / sizeof(tests[0]);

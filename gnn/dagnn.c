@@ -334,7 +334,12 @@ int gnn_prepare(struct gnn_model *m, const struct gnn_batch *b, const uint32_t *
 	}
 	build_csr(N, E, b->edges, 1, pptr, padj, cnt);
 	build_csr(N, E, b->edges, 0, sptr, sadj, cnt);
-	/* Kahn: forward levels in topological order, then reverse levels backwards. */
+	/*
+	 * Kahn: forward levels in topological order, then reverse levels backwards.
+	 * A private copy of common/dag.c's walk (loom_dag_order()): gnn/ includes
+	 * nothing of ours, not even common/, so that it can be lifted out whole
+	 * (docs/style.md, scripts/check-layering.py).
+	 */
 	for (uint32_t v = 0; v < N; v++) {
 		cnt[v] = pptr[v + 1] - pptr[v];
 		lv0[v] = 0;

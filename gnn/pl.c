@@ -39,6 +39,12 @@ static uint64_t rotl(uint64_t x, int k)
 	return (x << k) | (x >> (64 - k));
 }
 
+/*
+ * A private copy of common/rng.c's xoshiro256** step (loom_rng_u64()): gnn/
+ * includes nothing of ours, not even common/, so that it can be lifted out
+ * whole (docs/style.md, scripts/check-layering.py). Keep the two the same;
+ * only the uniform below differs on purpose (it never returns 0).
+ */
 uint64_t gnn_rng_next(struct gnn_rng *rng)
 {
 	uint64_t *s = rng->s;

@@ -47,6 +47,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/hash.h"
 #include "common/hmap.h"
 #include "common/log.h"
 #include "common/units.h"
@@ -136,17 +137,15 @@ static void tuple_of(const struct loom_tc_key *k, struct wire_tuple *t)
 
 /* ---- unknown flows: a dense array indexed by a fixed common/hmap ----------------------------- */
 
-/* FNV-1a over the key's bytes (loom_hmap mixes the result). */
+/*
+ * FNV-1a over the key's bytes (loom_hmap mixes the result; the key has no
+ * implicit padding, ebpf/loom_tc.h). Only this process's unk_index uses it:
+ * the BPF maps hash their keys in the kernel, and the unknown flows' order is
+ * unk[]'s, not the index's.
+ */
 static uint64_t unk_hash(const struct loom_tc_key *k)
 {
-	const uint8_t *p = (const uint8_t *)k;
-	uint64_t h = 1469598103934665603ull;
-
-	for (size_t i = 0; i < sizeof(*k); i++) {
-		h ^= p[i];
-		h *= 1099511628211ull;
-	}
-	return h;
+	return loom_hash_bytes(k, sizeof(*k));
 }
 
 /* Returns the unk_index position of the record of key, or LOOM_HMAP_NPOS. */

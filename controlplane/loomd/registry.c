@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/dag.h"
+#include "common/hash.h"
 #include "common/heap.h"
 #include "common/hmap.h"
 #include "common/log.h"
@@ -57,14 +58,14 @@ static bool addr_match(uint64_t val, const void *key)
 	return a->family == b->family && !memcmp(a->addr, b->addr, 16);
 }
 
-/* FNV-1a over the address (loom_hmap mixes the result). */
+/*
+ * FNV-1a over the family, then the address (loom_hmap mixes the result). Only
+ * by_addr's slots depend on the value: neither it nor the map's order is kept
+ * anywhere (the journal records no addresses; agents send them again).
+ */
 static uint64_t addr_hash(const struct host_addr *a)
 {
-	uint64_t h = a->family;
-
-	for (int i = 0; i < 16; i++)
-		h = (h ^ a->addr[i]) * 1099511628211ULL;
-	return h;
+	return loom_hash_bytes_from(loom_hash_bytes(&a->family, 1), a->addr, sizeof(a->addr));
 }
 
 /* ---- the registry ------------------------------------------------------------------------ */

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unit tests for common/hash and common/hmap: the mixer's known values; the
- * map's add, set, find-or-add, lookup, growth, removal (backward shift inside
- * runs of colliding keys), O(1) clear and the generation wrap, the fixed
- * mode (no allocation after init, -ENOSPC when full), keys kept more than
- * once, iteration with removal, and random churn against a plain array.
+ * Unit tests for common/hash and common/hmap: the mixer's and FNV-1a's known
+ * values, FNV-1a in pieces; the map's add, set, find-or-add, lookup, growth,
+ * removal (backward shift inside runs of colliding keys), O(1) clear and the
+ * generation wrap, the fixed mode (no allocation after init, -ENOSPC when
+ * full), keys kept more than once, iteration with removal, and random churn
+ * against a plain array.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -66,6 +67,29 @@ static void test_hash_values(void **state)
 	/* a bijection: no two of the first keys collide on all 64 bits */
 	for (uint64_t x = 1; x < 1000; x++)
 		assert_int_not_equal(loom_hash_u64(x), loom_hash_u64(x - 1));
+}
+
+static void test_hash_bytes(void **state)
+{
+	static const char foobar[] = "foobar";
+	uint64_t h;
+
+	(void)state;
+	/* FNV-1a 64's published test vectors */
+	assert_int_equal(loom_hash_bytes(NULL, 0), LOOM_HASH_BYTES_INIT);
+	assert_int_equal(LOOM_HASH_BYTES_INIT, 0xcbf29ce484222325ULL);
+	assert_int_equal(loom_hash_bytes("a", 1), 0xaf63dc4c8601ec8cULL);
+	assert_int_equal(loom_hash_bytes(foobar, 6), 0x85944171f73967e8ULL);
+	/* in pieces, the value of the whole, wherever it is cut */
+	for (size_t cut = 0; cut <= 6; cut++) {
+		h = loom_hash_bytes(foobar, cut);
+		assert_int_equal(loom_hash_bytes_from(h, foobar + cut, 6 - cut),
+				 0x85944171f73967e8ULL);
+	}
+	assert_int_equal(loom_hash_bytes_from(42, NULL, 0), 42);
+	/* every byte counts, the order too */
+	assert_int_not_equal(loom_hash_bytes("ab", 2), loom_hash_bytes("ba", 2));
+	assert_int_not_equal(loom_hash_bytes("\0", 1), loom_hash_bytes(NULL, 0));
 }
 
 static void test_empty(void **state)
@@ -502,12 +526,12 @@ static void test_churn(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_hash_values), cmocka_unit_test(test_empty),
-		cmocka_unit_test(test_add_get_set), cmocka_unit_test(test_grow),
-		cmocka_unit_test(test_reserve),     cmocka_unit_test(test_collisions),
-		cmocka_unit_test(test_clear),       cmocka_unit_test(test_fixed),
-		cmocka_unit_test(test_dup),         cmocka_unit_test(test_iter_remove),
-		cmocka_unit_test(test_churn),
+		cmocka_unit_test(test_hash_values), cmocka_unit_test(test_hash_bytes),
+		cmocka_unit_test(test_empty),       cmocka_unit_test(test_add_get_set),
+		cmocka_unit_test(test_grow),        cmocka_unit_test(test_reserve),
+		cmocka_unit_test(test_collisions),  cmocka_unit_test(test_clear),
+		cmocka_unit_test(test_fixed),       cmocka_unit_test(test_dup),
+		cmocka_unit_test(test_iter_remove), cmocka_unit_test(test_churn),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct topo *topo_alloc(uint32_t nhosts, uint32_t nracks)
+#include "topo/topo_impl.h"
+
+struct topo *topo_alloc(uint32_t nhosts, uint32_t nracks)
 {
 	struct topo *t;
 
@@ -22,8 +24,11 @@ static struct topo *topo_alloc(uint32_t nhosts, uint32_t nracks)
 	t->port_bps = calloc(t->nports, sizeof(*t->port_bps));
 	if (nracks)
 		t->rack_of = calloc(nhosts, sizeof(*t->rack_of));
-	if (!t->port_bps || (nracks && !t->rack_of))
-		return topo_free(t);
+	if (!t->port_bps || (nracks && !t->rack_of)) {
+		topo_free(t);
+		errno = ENOMEM;
+		return NULL;
+	}
 	return t;
 }
 

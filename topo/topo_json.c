@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "common/cleanup.h"
+#include "topo/topo_impl.h"
 
 /* Refuse to slurp files larger than this (a 2^20-host list is ~60 MiB). */
 #define TOPO_FILE_MAX_BYTES (1024ULL * 1048576ULL)
@@ -159,27 +160,6 @@ static int get_opt_bps(const struct pctx *c, json_t *obj, const char *key, const
 	return v ? get_bps(c, v, what, ret) : 0;
 }
 
-/* Allocates a topology with every field sized but no capacities set. */
-static struct topo *topo_alloc_empty(uint32_t nhosts, uint32_t nracks)
-{
-	struct topo *t = calloc(1, sizeof(*t));
-
-	if (!t)
-		return NULL;
-	t->nhosts = nhosts;
-	t->nracks = nracks;
-	t->nports = 2 * nhosts + 2 * nracks;
-	t->port_bps = calloc(t->nports, sizeof(*t->port_bps));
-	if (nracks)
-		t->rack_of = calloc(nhosts, sizeof(*t->rack_of));
-	if (!t->port_bps || (nracks && !t->rack_of)) {
-		topo_free(t);
-		errno = ENOMEM;
-		return NULL;
-	}
-	return t;
-}
-
 /*
  * Reads racks.<key> (up_bps or down_bps) into ports[0..nracks): one capacity
  * for every rack, or an array of one per rack; absent means def.
@@ -251,7 +231,7 @@ static int parse_host_list(const struct pctx *c, json_t *hosts, json_t *racks, u
 		if (r < 0)
 			return r;
 	}
-	t = topo_alloc_empty((uint32_t)n, nracks);
+	t = topo_alloc((uint32_t)n, nracks);
 	if (!t)
 		return loom_err_set(c->err, ENOMEM, "%s: out of memory", c->name);
 	if (nracks) {

@@ -658,6 +658,33 @@ void loomd_registry_tenant_use(const struct loomd_registry *r, uint32_t tenant,
 		memset(ret, 0, sizeof(*ret));
 }
 
+/* Fills c, a new coflow of j, from cs and its resolved flows. 0 or -ENOMEM (c's flows freed). */
+static int coflow_fill(struct loomd_rjob *j, struct loomd_rcoflow *c,
+		       const struct loomd_coflow_spec *cs, const struct loomd_flow_spec *resolved)
+{
+	c->id = cs->id;
+	c->job = j;
+	c->release_offset_ns = cs->release_offset_ns;
+	c->expected_flows = cs->expected_flows ? cs->expected_flows : cs->nflows;
+	c->open = c->expected_flows == 0;
+	c->done_ns = CP_TIME_NEVER;
+	c->view = CP_NONE;
+	for (uint32_t f = 0; f < cs->nflows; f++) {
+		struct loomd_rflow *fl = flow_new(&resolved[f], c);
+
+		if (!fl || coflow_push_flow(c, fl) < 0) {
+			free(fl);
+			for (uint32_t g = 0; g < c->nflows; g++)
+				free(c->flows[g]);
+			free(c->flows);
+			c->flows = NULL;
+			c->nflows = 0;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 int loomd_registry_add_job(struct loomd_registry *r, const struct loomd_job_spec *spec,
 			   uint64_t now_ns, struct loom_err *err)
 {
@@ -706,24 +733,9 @@ int loomd_registry_add_job(struct loomd_registry *r, const struct loomd_job_spec
 	j->nedges = spec->nedges;
 	memcpy(j->edges, spec->edges, spec->nedges * sizeof(*j->edges));
 	for (uint32_t i = 0; i < spec->ncoflows; i++) {
-		const struct loomd_coflow_spec *cs = &spec->coflows[i];
-		struct loomd_rcoflow *c = &j->coflows[i];
-
-		c->id = cs->id;
-		c->job = j;
-		c->release_offset_ns = cs->release_offset_ns;
-		c->expected_flows = cs->expected_flows ? cs->expected_flows : cs->nflows;
-		c->open = c->expected_flows == 0;
-		c->done_ns = CP_TIME_NEVER;
-		c->view = CP_NONE;
-		for (uint32_t f = 0; f < cs->nflows; f++, k++) {
-			struct loomd_rflow *fl = flow_new(&resolved[k], c);
-
-			if (!fl || coflow_push_flow(c, fl) < 0) {
-				free(fl);
-				goto fail;
-			}
-		}
+		if (coflow_fill(j, &j->coflows[i], &spec->coflows[i], &resolved[k]) < 0)
+			goto fail;
+		k += spec->coflows[i].nflows;
 	}
 	/* Maps last: nothing can fail after the first insert but memory. */
 	if (loom_hmap_add_dup(&r->by_job, j->id, (uintptr_t)j) < 0)
@@ -814,33 +826,6 @@ static int validate_extend(const struct loomd_registry *r, const struct loomd_rj
 					  (unsigned long long)spec->edges[e].child);
 	free(cs);
 	return rc;
-}
-
-/* Fills c, a new coflow of j, from cs and its resolved flows. 0 or -ENOMEM (c's flows freed). */
-static int coflow_fill(struct loomd_rjob *j, struct loomd_rcoflow *c,
-		       const struct loomd_coflow_spec *cs, const struct loomd_flow_spec *resolved)
-{
-	c->id = cs->id;
-	c->job = j;
-	c->release_offset_ns = cs->release_offset_ns;
-	c->expected_flows = cs->expected_flows ? cs->expected_flows : cs->nflows;
-	c->open = c->expected_flows == 0;
-	c->done_ns = CP_TIME_NEVER;
-	c->view = CP_NONE;
-	for (uint32_t f = 0; f < cs->nflows; f++) {
-		struct loomd_rflow *fl = flow_new(&resolved[f], c);
-
-		if (!fl || coflow_push_flow(c, fl) < 0) {
-			free(fl);
-			for (uint32_t g = 0; g < c->nflows; g++)
-				free(c->flows[g]);
-			free(c->flows);
-			c->flows = NULL;
-			c->nflows = 0;
-			return -ENOMEM;
-		}
-	}
-	return 0;
 }
 
 int loomd_registry_extend_job(struct loomd_registry *r, const struct loomd_job_spec *spec,

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/grow.h"
 #include "common/log.h"
 #include "controlplane/loomd/journal.h"
 #include "controlplane/loomd/metrics.h"
@@ -324,21 +325,8 @@ struct delta {
 	size_t cap_flows, cap_coflows, cap_rm_flows, cap_rm_coflows;
 };
 
-static int grow(void **arr, size_t *cap, size_t n, size_t sz)
-{
-	void *v;
-	size_t ncap;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 64;
-	v = realloc(*arr, ncap * sz);
-	if (!v)
-		return -ENOMEM;
-	*arr = v;
-	*cap = ncap;
-	return 0;
-}
+/* A delta's arrays start at this many entries (loom_grow()) and double. */
+#define DELTA_MIN_CAP 64
 
 static void delta_free(struct delta *d)
 {
@@ -380,8 +368,8 @@ static int want_coflow(struct loomd_conn *c, struct delta *d, uint64_t id, uint3
 	if (e->cls != cls || e->rate_bps != rate || c->need_full) {
 		e->cls = cls;
 		e->rate_bps = rate;
-		if (grow((void **)&d->coflows, &d->cap_coflows, d->ncoflows, sizeof(*d->coflows)) <
-		    0)
+		if (loom_grow((void **)&d->coflows, &d->cap_coflows, d->ncoflows + 1,
+			      sizeof(*d->coflows), DELTA_MIN_CAP) < 0)
 			return -ENOMEM;
 		d->coflows[d->ncoflows++] = e;
 	}
@@ -407,7 +395,8 @@ static int want_flow(struct loomd_conn *c, struct delta *d, const struct wire_tu
 	e->stamp = gen;
 	if (e->coflow_id != id || c->need_full) {
 		e->coflow_id = id;
-		if (grow((void **)&d->flows, &d->cap_flows, d->nflows, sizeof(*d->flows)) < 0)
+		if (loom_grow((void **)&d->flows, &d->cap_flows, d->nflows + 1, sizeof(*d->flows),
+			      DELTA_MIN_CAP) < 0)
 			return -ENOMEM;
 		d->flows[d->nflows++] = e;
 	}
@@ -426,8 +415,8 @@ static int sweep(struct loomd_conn *c, struct delta *d, uint32_t gen)
 
 		if (e->stamp == gen)
 			continue;
-		if (grow((void **)&d->rm_flows, &d->cap_rm_flows, d->nrm_flows,
-			 sizeof(*d->rm_flows)) < 0)
+		if (loom_grow((void **)&d->rm_flows, &d->cap_rm_flows, d->nrm_flows + 1,
+			      sizeof(*d->rm_flows), DELTA_MIN_CAP) < 0)
 			return -ENOMEM;
 		d->rm_flows[d->nrm_flows++] = e->tuple;
 		loom_hmap_iter_remove(&c->flows, &it);
@@ -439,8 +428,8 @@ static int sweep(struct loomd_conn *c, struct delta *d, uint32_t gen)
 
 		if (e->stamp == gen)
 			continue;
-		if (grow((void **)&d->rm_coflows, &d->cap_rm_coflows, d->nrm_coflows,
-			 sizeof(*d->rm_coflows)) < 0)
+		if (loom_grow((void **)&d->rm_coflows, &d->cap_rm_coflows, d->nrm_coflows + 1,
+			      sizeof(*d->rm_coflows), DELTA_MIN_CAP) < 0)
 			return -ENOMEM;
 		d->rm_coflows[d->nrm_coflows++] = e->coflow_id;
 		loom_hmap_iter_remove(&c->coflows, &it);
@@ -665,14 +654,16 @@ void loomd_agents_push(struct loomd_server *s)
 
 				loom_hmap_iter_init(&a->flows, &it);
 				while (loom_hmap_iter_next(&a->flows, &it, NULL, &v))
-					if (grow((void **)&d->flows, &d->cap_flows, d->nflows,
-						 sizeof(*d->flows)) == 0)
+					if (loom_grow((void **)&d->flows, &d->cap_flows,
+						      d->nflows + 1, sizeof(*d->flows),
+						      DELTA_MIN_CAP) == 0)
 						d->flows[d->nflows++] =
 							(struct loomd_agent_flow *)(uintptr_t)v;
 				loom_hmap_iter_init(&a->coflows, &it);
 				while (loom_hmap_iter_next(&a->coflows, &it, NULL, &v))
-					if (grow((void **)&d->coflows, &d->cap_coflows, d->ncoflows,
-						 sizeof(*d->coflows)) == 0)
+					if (loom_grow((void **)&d->coflows, &d->cap_coflows,
+						      d->ncoflows + 1, sizeof(*d->coflows),
+						      DELTA_MIN_CAP) == 0)
 						d->coflows[d->ncoflows++] =
 							(struct loomd_agent_coflow *)(uintptr_t)v;
 			}

@@ -8,6 +8,7 @@
 
 #include "common/cleanup.h"
 #include "common/dag.h"
+#include "common/grow.h"
 #include "common/hmap.h"
 
 /* ---- external id -> index (common/hmap) ------------------------------- */
@@ -47,27 +48,19 @@ struct cp_builder {
 	struct b_flow *flows;
 	struct cp_edge *edges; /* builder coflow indices */
 	uint32_t njobs, ncoflows, nflows, nedges;
-	uint32_t cap_jobs, cap_coflows, cap_flows, cap_edges;
+	size_t cap_jobs, cap_coflows, cap_flows, cap_edges;
 	struct loom_hmap job_ids, coflow_ids; /* external id -> index */
 };
 
-/* Grows *arr (element size sz) to hold n + 1 elements. */
-static int grow(void **arr, uint32_t *cap, uint32_t n, size_t sz)
+/*
+ * Grows *arr (element size sz) to hold n + 1 elements (loom_grow(), from 16);
+ * the builder's indices are uint32_t, so a full array of 2^31 or more refuses.
+ */
+static int grow(void **arr, size_t *cap, uint32_t n, size_t sz)
 {
-	uint32_t ncap;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	if (n >= UINT32_MAX / 2)
+	if (n >= *cap && n >= UINT32_MAX / 2)
 		return -ENOMEM;
-	ncap = *cap ? *cap * 2 : 16;
-	p = realloc(*arr, (size_t)ncap * sz);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
+	return loom_grow(arr, cap, (size_t)n + 1, sz, 16);
 }
 
 struct cp_builder *cp_builder_new(uint32_t nhosts)

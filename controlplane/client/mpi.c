@@ -59,6 +59,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "controlplane/client/logline.h"
 #include "controlplane/client/loom.h"
 #include "controlplane/client/mpi_env.h"
 
@@ -102,11 +103,8 @@ __attribute__((format(printf, 1, 2))) static void mpi_warn(const char *fmt, ...)
 
 	n = snprintf(line, sizeof(line), "loom_mpi[rank %d]: ", st.rank);
 	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	loom_client_log_line(line, sizeof(line), (size_t)n, fmt, ap);
 	va_end(ap);
-	n = (int)strlen(line);
-	line[n++] = '\n';
-	(void)!write(STDERR_FILENO, line, (size_t)n);
 }
 
 /* Whether name (a processor name) is key, or key is one of name's addresses (mpi_env.h). */

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "controlplane/client/logline.h"
 #include "controlplane/client/loom.h"
 #include "controlplane/client/sockaddr.h"
 
@@ -89,12 +90,8 @@ __attribute__((format(printf, 1, 2))) static void shim_say(const char *fmt, ...)
 		return;
 	n = snprintf(line, sizeof(line), "loom_preload[%ld]: ", (long)getpid());
 	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	loom_client_log_line(line, sizeof(line), (size_t)n, fmt, ap);
 	va_end(ap);
-	n = (int)strlen(line);
-	line[n++] = '\n';
-	/* One write() so that lines of several processes do not interleave. */
-	(void)!write(STDERR_FILENO, line, (size_t)n);
 }
 
 static void shim_init(void)

@@ -139,6 +139,7 @@ void policy_fluid_done(struct policy_fluid *f)
 	free(f->bs_bits);
 	free(f->bs_w);
 	free(f->bs_placed);
+	free(f->vote);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -180,6 +181,7 @@ static int size_coflows(struct policy_fluid *f, uint32_t n, uint32_t nj)
 		RE(act);
 		RE(key);
 		RE(key2);
+		RE(vote);
 		RE(path);
 		RE(bs_w);
 		RE(bs_placed);
@@ -343,6 +345,15 @@ static void job_floors(struct policy_fluid *f)
 		f->jlb_s[j] = f->jlb_s[j] * (1 - 1e-6) - 1e-6;
 }
 
+/* Whether job jb is in the snapshot at now_ns: running, or due within f->future_s. */
+static bool in_snapshot(const struct policy_fluid *f, const struct cp_job *jb, uint64_t now_ns)
+{
+	if (jb->state == CP_JOB_RUNNING)
+		return true;
+	return jb->state == CP_JOB_PENDING && f->future_s > 0 &&
+	       ns_from(jb->arrival_ns, now_ns) <= f->future_s;
+}
+
 int policy_fluid_build(struct policy_fluid *f, const struct cp_model *m, uint64_t now_ns)
 {
 	uint32_t n = 0, nj = 0, nd = 0, nk = 0;
@@ -354,10 +365,10 @@ int policy_fluid_build(struct policy_fluid *f, const struct cp_model *m, uint64_
 	for (uint32_t j = 0; j < m->njobs; j++) {
 		const struct cp_job *jb = &m->jobs[j];
 
-		if (jb->state != CP_JOB_RUNNING)
+		if (!in_snapshot(f, jb, now_ns))
 			continue;
 		nj++;
-		n += jb->coflows_left;
+		n += jb->state == CP_JOB_RUNNING ? jb->coflows_left : jb->ncoflows;
 	}
 	if (size_coflows(f, n, nj) < 0)
 		return -ENOMEM;
@@ -366,8 +377,9 @@ int policy_fluid_build(struct policy_fluid *f, const struct cp_model *m, uint64_
 	f->dstart[0] = 0;
 	for (uint32_t j = 0; j < m->njobs; j++) {
 		const struct cp_job *jb = &m->jobs[j];
+		bool future = jb->state == CP_JOB_PENDING;
 
-		if (jb->state != CP_JOB_RUNNING)
+		if (!in_snapshot(f, jb, now_ns))
 			continue;
 		f->jweight[nj] = jb->weight;
 		f->jleft0[nj] = 0;
@@ -387,6 +399,12 @@ int policy_fluid_build(struct policy_fluid *f, const struct cp_model *m, uint64_
 			f->width[n] = cf->nflows;
 			f->earliest_s[n] = ns_from(jb->arrival_ns, now_ns) +
 					   (double)cf->release_offset_ns * 1e-9;
+			if (future) {
+				/* not arrived: its roots are due at their earliest release */
+				f->parents0[n] = cf->nparents;
+				f->state0[n] = cf->nparents ? CP_COFLOW_WAITING : CP_COFLOW_READY;
+				f->ready0_s[n] = cf->nparents ? 0 : f->earliest_s[n];
+			}
 			if (add_coflow_demand(f, m, c, &nd) < 0)
 				return -ENOMEM;
 			f->dstart[n + 1] = nd;
@@ -793,11 +811,52 @@ static int cmp_keys(const void *a, const void *b, void *arg)
 	return i < j ? -1 : i > j;
 }
 
+static void rerank(struct policy_fluid *f, enum policy_fluid_rule rule);
+
+/*
+ * The blend policy's default vote (controlplane/policy/blend.c) on the fluid
+ * state: each rule's place, weighted, over the schedulable count; ties by
+ * BSSI's place.
+ */
+static void blend(struct policy_fluid *f)
+{
+	static const struct {
+		enum policy_fluid_rule rule;
+		double w;
+	} votes[] = {
+		{POLICY_FLUID_BSSI, 1},
+		{POLICY_FLUID_WSRJF, 1},
+		{POLICY_FLUID_SEBF, 0.5},
+		{POLICY_FLUID_LCF, 0.3},
+	};
+	double inv = 1.0 / f->nact;
+
+	for (uint32_t a = 0; a < f->nact; a++)
+		f->vote[f->act[a]] = 0;
+	for (size_t v = 0; v < sizeof(votes) / sizeof(votes[0]); v++) {
+		rerank(f, votes[v].rule);
+		for (uint32_t a = 0; a < f->nact; a++)
+			f->vote[f->act[a]] += votes[v].w * a * inv;
+		if (v == 0)
+			for (uint32_t a = 0; a < f->nact; a++)
+				f->bs_w[f->act[a]] = a; /* BSSI's place, the tie-break */
+	}
+	for (uint32_t a = 0; a < f->nact; a++) {
+		f->key[f->act[a]] = f->vote[f->act[a]];
+		f->key2[f->act[a]] = f->bs_w[f->act[a]];
+	}
+}
+
 /* Re-sorts the schedulable list by rule. */
 static void rerank(struct policy_fluid *f, enum policy_fluid_rule rule)
 {
 	if (rule == POLICY_FLUID_FROZEN || f->nact < 2)
 		return;
+	if (rule == POLICY_FLUID_BLEND) {
+		blend(f);
+		qsort_r(f->act, f->nact, sizeof(*f->act), cmp_keys, f);
+		return;
+	}
 	if (rule == POLICY_FLUID_SRJF || rule == POLICY_FLUID_WSRJF || rule == POLICY_FLUID_CPF ||
 	    rule == POLICY_FLUID_WCPF) {
 		for (uint32_t i = 0; i < f->n; i++)
@@ -860,6 +919,7 @@ static void rerank(struct policy_fluid *f, enum policy_fluid_rule rule)
 			break;
 		case POLICY_FLUID_FROZEN:
 		case POLICY_FLUID_BSSI:
+		case POLICY_FLUID_BLEND:
 		case POLICY_FLUID_NRULES:
 			break;
 		}

@@ -62,6 +62,7 @@ enum policy_fluid_rule {
 	POLICY_FLUID_CPF,   /* longest remaining critical path first */
 	POLICY_FLUID_WCPF,  /* largest weight x remaining critical path first */
 	POLICY_FLUID_BSSI,  /* Sincronia's bottleneck-select-scale-iterate, job weights */
+	POLICY_FLUID_BLEND, /* the blend policy's default vote: bssi 1, wsrjf 1, sebf 0.5, lcf 0.3 */
 	POLICY_FLUID_NRULES,
 };
 
@@ -138,7 +139,15 @@ struct policy_fluid {
 	 */
 	uint64_t work_left;
 	bool out_of_work;
+	/*
+	 * Set by the caller before policy_fluid_build: jobs that arrive within
+	 * this many seconds after now are in the snapshot too (an oracle of the
+	 * future, for research in the simulator, whose model holds every job of
+	 * the trace; a live model has no such jobs). 0: only arrived jobs.
+	 */
+	double future_s;
 	double *key, *key2; /* n: re-sort keys */
+	double *vote;       /* n: POLICY_FLUID_BLEND's weighted places */
 	double *jkey;       /* nj */
 	double *path;       /* n: remaining critical path, s (-1: not computed) */
 	/* BSSI scratch */

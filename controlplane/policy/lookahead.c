@@ -16,14 +16,18 @@
  *     order holds until the first completion or release, then the fluid
  *     model re-sorts by the rule that reproduces the base (sebf, lcf, srjf,
  *     wsrjf, fifo, ncf, cpf, wcpf; bssi is sincronia's, sebf stands in for scf;
- *     the other bases' order stays frozen, coflows released later taking
- *     their parent's place);
+ *     blend's is its default vote of those rules; the other bases' order
+ *     stays frozen, coflows released later taking their parent's place);
  *   - with mix=1, the whole orders of the fluid model's sebf, wsebf (Smith's
  *     ratio: bottleneck / job weight), lcf, srjf and wsrjf, each completed by
  *     its own rule (a rollout over several heuristics: the result is at
  *     least as good, in the model, as the best of them from here);
  *   - for each of the first `depth` places of the best order so far, its top
  *     k moved up to that place.
+ *
+ * With future=S (a research oracle, not for a live controller) the snapshot
+ * also holds the jobs that arrive within S seconds, at their arrival times:
+ * the simulator's model has every job of the trace, a live one has none.
  *
  * The cost-improvement property of rollouts follows: each decision's winner
  * costs, in the model, no more than continuing the base (or the heuristic it
@@ -60,18 +64,19 @@ enum {
 	OPT_MIX,
 	OPT_BUDGET,
 	OPT_RATES,
+	OPT_FUTURE,
 };
 
 /* Bases: every registered policy whose decisions depend only on the model's state. */
 static const char *const base_choices[] = {
-	"sincronia", "sebf", "wsrjf", "srjf", "scf",   "lcf",       "ncf", "fifo",
-	"fair",      "cpf",  "wcpf",  "gnn",  "dclas", "dclas-job", NULL,
+	"sincronia", "sebf", "wsrjf", "srjf", "scf",   "lcf",       "ncf",   "fifo",
+	"fair",      "cpf",  "wcpf",  "gnn",  "dclas", "dclas-job", "blend", NULL,
 };
 
 /* Index i > 0 is enum policy_fluid_rule i - 1. */
-static const char *const complete_choices[] = {"auto",  "frozen", "sebf", "lcf", "srjf",
-					       "wsrjf", "wsebf",  "fifo", "ncf", "cpf",
-					       "wcpf",  "bssi",   NULL};
+static const char *const complete_choices[] = {"auto",  "frozen", "sebf",  "lcf", "srjf",
+					       "wsrjf", "wsebf",  "fifo",  "ncf", "cpf",
+					       "wcpf",  "bssi",   "blend", NULL};
 
 /* complete=auto: the fluid rule standing in for each base, by base name. */
 static enum policy_fluid_rule auto_rule(const char *base)
@@ -80,11 +85,12 @@ static enum policy_fluid_rule auto_rule(const char *base)
 		const char *base;
 		enum policy_fluid_rule rule;
 	} map[] = {
-		{"sebf", POLICY_FLUID_SEBF}, {"sincronia", POLICY_FLUID_BSSI},
-		{"lcf", POLICY_FLUID_LCF},   {"scf", POLICY_FLUID_SEBF},
-		{"srjf", POLICY_FLUID_SRJF}, {"wsrjf", POLICY_FLUID_WSRJF},
-		{"fifo", POLICY_FLUID_FIFO}, {"ncf", POLICY_FLUID_NCF},
-		{"cpf", POLICY_FLUID_CPF},   {"wcpf", POLICY_FLUID_WCPF},
+		{"sebf", POLICY_FLUID_SEBF},   {"sincronia", POLICY_FLUID_BSSI},
+		{"lcf", POLICY_FLUID_LCF},     {"scf", POLICY_FLUID_SEBF},
+		{"srjf", POLICY_FLUID_SRJF},   {"wsrjf", POLICY_FLUID_WSRJF},
+		{"fifo", POLICY_FLUID_FIFO},   {"ncf", POLICY_FLUID_NCF},
+		{"cpf", POLICY_FLUID_CPF},     {"wcpf", POLICY_FLUID_WCPF},
+		{"blend", POLICY_FLUID_BLEND},
 	};
 
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
@@ -132,6 +138,10 @@ static const struct policy_opt_def la_opts[] = {
 		       "rates of a changed order: madd (what the rollouts model) or base (as the "
 		       "base gives its own: none, strict priority, when it gives none)",
 		       POLICY_OPT_ENUM, 0, 0, 0, rates_choices},
+	[OPT_FUTURE] = {"future",
+			"research oracle: rollouts also hold the jobs that arrive within this "
+			"many seconds (the simulator knows them; a live controller does not)",
+			POLICY_OPT_NUM, 0, 0, 1e9, NULL},
 };
 
 struct la {
@@ -199,6 +209,7 @@ static int la_init(struct policy *p, const struct cp_model *m)
 	}
 	p->decide_on_flow_done = x->base->decide_on_flow_done;
 	r = policy_fluid_init(&x->fl, m);
+	x->fl.future_s = p->opt[OPT_FUTURE];
 	if (r == 0)
 		r = policy_scratch_init(&x->s, m);
 	if (r == 0)

@@ -24,6 +24,7 @@
 
 #include "controlplane/client/rpc_client.h"
 #include "proto/wire.h"
+#include "tests/unit/wire_frame.h"
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 
@@ -33,16 +34,10 @@ static Loom__Envelope *reframe(struct loom_client_msg *m, uint64_t seq)
 	Loom__Envelope *env;
 	uint8_t *frame = NULL;
 	size_t len = 0;
-	uint32_t n = 0;
 
 	assert_int_equal(loom_client_rpc_frame(m, seq, &frame, &len), 0);
-	assert_non_null(frame);
-	assert_int_equal(wire_hdr_parse(frame, WIRE_MAX_FRAME_DEFAULT, &n), 0);
-	assert_int_equal(n, len - WIRE_HDR_BYTES);
-	assert_int_equal(n, loom_client_rpc_size(m));
-	env = wire_decode(frame + WIRE_HDR_BYTES, n);
-	free(frame);
-	assert_non_null(env);
+	env = wire_frame_unframe(frame, len);
+	assert_int_equal(len - WIRE_HDR_BYTES, loom_client_rpc_size(m));
 	assert_int_equal(env->seq, seq);
 	return env;
 }
@@ -50,13 +45,10 @@ static Loom__Envelope *reframe(struct loom_client_msg *m, uint64_t seq)
 /* Packs env as a frame body and decodes it with loom_client_rpc_decode(). */
 static int decode_env(const Loom__Envelope *env, struct loom_client_reply *ret)
 {
-	size_t n = loom__envelope__get_packed_size(env);
-	uint8_t *body = malloc(n + 1);
-	int r;
+	size_t n;
+	uint8_t *body = wire_frame_pack(env, &n);
+	int r = loom_client_rpc_decode(body, n, ret);
 
-	assert_non_null(body);
-	loom__envelope__pack(env, body);
-	r = loom_client_rpc_decode(body, n, ret);
 	free(body);
 	return r;
 }

@@ -26,35 +26,17 @@
 #include "dataplane/rpc_loomd.h"
 #include "dataplane/table.h"
 #include "proto/wire.h"
+#include "tests/unit/wire_frame.h"
 
 /* ---- helpers -------------------------------------------------------------------------------- */
-
-/* Checks frame's header and decodes its body; frees frame. The caller frees the result. */
-static Loom__Envelope *unframe(uint8_t *frame, size_t len)
-{
-	Loom__Envelope *env;
-	uint32_t n = 0;
-
-	assert_non_null(frame);
-	assert_true(len > WIRE_HDR_BYTES);
-	assert_int_equal(wire_hdr_parse(frame, WIRE_MAX_FRAME_DEFAULT, &n), 0);
-	assert_int_equal(n, len - WIRE_HDR_BYTES);
-	env = wire_decode(frame + WIRE_HDR_BYTES, n);
-	free(frame);
-	assert_non_null(env);
-	return env;
-}
 
 /* Packs env as a frame body and decodes it with dp_rpc_msg_decode(). */
 static int decode_env(const Loom__Envelope *env, struct dp_rpc_msg *ret)
 {
-	size_t n = loom__envelope__get_packed_size(env);
-	uint8_t *body = malloc(n + 1);
-	int r;
+	size_t n;
+	uint8_t *body = wire_frame_pack(env, &n);
+	int r = dp_rpc_msg_decode(body, n, ret);
 
-	assert_non_null(body);
-	loom__envelope__pack(env, body);
-	r = dp_rpc_msg_decode(body, n, ret);
 	free(body);
 	return r;
 }
@@ -116,7 +98,7 @@ static void test_hello(void **state)
 		snprintf(cfg.enforcer, sizeof(cfg.enforcer), "%s", enforcers[i].name);
 		assert_int_equal(dp_rpc_hello_encode(&cfg, "loom-agent[1]", 41 + i, &frame, &len),
 				 0);
-		env = unframe(frame, len);
+		env = wire_frame_unframe(frame, len);
 		assert_int_equal(env->seq, 41 + i);
 		assert_int_equal(env->body_case, LOOM__ENVELOPE__BODY_HELLO);
 		h = env->hello;
@@ -146,20 +128,20 @@ static void test_small_kinds(void **state)
 
 	(void)state;
 	assert_int_equal(dp_rpc_resync_encode(3, &frame, &len), 0);
-	env = unframe(frame, len);
+	env = wire_frame_unframe(frame, len);
 	assert_int_equal(env->seq, 3);
 	assert_int_equal(env->body_case, LOOM__ENVELOPE__BODY_RESYNC);
 	wire_free(env);
 
 	assert_int_equal(dp_rpc_ack_encode(4, 1234567890123ULL, &frame, &len), 0);
-	env = unframe(frame, len);
+	env = wire_frame_unframe(frame, len);
 	assert_int_equal(env->seq, 4);
 	assert_int_equal(env->body_case, LOOM__ENVELOPE__BODY_TABLE_ACK);
 	assert_int_equal(env->table_ack->version, 1234567890123ULL);
 	wire_free(env);
 
 	assert_int_equal(dp_rpc_heartbeat_encode(5, 1700000000000000000ULL, &frame, &len), 0);
-	env = unframe(frame, len);
+	env = wire_frame_unframe(frame, len);
 	assert_int_equal(env->seq, 5);
 	assert_int_equal(env->body_case, LOOM__ENVELOPE__BODY_HEARTBEAT);
 	assert_int_equal(env->heartbeat->time_ns, 1700000000000000000ULL);
@@ -180,7 +162,7 @@ static void test_stats(void **state)
 
 	(void)state;
 	assert_int_equal(dp_rpc_stats_encode(9, in, n, &frame, &len), 0);
-	env = unframe(frame, len);
+	env = wire_frame_unframe(frame, len);
 	assert_int_equal(env->seq, 9);
 	assert_int_equal(env->body_case, LOOM__ENVELOPE__BODY_FLOW_STATS);
 	assert_int_equal(env->flow_stats->n_flows, n);
@@ -199,7 +181,7 @@ static void test_stats(void **state)
 
 	/* none: an empty report is still a FlowStats */
 	assert_int_equal(dp_rpc_stats_encode(10, NULL, 0, &frame, &len), 0);
-	env = unframe(frame, len);
+	env = wire_frame_unframe(frame, len);
 	assert_int_equal(env->body_case, LOOM__ENVELOPE__BODY_FLOW_STATS);
 	assert_int_equal(env->flow_stats->n_flows, 0);
 	wire_free(env);

@@ -2,8 +2,8 @@
 /*
  * Test helper: a job spec builder for the loomd unit tests (a job of up to
  * JB_COFLOWS coflows of up to JB_FLOWS flows each and JB_EDGES edges, added
- * to a registry) and the n-th test 5-tuple. Shared by the tests that put jobs
- * straight into a registry.
+ * to a registry), the n-th test 5-tuple and the ABC job of three coflows.
+ * Shared by the tests that put jobs straight into a registry.
  */
 #ifndef LOOM_TESTS_UNIT_LOOMD_JOBSPEC_H
 #define LOOM_TESTS_UNIT_LOOMD_JOBSPEC_H
@@ -96,6 +96,28 @@ static inline void jb_edge(struct jb *j, uint64_t parent, uint64_t child, uint64
 
 	assert_true(i < JB_EDGES);
 	j->e[i] = (struct loomd_edge_spec){parent, child, delay_ns};
+}
+
+/*
+ * The ABC job: job 1 with three coflows released 0, 10 and 20 ns after it
+ * arrives (so fifo orders them A, B, C), each flow of bytes:
+ *   A (id 10): 0 -> 1 (tuple 1), 2 -> 3 (tuple 2)
+ *   B (id 11): 0 -> 4 (tuple 3)
+ *   C (id 12): c_src -> 5 (tuple 4), 6 -> 7 (tuple 5)
+ */
+static inline void jb_abc(struct jb *j, uint32_t c_src, uint64_t bytes)
+{
+	struct wire_tuple t1 = tup(1), t2 = tup(2), t3 = tup(3), t4 = tup(4), t5 = tup(5);
+
+	jb_init(j, 1);
+	jb_coflow(j, 10, 2, 0);
+	jb_coflow(j, 11, 1, 10);
+	jb_coflow(j, 12, 2, 20);
+	jb_flow(j, 0, 0, 1, bytes, &t1);
+	jb_flow(j, 0, 2, 3, bytes, &t2);
+	jb_flow(j, 1, 0, 4, bytes, &t3);
+	jb_flow(j, 2, c_src, 5, bytes, &t4);
+	jb_flow(j, 2, 6, 7, bytes, &t5);
 }
 
 /* Adds the job to r at now_ns: loomd_registry_add_job's result. */

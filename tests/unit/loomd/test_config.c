@@ -26,6 +26,7 @@
 #include "common/clock.h"
 #include "controlplane/loomd/config.h"
 #include "proto/wire.h"
+#include "tests/unit/loomd/fixture.h"
 
 static char tmpdir[PATH_MAX];
 
@@ -54,12 +55,6 @@ static void write_file(const char *path, const char *text)
 	assert_non_null(f);
 	assert_int_equal(fputs(text, f) >= 0, 1);
 	assert_int_equal(fclose(f), 0);
-}
-
-static void assert_contains(const char *hay, const char *needle)
-{
-	if (!strstr(hay, needle))
-		fail_msg("'%s' does not contain '%s'", hay, needle);
 }
 
 /* Sets key = value on a default config; it must be taken. */

@@ -24,6 +24,7 @@
 
 #include "controlplane/loomd/journal.h"
 #include "proto/wire.h"
+#include "tests/unit/loomd/fixture.h"
 
 static char tmpdir[PATH_MAX];
 
@@ -48,12 +49,6 @@ static int teardown(void **state)
 static void journal_path(char *buf, size_t size, const char *name)
 {
 	snprintf(buf, size, "%s/%s", tmpdir, name);
-}
-
-static void assert_contains(const char *hay, const char *needle)
-{
-	if (!strstr(hay, needle))
-		fail_msg("'%s' does not contain '%s'", hay, needle);
 }
 
 /* One record as appended or replayed. */

@@ -22,10 +22,11 @@
 #include <cmocka.h>
 
 #include "controlplane/loomd/registry.h"
+#include "tests/unit/loomd/fixture.h"
 #include "tests/unit/loomd/jobspec.h"
 #include "topo/topo.h"
 
-#define NHOSTS 8
+#define NHOSTS FX_HOSTS /* the fixture's big switch */
 
 /* ---- job specs ------------------------------------------------------------------------------ */
 
@@ -38,51 +39,6 @@ static struct loomd_flow_spec flow_spec(uint32_t src, uint32_t dst, uint64_t byt
 }
 
 /* ---- fixtures and helpers ------------------------------------------------------------------ */
-
-struct fx {
-	struct topo *t;
-	struct loomd_registry *r;
-};
-
-static struct loomd_registry *new_registry(struct topo *t, uint32_t max_jobs, uint32_t max_coflows,
-					   uint32_t max_flows)
-{
-	struct loomd_registry_limits lim = {max_jobs, max_coflows, max_flows, 1u << 20};
-	struct loomd_registry *r = loomd_registry_new(t, &lim);
-
-	assert_non_null(r);
-	return r;
-}
-
-static int setup(void **state)
-{
-	struct fx *f = calloc(1, sizeof(*f));
-
-	if (!f)
-		return -1;
-	f->t = topo_new_bigswitch(NHOSTS, TOPO_DEFAULT_BPS);
-	if (!f->t)
-		return -1;
-	f->r = new_registry(f->t, 100, 1000, 1000);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	loomd_registry_free(f->r);
-	topo_free(f->t);
-	free(f);
-	return 0;
-}
-
-static void assert_contains(const char *hay, const char *needle)
-{
-	if (!strstr(hay, needle))
-		fail_msg("'%s' does not contain '%s'", hay, needle);
-}
 
 static struct cp_model *view(struct loomd_registry *r, bool *ret_rebuilt)
 {
@@ -335,7 +291,7 @@ static void test_add_job_refusals(void **state)
 static void test_limits(void **state)
 {
 	struct fx *fx = *state;
-	struct loomd_registry *r = new_registry(fx->t, 2, 3, 4);
+	struct loomd_registry *r = fx_registry_new(fx->t, 2, 3, 4);
 	struct loom_err err = {{0}};
 	struct loomd_flow_spec f;
 	struct jb j;
@@ -1232,7 +1188,7 @@ static void test_rebuild_keeps_state(void **state)
 static void test_expected_flows_reserve(void **state)
 {
 	struct fx *fx = *state;
-	struct loomd_registry *r = new_registry(fx->t, 10, 10, 1u << 20);
+	struct loomd_registry *r = fx_registry_new(fx->t, 10, 10, 1u << 20);
 	struct loom_err err = {{0}};
 	uint32_t rebuilds = 0;
 	struct cp_model *m;
@@ -1342,20 +1298,21 @@ static void test_rebuild_late_bytes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_add_job_refusals, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_announce, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_announce_by_address, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_view_two_stage, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_coflow_done_open, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_job_done, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_extend, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unregister, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_expire, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rebuild_keeps_state, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_expected_flows_reserve, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rebuild_job_finish_time, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rebuild_late_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_add_job_refusals, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_limits, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_announce, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_announce_by_address, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_view_two_stage, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_coflow_done_open, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_job_done, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_extend, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_unregister, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_expire, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_rebuild_keeps_state, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_expected_flows_reserve, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_rebuild_job_finish_time, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_rebuild_late_bytes, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

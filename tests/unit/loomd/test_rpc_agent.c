@@ -120,27 +120,15 @@ static void pass_ok(struct loomd_server *s)
 }
 
 /*
- * Job 1, arriving at 0, with three coflows released at 0, 10 and 20 ns (fifo
- * orders them A, B, C), each flow 1 MB:
- *   A (id 10): 0 -> 1 (tuple 1), 2 -> 3 (tuple 2)
- *   B (id 11): 0 -> 4 (tuple 3)
- *   C (id 12): 0 -> 5 (tuple 4), 6 -> 7 (tuple 5)
- * Host 0 sends a flow of each, in classes 0, 1, 2 there.
+ * The ABC job (jb_abc()) arriving at 0, C's first flow from host 0, 1 MB a
+ * flow, and the clock at 100 ns (all three released): host 0 sends a flow of
+ * each, in classes 0, 1, 2 there.
  */
 static void add_abc(struct loomd_server *s)
 {
-	struct wire_tuple t1 = tup(1), t2 = tup(2), t3 = tup(3), t4 = tup(4), t5 = tup(5);
 	struct jb j;
 
-	jb_init(&j, 1);
-	jb_coflow(&j, 10, 2, 0);
-	jb_coflow(&j, 11, 1, 10);
-	jb_coflow(&j, 12, 2, 20);
-	jb_flow(&j, 0, 0, 1, 1000000, &t1);
-	jb_flow(&j, 0, 2, 3, 1000000, &t2);
-	jb_flow(&j, 1, 0, 4, 1000000, &t3);
-	jb_flow(&j, 2, 0, 5, 1000000, &t4);
-	jb_flow(&j, 2, 6, 7, 1000000, &t5);
+	jb_abc(&j, 0, 1000000);
 	jb_add_ok(s->reg, &j, 0);
 	assert_int_equal(loom_vclock_advance_to(&s->vclock, 100), 0);
 }

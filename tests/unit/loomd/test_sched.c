@@ -22,52 +22,13 @@
 
 #include "controlplane/loomd/registry.h"
 #include "controlplane/loomd/sched.h"
+#include "tests/unit/loomd/fixture.h"
 #include "tests/unit/loomd/jobspec.h"
 #include "topo/topo.h"
 
-#define NHOSTS 8
+#define NHOSTS FX_HOSTS /* the fixture's big switch */
 
 /* ---- fixture and helpers -------------------------------------------------------------------- */
-
-struct fx {
-	struct topo *t;
-	struct loomd_registry *r;
-	struct loomd_sched *s;
-};
-
-static int setup(void **state)
-{
-	struct loomd_registry_limits lim = {100, 1000, 1000, 1u << 20};
-	struct fx *f = calloc(1, sizeof(*f));
-
-	if (!f)
-		return -1;
-	f->t = topo_new_bigswitch(NHOSTS, TOPO_DEFAULT_BPS);
-	if (!f->t)
-		return -1;
-	f->r = loomd_registry_new(f->t, &lim);
-	if (!f->r)
-		return -1;
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	loomd_sched_free(f->s);
-	loomd_registry_free(f->r);
-	topo_free(f->t);
-	free(f);
-	return 0;
-}
-
-static void assert_contains(const char *hay, const char *needle)
-{
-	if (!strstr(hay, needle))
-		fail_msg("'%s' does not contain '%s'", hay, needle);
-}
 
 /* Makes fx's scheduler, which must succeed. */
 static struct loomd_sched *new_sched(struct fx *fx, const char *spec, uint32_t k,
@@ -116,27 +77,15 @@ static uint32_t rank_of(const struct fx *fx, uint64_t id)
 }
 
 /*
- * Job 1 with three coflows released 0, 10 and 20 ns after it arrives at 0
- * (so fifo orders them A, B, C):
- *   A (id 10): 0 -> 1 (tuple 1), 2 -> 3 (tuple 2)
- *   B (id 11): 0 -> 4 (tuple 3)
- *   C (id 12): 2 -> 5 (tuple 4), 6 -> 7 (tuple 5)
- * B meets A at host 0's uplink, C meets A at host 2's; host 6 carries only C.
+ * The ABC job (jb_abc()) arriving at 0, C's first flow from host 2, 1000
+ * bytes a flow: B meets A at host 0's uplink, C meets A at host 2's; host 6
+ * carries only C.
  */
 static void add_abc(struct fx *fx)
 {
-	struct wire_tuple t1 = tup(1), t2 = tup(2), t3 = tup(3), t4 = tup(4), t5 = tup(5);
 	struct jb j;
 
-	jb_init(&j, 1);
-	jb_coflow(&j, 10, 2, 0);
-	jb_coflow(&j, 11, 1, 10);
-	jb_coflow(&j, 12, 2, 20);
-	jb_flow(&j, 0, 0, 1, 1000, &t1);
-	jb_flow(&j, 0, 2, 3, 1000, &t2);
-	jb_flow(&j, 1, 0, 4, 1000, &t3);
-	jb_flow(&j, 2, 2, 5, 1000, &t4);
-	jb_flow(&j, 2, 6, 7, 1000, &t5);
+	jb_abc(&j, 2, 1000);
 	jb_add_ok(fx->r, &j, 0);
 }
 
@@ -469,17 +418,17 @@ static void test_switch_policy(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_new_refusals, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_set_policy, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_empty_registry, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_per_host_classes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_conflict_classes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_k_cap, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_policy_classes_kept, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_release_and_next, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_finished_coflow, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pass_unchanged, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_switch_policy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_new_refusals, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_set_policy, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_empty_registry, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_per_host_classes, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_conflict_classes, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_k_cap, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_policy_classes_kept, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_release_and_next, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_finished_coflow, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_pass_unchanged, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_switch_policy, fx_setup, fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,9 +19,10 @@
  *     blend's is its default vote of those rules; the other bases' order
  *     stays frozen, coflows released later taking their parent's place);
  *   - with mix=1, the whole orders of the fluid model's sebf, wsebf (Smith's
- *     ratio: bottleneck / job weight), lcf, srjf and wsrjf, each completed by
- *     its own rule (a rollout over several heuristics: the result is at
- *     least as good, in the model, as the best of them from here);
+ *     ratio: bottleneck / job weight), lcf, srjf, wsrjf and bssi, each
+ *     completed by its own rule (a rollout over several heuristics: the
+ *     result is at least as good, in the model, as the best of them from
+ *     here); mix=2 adds blend's vote of them;
  *   - for each of the first `depth` places of the best order so far, its top
  *     k moved up to that place.
  *
@@ -101,8 +102,8 @@ static enum policy_fluid_rule auto_rule(const char *base)
 
 /* mix=1: the strong heuristics whose whole orders are rolled out too. */
 static const enum policy_fluid_rule mix_rules[] = {
-	POLICY_FLUID_SEBF, POLICY_FLUID_WSEBF, POLICY_FLUID_LCF,
-	POLICY_FLUID_SRJF, POLICY_FLUID_WSRJF, POLICY_FLUID_BSSI,
+	POLICY_FLUID_SEBF,  POLICY_FLUID_WSEBF, POLICY_FLUID_LCF,   POLICY_FLUID_SRJF,
+	POLICY_FLUID_WSRJF, POLICY_FLUID_BSSI,  POLICY_FLUID_BLEND, /* mix=2 only */
 };
 
 static const char *const rates_choices[] = {"madd", "base", NULL};
@@ -126,9 +127,9 @@ static const struct policy_opt_def la_opts[] = {
 			"fraction less",
 			POLICY_OPT_NUM, 0.001, 0, 1, NULL},
 	[OPT_MIX] = {"mix",
-		     "also roll out the whole orders of the fluid model's sebf, wsebf, lcf, srjf "
-		     "and wsrjf, each completed by itself",
-		     POLICY_OPT_BOOL, 1, 0, 1, NULL},
+		     "1: also roll out the whole orders of the fluid model's sebf, wsebf, lcf, "
+		     "srjf, wsrjf and bssi, each completed by itself; 2: and blend's vote; 0: none",
+		     POLICY_OPT_INT, 1, 0, 2, NULL},
 	[OPT_BUDGET] = {"budget",
 			"work per decision, in millions of demand-steps (a rollout costs one per "
 			"live port demand per event): candidates past it are not rolled out, the "
@@ -155,10 +156,10 @@ struct la {
 	uint32_t *order;           /* ncoflows: the order being built */
 	uint32_t *cand;            /* ncoflows: a candidate order */
 	uint32_t *best;            /* ncoflows: the best whole order so far */
-	bool mix;
-	bool base_rates;  /* rates=base */
-	uint64_t budget;  /* demand-steps per decision; POLICY_FLUID_WORK_ANY: none */
-	double *job_rank; /* njobs */
+	uint32_t mix;              /* mix= */
+	bool base_rates;           /* rates=base */
+	uint64_t budget;           /* demand-steps per decision; POLICY_FLUID_WORK_ANY: none */
+	double *job_rank;          /* njobs */
 	/* for the summary at the end (log level debug) */
 	uint64_t decisions, rollouts;
 	uint64_t out_of_work;        /* decisions the budget cut short */
@@ -192,7 +193,7 @@ static int la_init(struct policy *p, const struct cp_model *m)
 	x->depth = (uint32_t)p->opt[OPT_DEPTH];
 	x->horizon_s = p->opt[OPT_HORIZON];
 	x->margin = p->opt[OPT_MARGIN];
-	x->mix = p->opt[OPT_MIX] != 0;
+	x->mix = (uint32_t)p->opt[OPT_MIX];
 	x->base_rates = p->opt[OPT_RATES] == 1;
 	x->budget = p->opt[OPT_BUDGET] > 0 ? (uint64_t)(p->opt[OPT_BUDGET] * 1e6) :
 					     POLICY_FLUID_WORK_ANY;
@@ -355,8 +356,9 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 	 * itself. Past the budget no candidate is rolled out (a cut-short
 	 * rollout costs INFINITY: it never wins).
 	 */
-	for (size_t q = 0;
-	     x->mix && !x->fl.out_of_work && q < sizeof(mix_rules) / sizeof(mix_rules[0]); q++) {
+	for (size_t q = 0; x->mix && !x->fl.out_of_work &&
+			   q < sizeof(mix_rules) / sizeof(mix_rules[0]) - (x->mix < 2);
+	     q++) {
 		enum policy_fluid_rule h = mix_rules[q];
 		double cost;
 

@@ -11,6 +11,7 @@
 
 #include "common/cleanup.h"
 #include "common/clock.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "controlplane/learn/learn_mpi.h"
 #include "controlplane/policy/coflow_features.h"
@@ -245,13 +246,10 @@ struct learn {
 	FILE *csv;                   /* learning.csv: rank 0, with an output directory */
 };
 
+/* A seed from two numbers: splitmix64's step on a, then its finaliser (common/hash.h). */
 static uint64_t mix(uint64_t a, uint64_t b)
 {
-	uint64_t z = a * 0x9E3779B97F4A7C15ULL + b + 0x632BE59BD9B4E019ULL;
-
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	return z ^ (z >> 31);
+	return loom_hash_u64(a * 0x9E3779B97F4A7C15ULL + b + 0x632BE59BD9B4E019ULL);
 }
 
 static struct cp_model *make_episode(const struct learn_opts *o, uint64_t seed, uint32_t njobs,
@@ -872,13 +870,6 @@ static double advantages(struct learn *L)
 
 /* ---- checkpoints -------------------------------------------------------------------------- */
 
-static uint64_t fnv1a(const uint8_t *p, size_t n, uint64_t h)
-{
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ p[i]) * 0x100000001b3ULL;
-	return h;
-}
-
 void learn_state_done(struct learn_state *s)
 {
 	free(s->mom1);
@@ -925,7 +916,7 @@ int learn_state_parse(const void *buf, size_t len, const char *name, struct lear
 		return loom_err_set(err, EINVAL, "%s: size does not match %llu moments", name,
 				    (unsigned long long)n);
 	memcpy(&sum, r.p + r.len - 8, 8);
-	if (fnv1a(r.p, r.len - 8, 0xcbf29ce484222325ULL) != sum)
+	if (loom_hash_bytes(r.p, r.len - 8) != sum)
 		return loom_err_set(err, EINVAL, "%s: checksum mismatch (corrupt file)", name);
 	if (!isfinite(s.ema_s) || isnan(s.best_ratio) || threads == 0 ||
 	    threads > LEARN_MAX_WORKERS || next > 1000000000u)
@@ -955,7 +946,7 @@ int learn_state_parse(const void *buf, size_t len, const char *name, struct lear
 
 static int write_all(FILE *f, const void *p, size_t n, uint64_t *h)
 {
-	*h = fnv1a(p, n, *h);
+	*h = loom_hash_bytes_from(*h, p, n);
 	return fwrite(p, 1, n, f) == n ? 0 : -EIO;
 }
 
@@ -978,7 +969,7 @@ static int replace_with_tmp(FILE *f, int rc, const char *tmp, const char *path)
 static int state_save(const char *path, const struct learn_state *s, struct loom_err *err)
 {
 	char tmp[4200];
-	uint64_t h = 0xcbf29ce484222325ULL, n = s->n;
+	uint64_t h = LOOM_HASH_BYTES_INIT, n = s->n;
 	uint32_t ver = STATE_VERSION;
 	FILE *f;
 	int rc = 0;

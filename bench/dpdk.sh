@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 #
-# The DPDK enforcer against dpdk-testpmd on the same vdevs (issue 7):
+# The DPDK enforcer against dpdk-testpmd on the same vdevs:
 #
 #   bash bench/dpdk.sh [BUILD_DIR]     # default: build-release; about 100 s
 #
@@ -19,7 +19,8 @@
 #             stats periods of the measured window;
 #   macswap   the same with --forward-mode=macswap, which reads and writes
 #             each frame's Ethernet header: a reference that touches packet
-#             data, as loom must (the issue's target is against io).
+#             data, as loom must (the target, loom / io >= 0.70, is against
+#             io).
 # Prints each run, then the medians and the ratio loom / testpmd. Raw output
 # is left in out/bench-dpdk/.
 #

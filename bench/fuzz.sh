@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Fuzzing that has run (issue 17): every libFuzzer target (ASan + UBSan) for
+# Fuzzing that has run: every libFuzzer target (ASan + UBSan) for
 # a fixed number of executions, then a table of targets, executions,
 # coverage, time and findings in bench/README.md (between its "fuzz" markers).
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# How the learned policies generalise (issue 19, part 5): held-out workloads
+# How the learned policies generalise: held-out workloads
 # far from what training saw, one factor at a time around a base point, and
 # the random DAG family that training never sees.
 #

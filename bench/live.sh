@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# The live cluster against the simulator (issue 21, part 3), by one command:
+# The live cluster against the simulator, by one command:
 #
 #   bench/live.sh [--readme] [--build DIR] [--policies LIST] [--scale X]
 #

@@ -7,7 +7,7 @@
 
 cmocka counts a test that calls skip() as neither failed nor errored, so the
 binary exits 0 and meson shows PASS: a skip() reached because something broke
-hides the breakage. The rule (issue 17): a missing precondition of the
+hides the breakage. The rule: a missing precondition of the
 machine (no root, no BPF, no EAL, no GPU, no IPv6 loopback, ...) is decided in
 main() before cmocka runs any test, which exits 77 (meson's SKIP) or leaves
 the one test out of the group (tests/precond.h); anything after that point

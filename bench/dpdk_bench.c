@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * loom_dpdk_bench: the DPDK enforcer's packet rate and table update latency
- * (issue 7's benchmark; bench/dpdk.sh runs it against dpdk-testpmd).
+ * (bench/dpdk.sh runs it against dpdk-testpmd).
  *
  * It starts the EAL itself (--no-huge --no-pci --no-shconf -m 512 -l 0-1,
  * two net_null vdevs, 64-byte frames: net_null's default size), starts the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * loom_gnn_bench: speed of the gnn/ model (issue 4's benchmark).
+ * loom_gnn_bench: speed of the gnn/ model.
  *
  * Inference: one gnn_forward() scoring N schedulable coflows, N = 10, 100,
  * 1,000, drawn from N jobs of 10 coflows each (10 N DAG nodes, so 10,000 at

@@ -114,7 +114,7 @@ static const char *loomd_cuda_mapped(void)
 }
 
 /*
- * loomd does not pay for CUDA it does not use (issue 19): gnn/ loads its
+ * loomd does not pay for CUDA it does not use: gnn/ loads its
  * cuda module, and with it cuBLAS, only for a "cuda" model, so loomd maps
  * none of it idle, nor with the gnn policy (a cpu model). The policy goes
  * back to sebf for the tests after this one.

@@ -11,6 +11,7 @@
 
 #include "common/cleanup.h"
 #include "common/clock.h"
+#include "common/grow.h"
 #include "common/hash.h"
 #include "common/log.h"
 #include "controlplane/learn/learn_mpi.h"
@@ -107,23 +108,6 @@ static void rollout_done(struct rollout *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t n = *cap ? *cap : 1024;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 /* The hook's record(): copies the graph and the ranking (decisions with a choice only). */
 static void record(void *ctx, const struct policy_graph *g, const uint32_t *perm, uint32_t n,
 		   uint64_t now_ns)
@@ -136,9 +120,9 @@ static void record(void *ctx, const struct policy_graph *g, const uint32_t *perm
 
 	if (n < 2 || r->rc < 0)
 		return;
-	if (grow((void **)&r->dec, &r->dcap, r->ndec + 1, sizeof(*r->dec)) < 0 ||
-	    grow((void **)&r->fpool, &r->fcap, r->nf + nf, sizeof(float)) < 0 ||
-	    grow((void **)&r->upool, &r->ucap, r->nu + nu, sizeof(uint32_t)) < 0) {
+	if (loom_grow((void **)&r->dec, &r->dcap, r->ndec + 1, sizeof(*r->dec), 1024) < 0 ||
+	    loom_grow((void **)&r->fpool, &r->fcap, r->nf + nf, sizeof(float), 1024) < 0 ||
+	    loom_grow((void **)&r->upool, &r->ucap, r->nu + nu, sizeof(uint32_t), 1024) < 0) {
 		r->rc = -ENOMEM;
 		return;
 	}
@@ -330,7 +314,7 @@ static int run_episode(struct worker *w, struct cp_model *m, const struct policy
 
 static void rollout_results(struct rollout *r, const struct cp_model *m)
 {
-	if (grow((void **)&r->jobs, &r->jcap, m->njobs, sizeof(*r->jobs)) < 0) {
+	if (loom_grow((void **)&r->jobs, &r->jcap, m->njobs, sizeof(*r->jobs), 1024) < 0) {
 		r->rc = -ENOMEM;
 		return;
 	}
@@ -678,8 +662,10 @@ static int exchange_rollouts(struct learn *L, struct loom_err *err)
 		learn_mpi_bcast(hdr, sizeof(hdr), owner);
 		if (!mine) {
 			rollout_clear(r);
-			if (grow((void **)&r->jobs, &r->jcap, hdr[0], sizeof(*r->jobs)) < 0 ||
-			    grow((void **)&r->dec, &r->dcap, hdr[1], sizeof(*r->dec)) < 0)
+			if (loom_grow((void **)&r->jobs, &r->jcap, hdr[0], sizeof(*r->jobs), 1024) <
+				    0 ||
+			    loom_grow((void **)&r->dec, &r->dcap, hdr[1], sizeof(*r->dec), 1024) <
+				    0)
 				rc = loom_err_set(err, ENOMEM, "out of memory");
 			else {
 				r->njobs = (uint32_t)hdr[0];
@@ -687,7 +673,8 @@ static int exchange_rollouts(struct learn *L, struct loom_err *err)
 				memcpy(&r->wjct_sum_s, &hdr[2], sizeof(double));
 			}
 		}
-		if (rc == 0 && grow(&L->xbuf, &L->xcap, hdr[1] * sizeof(uint64_t) + 1, 1) < 0)
+		if (rc == 0 &&
+		    loom_grow(&L->xbuf, &L->xcap, hdr[1] * sizeof(uint64_t) + 1, 1, 1024) < 0)
 			rc = loom_err_set(err, ENOMEM, "out of memory");
 		rc = agree(L, rc, err);
 		if (rc < 0)
@@ -718,8 +705,8 @@ static int mpi_sum_grads(struct learn *L, struct loom_err *err)
 	uint32_t np = gnn_param_count(m0);
 	int rc = 0;
 
-	if (grow(&L->xbuf, &L->xcap, per, 1) < 0 ||
-	    (L->rank == 0 && grow(&L->gbuf, &L->gcap, L->nranks * per, 1) < 0))
+	if (loom_grow(&L->xbuf, &L->xcap, per, 1, 1024) < 0 ||
+	    (L->rank == 0 && loom_grow(&L->gbuf, &L->gcap, L->nranks * per, 1, 1024) < 0))
 		rc = loom_err_set(err, ENOMEM, "out of memory");
 	rc = agree(L, rc, err);
 	if (rc < 0)
@@ -754,7 +741,7 @@ static int mpi_bcast_params(struct learn *L, struct loom_err *err)
 	size_t n = gnn_nparams(L->w[0].model);
 	int rc = 0;
 
-	if (grow(&L->xbuf, &L->xcap, n * sizeof(float), 1) < 0)
+	if (loom_grow(&L->xbuf, &L->xcap, n * sizeof(float), 1, 1024) < 0)
 		rc = loom_err_set(err, ENOMEM, "out of memory");
 	rc = agree(L, rc, err);
 	if (rc < 0)
@@ -779,7 +766,7 @@ static int mpi_worker_stats(struct learn *L, double *loss, double *ent, uint32_t
 	double mine[3 * LEARN_MAX_THREADS], *all;
 	int rc = 0;
 
-	if (grow(&L->xbuf, &L->xcap, 3 * L->nworkers * sizeof(double), 1) < 0)
+	if (loom_grow(&L->xbuf, &L->xcap, 3 * L->nworkers * sizeof(double), 1, 1024) < 0)
 		rc = loom_err_set(err, ENOMEM, "out of memory");
 	rc = agree(L, rc, err);
 	if (rc < 0)

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
+
 /* Capacity below this fraction of a port's rate counts as none (as in policy_madd). */
 #define FLUID_FREE_EPS 1e-9
 /* Events closer than this (relative) to the next one happen with it. */
@@ -18,23 +20,6 @@
 #define FLUID_T_ABS 1e-9
 /* An event's work beyond its passes over the live demands (work_left's units). */
 #define FLUID_EVENT_WORK 16
-
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
-{
-	uint32_t ncap = *cap ? *cap : 64;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap = ncap > UINT32_MAX / 2 ? need : ncap * 2;
-	q = realloc(*p, (size_t)ncap * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = ncap;
-	return 0;
-}
 
 /* Port classes for the backfill's conservation rule. */
 static inline bool host_up(const struct policy_fluid *f, uint32_t p)
@@ -147,10 +132,10 @@ void policy_fluid_done(struct policy_fluid *f)
 static int size_coflows(struct policy_fluid *f, uint32_t n, uint32_t nj)
 {
 	if (n + 1 > f->ncap) {
-		uint32_t c = f->ncap;
+		size_t c = f->ncap;
 		size_t cap;
 
-		if (grow((void **)&f->cof, &c, n + 1, sizeof(uint32_t)) < 0)
+		if (loom_grow((void **)&f->cof, &c, n + 1, sizeof(uint32_t), 64) < 0)
 			return -ENOMEM;
 		cap = c;
 #define RE(field)                                                                                  \
@@ -188,10 +173,10 @@ static int size_coflows(struct policy_fluid *f, uint32_t n, uint32_t nj)
 		f->ncap = c;
 	}
 	if (nj + 1 > f->njcap) {
-		uint32_t c = f->njcap;
+		size_t c = f->njcap;
 		size_t cap;
 
-		if (grow((void **)&f->jleft0, &c, nj + 1, sizeof(uint32_t)) < 0)
+		if (loom_grow((void **)&f->jleft0, &c, nj + 1, sizeof(uint32_t), 64) < 0)
 			return -ENOMEM;
 		cap = c;
 		RE(jweight);
@@ -208,10 +193,10 @@ static int size_coflows(struct policy_fluid *f, uint32_t n, uint32_t nj)
 static int push_demand(struct policy_fluid *f, uint32_t *nd, uint32_t port, double bits)
 {
 	if (*nd + 1 > f->ndcap) {
-		uint32_t c = f->ndcap;
+		size_t c = f->ndcap;
 		void *q;
 
-		if (grow((void **)&f->dport, &c, *nd + 1, sizeof(uint32_t)) < 0)
+		if (loom_grow((void **)&f->dport, &c, *nd + 1, sizeof(uint32_t), 64) < 0)
 			return -ENOMEM;
 		q = realloc(f->dbits, (size_t)c * sizeof(double));
 		if (!q)
@@ -427,10 +412,11 @@ int policy_fluid_build(struct policy_fluid *f, const struct cp_model *m, uint64_
 			if (ch == CP_NONE)
 				continue;
 			if (nk + 1 > f->nkcap) {
-				uint32_t c = f->nkcap;
+				size_t c = f->nkcap;
 				void *q;
 
-				if (grow((void **)&f->kchild, &c, nk + 1, sizeof(uint32_t)) < 0)
+				if (loom_grow((void **)&f->kchild, &c, nk + 1, sizeof(uint32_t),
+					      64) < 0)
 					return -ENOMEM;
 				q = realloc(f->kdelay_s, (size_t)c * sizeof(double));
 				if (!q)

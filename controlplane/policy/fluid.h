@@ -110,7 +110,7 @@ struct policy_fluid {
 	double *earliest_s; /* n: job arrival + release offset, s from now (may be < 0) */
 	uint32_t *jleft0;   /* nj: unfinished coflows at the snapshot */
 	double *jweight;    /* nj */
-	uint32_t ncap, ndcap, nkcap, njcap; /* capacities */
+	size_t ncap, ndcap, nkcap, njcap; /* capacities */
 
 	/* rollout state */
 	double *tleft;   /* n: seconds to finish at the current rates */

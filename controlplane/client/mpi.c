@@ -164,8 +164,13 @@ static struct loom_client *connect_loomd(const char *what)
 	char name[96];
 	struct loom_client *c;
 
-	if (t && t[0] && loom_client_mpi_env_dec(t, 1, 3600000, &ms))
-		opts.timeout_ms = (int)ms;
+	if (t && t[0]) {
+		if (loom_client_mpi_env_dec(t, 1, 3600000, &ms))
+			opts.timeout_ms = (int)ms;
+		else
+			mpi_warn("LOOM_TIMEOUT_MS=\"%.60s\" is not 1..3600000; using %d", t,
+				 MPI_TIMEOUT_MS_DEFAULT);
+	}
 	snprintf(name, sizeof(name), "loom_mpi:%s[rank %d]", program_invocation_short_name,
 		 st.rank);
 	opts.name = name;

@@ -337,6 +337,12 @@ static void test_bad_env(void **state)
 		expect_ran(&r, 1, cases[i].needle);
 		result_free(&r);
 	}
+	/* a bad timeout is said and the default used: then loomd is not there either */
+	run_mpi(&r, true, true,
+		(const char *const[]){"LOOM_CONTROLLER=unix:/nonexistent/loomd.sock",
+				      "LOOM_TIMEOUT_MS=abc", NULL});
+	expect_ran(&r, 2, "LOOM_TIMEOUT_MS=\"abc\" is not 1..3600000; using 1000");
+	result_free(&r);
 }
 
 static int setup(void **state)
@@ -388,5 +394,6 @@ int main(void)
 	unsetenv("LOOM_MPI_HOSTS");
 	unsetenv("LOOM_MPI_JOB");
 	unsetenv("LOOM_MPI_MIN_BYTES");
+	unsetenv("LOOM_TIMEOUT_MS");
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -8,8 +8,16 @@
 
 #include "common/heap.h"
 
+/* A pair-port reference (pair * TOPO_MAX_FLOW_PORTS + port index): its tports entry, its record. */
+#define PW_ENT(fb, ref)  ((fb)->pw[(ref) / TOPO_MAX_FLOW_PORTS].ent[(ref) % TOPO_MAX_FLOW_PORTS])
+#define PW_LREC(fb, ref) ((fb)->pw[(ref) / TOPO_MAX_FLOW_PORTS].lrec[(ref) % TOPO_MAX_FLOW_PORTS])
+
 /* Capacity below this fraction of a port's rate counts as none (float residue). */
 #define FREE_EPS 1e-9
+/* Pairs ahead that a scan of a port's pairs asks the cache for. */
+#define PREFETCH_AHEAD 8
+/* Below this many (src, dst) keys, the pair lookup is a table, not a hash map. */
+#define PAIR_TAB_MAX (1u << 20)
 /* At most this many doubles of per-class free-capacity snapshots. */
 #define SNAP_MAX_DOUBLES (1u << 20)
 
@@ -41,27 +49,40 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	fb->cntw = calloc(np, sizeof(*fb->cntw));
 	fb->entry_of = calloc(np, sizeof(*fb->entry_of));
 	fb->ver = calloc(np, sizeof(*fb->ver));
-	fb->pstamp = calloc(nf, sizeof(*fb->pstamp));
+	fb->pw = aligned_alloc(64, nf * sizeof(*fb->pw));
+	if (fb->pw)
+		memset(fb->pw, 0, nf * sizeof(*fb->pw));
 	fb->efree = calloc(nfp, sizeof(*fb->efree));
 	fb->ecnt = calloc(nfp, sizeof(*fb->ecnt));
 	fb->ekey = calloc(nfp, sizeof(*fb->ekey));
 	fb->pickstep = calloc(nfp, sizeof(*fb->pickstep));
 	fb->lg_n = calloc(nfp, sizeof(*fb->lg_n));
-	fb->cnt0_last = calloc(nfp, sizeof(*fb->cnt0_last));
+	fb->pcnt_last = calloc(nfp, sizeof(*fb->pcnt_last));
 	fb->xmark = calloc(nfp, sizeof(*fb->xmark));
 	fb->xlist = calloc(nfp, sizeof(*fb->xlist));
 	fb->xcur = calloc(nfp, sizeof(*fb->xcur));
-	fb->lg_pn = calloc(nfp, sizeof(*fb->lg_pn));
-	fb->pair_lrec = calloc(nfp, sizeof(*fb->pair_lrec));
+	fb->lg = calloc(nfp, sizeof(*fb->lg));
+	fb->lg2 = calloc(nfp, sizeof(*fb->lg2));
+	fb->lg_keep = calloc(nfp, sizeof(*fb->lg_keep));
+	fb->lg_new = calloc(nfp, sizeof(*fb->lg_new));
+	fb->newpos = calloc(nfp, sizeof(*fb->newpos));
+	fb->rep = calloc(nfp, sizeof(*fb->rep));
+	fb->late = calloc(nfp, sizeof(*fb->late));
+	fb->late_head = calloc(nfp, sizeof(*fb->late_head));
+	fb->inz = calloc(nfp, sizeof(*fb->inz));
+	fb->zc = calloc(nfp, sizeof(*fb->zc));
+	fb->zset = calloc(nf, sizeof(*fb->zset));
+	fb->uset = calloc(nf, sizeof(*fb->uset));
+
+	fb->late_next = calloc(nfp, sizeof(*fb->late_next));
 	fb->xbhead = calloc((size_t)np + 1, sizeof(*fb->xbhead));
 	fb->xbnext = calloc((size_t)np + 1, sizeof(*fb->xbnext));
-	fb->lg_step = calloc(nfp, sizeof(*fb->lg_step));
-	fb->lg_free = calloc(nfp, sizeof(*fb->lg_free));
-	fb->lg_cnt = calloc(nfp, sizeof(*fb->lg_cnt));
 	fb->pk_e = calloc(nfp, sizeof(*fb->pk_e));
 	fb->pk_key = calloc(nfp, sizeof(*fb->pk_key));
 	fb->pk_share = calloc(nfp, sizeof(*fb->pk_share));
-	fb->fstep = calloc(nf, sizeof(*fb->fstep));
+	fb->npk_e = calloc((size_t)np + 1, sizeof(*fb->npk_e));
+	fb->npk_key = calloc((size_t)np + 1, sizeof(*fb->npk_key));
+	fb->npk_share = calloc((size_t)np + 1, sizeof(*fb->npk_share));
 	fb->rank = calloc(nf, sizeof(*fb->rank));
 	fb->mk_port = calloc(np, sizeof(*fb->mk_port));
 	fb->mk_cur = calloc(np, sizeof(*fb->mk_cur));
@@ -72,7 +93,6 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	fb->old_rate = calloc(nf, sizeof(*fb->old_rate));
 	fb->chg = calloc(nf / 64 + 1, sizeof(*fb->chg));
 	fb->cnt0 = calloc(nfp, sizeof(*fb->cnt0));
-	fb->pair_ent = calloc(nfp, sizeof(*fb->pair_ent));
 	fb->emptied = calloc(nf, sizeof(*fb->emptied));
 	fb->scratch = calloc(np + 1, sizeof(*fb->scratch));
 	fb->flow_cls = calloc(nf, sizeof(*fb->flow_cls));
@@ -88,17 +108,23 @@ int sim_fabric_init(struct sim_fabric *fb, const struct cp_model *m)
 	fb->dirty_class = CP_NONE;
 	/* at most one pair per flow; fixed, so that lookups never allocate */
 	nomap = loom_hmap_init(&fb->pair_ids, nf, LOOM_HMAP_FIXED) < 0;
+	if ((uint64_t)fb->nhosts * fb->nhosts <= PAIR_TAB_MAX) {
+		fb->ptab = calloc((size_t)fb->nhosts * fb->nhosts + 1, sizeof(*fb->ptab));
+		nomap |= !fb->ptab;
+	}
 	if (!fb->snap || !fb->rank || !fb->mk_port || !fb->mk_cur || !fb->mk_seen || !fb->entries ||
 	    !fb->flow_entry || !fb->last_cf || !fb->cap || !fb->free_bps || !fb->fport_start ||
 	    !fb->fport_list || !fb->pairs || !fb->members || !fb->pair_of || !fb->classes ||
 	    !fb->tports || !fb->tl_start || !fb->tl_end || !fb->tlist || !fb->cntw ||
-	    !fb->entry_of || !fb->ver || !fb->pstamp || !fb->heap || !fb->old_rate || nomap ||
+	    !fb->entry_of || !fb->ver || !fb->pw || !fb->heap || !fb->old_rate || nomap ||
 	    !fb->scratch || !fb->flow_cls || !fb->flow_dense || !fb->chg || !fb->cnt0 ||
-	    !fb->pair_ent || !fb->emptied || !fb->by_class || !fb->cls_start || !fb->cls_next ||
+	    !fb->emptied || !fb->by_class || !fb->cls_start || !fb->cls_next ||
 	    !fb->class_scratch || !fb->efree || !fb->ecnt || !fb->ekey || !fb->pickstep ||
-	    !fb->lg_n || !fb->cnt0_last || !fb->xmark || !fb->xlist || !fb->xcur || !fb->lg_pn ||
-	    !fb->pair_lrec || !fb->xbhead || !fb->xbnext || !fb->lg_step || !fb->lg_free ||
-	    !fb->lg_cnt || !fb->pk_e || !fb->pk_key || !fb->pk_share || !fb->fstep) {
+	    !fb->lg_n || !fb->pcnt_last || !fb->xmark || !fb->xlist || !fb->xcur || !fb->lg ||
+	    !fb->lg2 || !fb->lg_keep || !fb->lg_new || !fb->newpos || !fb->rep || !fb->late ||
+	    !fb->late_head || !fb->inz || !fb->zc || !fb->zset || !fb->uset || !fb->late_next ||
+	    !fb->npk_e || !fb->npk_key || !fb->npk_share || !fb->xbhead || !fb->xbnext ||
+	    !fb->pk_e || !fb->pk_key || !fb->pk_share) {
 		sim_fabric_done(fb);
 		return -ENOMEM;
 	}
@@ -127,27 +153,38 @@ void sim_fabric_done(struct sim_fabric *fb)
 	free(fb->cntw);
 	free(fb->entry_of);
 	free(fb->ver);
-	free(fb->pstamp);
+	free(fb->pw);
 	free(fb->efree);
 	free(fb->ecnt);
 	free(fb->ekey);
 	free(fb->pickstep);
 	free(fb->lg_n);
-	free(fb->cnt0_last);
+	free(fb->pcnt_last);
 	free(fb->xmark);
 	free(fb->xlist);
 	free(fb->xcur);
-	free(fb->lg_pn);
-	free(fb->pair_lrec);
+	free(fb->lg);
+	free(fb->lg2);
+	free(fb->lg_keep);
+	free(fb->lg_new);
+	free(fb->newpos);
+	free(fb->rep);
+	free(fb->late);
+	free(fb->late_head);
+	free(fb->inz);
+	free(fb->zc);
+	free(fb->zset);
+	free(fb->uset);
+
+	free(fb->late_next);
+	free(fb->npk_e);
+	free(fb->npk_key);
+	free(fb->npk_share);
 	free(fb->xbhead);
 	free(fb->xbnext);
-	free(fb->lg_step);
-	free(fb->lg_free);
-	free(fb->lg_cnt);
 	free(fb->pk_e);
 	free(fb->pk_key);
 	free(fb->pk_share);
-	free(fb->fstep);
 	free(fb->rank);
 	free(fb->mk_port);
 	free(fb->mk_cur);
@@ -162,9 +199,9 @@ void sim_fabric_done(struct sim_fabric *fb)
 	free(fb->old_rate);
 	free(fb->chg);
 	free(fb->cnt0);
-	free(fb->pair_ent);
 	free(fb->emptied);
 	loom_hmap_done(&fb->pair_ids);
+	free(fb->ptab);
 	free(fb->scratch);
 	free(fb->snap);
 	memset(fb, 0, sizeof(*fb));
@@ -351,6 +388,17 @@ static uint32_t pair_lookup(struct sim_fabric *fb, uint32_t src, uint32_t dst, b
 {
 	uint64_t key = (uint64_t)src * fb->nhosts + dst, g;
 
+	if (fb->ptab) {
+		struct fabric_ptab *t = &fb->ptab[key];
+
+		*ret_new = t->stamp != fb->ptab_gen;
+		if (*ret_new) {
+			t->stamp = fb->ptab_gen;
+			t->pair = fb->npairs++;
+		}
+		return t->pair;
+	}
+
 	*ret_new = loom_hmap_get_or_add(&fb->pair_ids, key, fb->npairs, &g) == 1;
 	if (*ret_new)
 		fb->npairs++;
@@ -451,7 +499,12 @@ static void build_pairs(struct sim_fabric *fb, struct cp_model *m, const struct 
 	for (uint32_t cls = 0; cls < ncls; cls++) {
 		struct fabric_class *fc = &fb->classes[fb->nclasses++];
 
-		loom_hmap_clear(&fb->pair_ids);
+		if (!fb->ptab)
+			loom_hmap_clear(&fb->pair_ids);
+		else if (++fb->ptab_gen == 0) {
+			memset(fb->ptab, 0, (size_t)fb->nhosts * fb->nhosts * sizeof(*fb->ptab));
+			fb->ptab_gen = 1;
+		}
 		fc->pstart = fb->npairs;
 		for (uint32_t x = fb->cls_start[cls]; x < fb->cls_start[cls + 1]; x++) {
 			uint32_t f = fb->by_class[x];
@@ -461,6 +514,10 @@ static void build_pairs(struct sim_fabric *fb, struct cp_model *m, const struct 
 			struct fabric_pair *pr = &fb->pairs[g];
 
 			if (is_new) {
+				fb->pw[g].nports = (uint8_t)fl->nports;
+				fb->pw[g].zn = 0;
+				fb->pw[g].rate_bps = 0;
+				fb->pw[g].fstep = CP_NONE;
 				pr->cls = fb->nclasses - 1;
 				pr->src = fl->src;
 				pr->dst = fl->dst;
@@ -506,9 +563,11 @@ static void build_pairs(struct sim_fabric *fb, struct cp_model *m, const struct 
 				uint32_t e = fb->entry_of[pr->ports[q]];
 
 				fb->tlist[fb->tl_end[e]++] = g;
-				fb->pair_ent[(size_t)g * TOPO_MAX_FLOW_PORTS + q] = e;
+				fb->pw[g].ent[q] = e;
+				fb->pw[g].lrec[q] = CP_NONE;
 				fb->cnt0[e] += pr->n;
 			}
+			fb->pw[g].n = pr->n;
 		}
 	}
 	/*
@@ -585,17 +644,17 @@ static void freeze_entry(struct sim_fabric *fb, uint32_t e, double share, uint32
 		struct fabric_pair *pr;
 
 		/* the stamp first: half the visits are to pairs already frozen */
-		if (fb->pstamp[g] == gen)
+		if (fb->pw[g].stamp == gen)
 			continue;
 		pr = &fb->pairs[g];
 		if (pr->n == 0)
 			continue;
-		fb->pstamp[g] = gen;
-		if (fb->tracking && pr->rate_bps != share) {
-			fb->old_rate[g] = pr->rate_bps;
+		fb->pw[g].stamp = gen;
+		if (fb->tracking && fb->pw[g].rate_bps != share) {
+			fb->old_rate[g] = fb->pw[g].rate_bps;
 			fb->chg[g / 64] |= 1ULL << (g % 64);
 		}
-		pr->rate_bps = share;
+		fb->pw[g].rate_bps = share;
 		for (uint32_t q = 0; q < pr->nports; q++) {
 			uint32_t p2 = pr->ports[q];
 
@@ -619,8 +678,10 @@ static void freeze_entry(struct sim_fabric *fb, uint32_t e, double share, uint32
 static uint32_t next_gen(struct sim_fabric *fb)
 {
 	if (++fb->gen == 0) {
-		memset(fb->pstamp, 0, fb->nflows * sizeof(*fb->pstamp));
+		for (size_t g = 0; g < fb->nflows; g++)
+			fb->pw[g].stamp = 0;
 		memset(fb->xmark, 0, fb->nflows * TOPO_MAX_FLOW_PORTS * sizeof(*fb->xmark));
+		memset(fb->rep, 0, fb->nflows * TOPO_MAX_FLOW_PORTS * sizeof(*fb->rep));
 		fb->gen = 1;
 	}
 	return fb->gen;
@@ -633,139 +694,80 @@ static inline double share_of(double free_bps, double cnt)
 }
 
 /*
- * Filling of a narrow class from step k0 on, from the state of its ports in
- * efree/ecnt/ekey: at each step the port with the smallest fair share
- * (ties: the first in tports) freezes its unfrozen pairs at that share,
- * until every pair is frozen. Pairs frozen before k0 (fstep) or in this
- * filling (pstamp == gen) are frozen. The bottleneck is found by a linear
- * scan over the class's shares (a few hundred ports in a rack-scale
- * fabric: cheaper than a heap keyed by thousands of pair updates); each
- * port's share is kept as it changes. Every step, and every change to a
- * port, is logged for refill_class().
+ * A narrow class's filling, and its re-filling after an update.
+ *
+ * A filling picks, at each step, the port with the smallest fair share
+ * (ties: the first in tports), freezes its unfrozen pairs at that share and
+ * takes their flows and capacity off their other ports, until every pair is
+ * frozen (fill_reference() does just that). Two things make an update cheap.
+ *
+ * The zero prefix. Ports whose input capacity is exactly 0 (a class above
+ * used all of it) have share 0, below every other, so the filling starts
+ * with them: each freezes its pairs at 0. Freezing at 0 changes no port's
+ * capacity (f - 0 * n = f) and counts are integers, so these steps leave
+ * the same state in any order: every pair through such a port (zn > 0) at
+ * rate 0, every other port short of those pairs' flows (zc). They are kept
+ * as counts, changed only where a port's input goes to 0 or leaves it.
+ *
+ * The walk. The rest of the filling is logged: per step, the bottleneck,
+ * its key and share (pk_*; a step is named by its bottleneck's tports
+ * entry, its position is pickstep[]); per port, a record of each change to
+ * it in step order (lg); per pair, the step that froze it (fstep, CP_NONE
+ * for a pair of the zero prefix). An update walks the logged steps in order
+ * (a: the next one). A port is live (xmark == gen) once its state may
+ * differ from the log's: its input changed, or a change reached it that the
+ * log does not have there. Every other port is as the log has it after step
+ * a - 1, so among them step a's bottleneck has the smallest share (or the
+ * same and comes first). Each step takes the first of that bottleneck and
+ * the live port with the smallest share (xmin, found again only when its
+ * own share grows or it is taken):
+ *   - logged step a again, when its bottleneck is not live, or is live with
+ *     the logged key and share and no pair that the log froze before step a
+ *     still unfrozen (late; allowed at share 0, where the order of changes
+ *     does not matter): its pairs keep their rates, but for those frozen
+ *     early in this walk (their records flagged LREC_EARLY), and only the
+ *     live ports' records of the step are replayed;
+ *   - a live port: a filling step, each port it changes made live first (at
+ *     its logged state after step a - 1); a pair it freezes before its
+ *     logged step is early (its records flagged), after it was late;
+ *   - otherwise logged step a is dropped: the ports of its unfrozen pairs
+ *     made live, those pairs late (listed per port).
+ * Pairs entering the zero prefix in an update count as frozen early, those
+ * leaving it as late. The same, bit for bit, as filling the class again:
+ * each port goes through the same operations in the same order, or, at
+ * share 0, the same set. A filling without a log is the same walk with
+ * every port live. Its cost follows the ports that differ from the log and
+ * the pairs whose rate changes, not the class.
  */
-static void fill_steps(struct sim_fabric *fb, struct fabric_class *c, uint32_t k0, uint32_t gen)
+
+/* A record's pn with this bit: its pair was frozen earlier in the walk. */
+#define LREC_EARLY 0x80000000u
+
+struct fill_walk {
+	struct fabric_class *c;
+	struct fabric_lrec *wr; /* where the new records go (lg itself without a log) */
+	uint32_t gen;
+	uint32_t nlog;   /* logged steps */
+	uint32_t a;      /* the next logged step */
+	uint32_t kn;     /* steps of the new filling */
+	uint32_t nx;     /* live ports, in xlist */
+	uint32_t xmin;   /* the live port with the smallest share, first (CP_NONE: none) */
+	bool xmin_stale; /* xmin to be found again (its share grew, or it was the bottleneck) */
+};
+
+/* Pair g's rate, its old one noted once per update when it changes. */
+static inline void pair_set_rate(struct sim_fabric *fb, uint32_t g, double r)
 {
-	const uint32_t ts = c->tstart, nt = c->tend - c->tstart;
-	const double *ekey = fb->ekey + ts;
-	uint32_t k;
+	struct fabric_pw *pr = &fb->pw[g];
 
-	for (k = k0;; k++) {
-		uint32_t best = CP_NONE, eb;
-		double bkey = INFINITY, share;
-
-		for (uint32_t i = 0; i < nt; i++)
-			if (ekey[i] < bkey) {
-				bkey = ekey[i];
-				best = i;
-			}
-		if (best == CP_NONE)
-			break;
-		eb = ts + best;
-		share = fb->efree[eb] <= FREE_EPS * fb->cap[fb->tports[eb]] ? 0 : bkey;
-		fb->pk_e[ts + k] = eb;
-		fb->pk_key[ts + k] = bkey;
-		fb->pk_share[ts + k] = share;
-		fb->pickstep[eb] = k;
-		for (uint32_t j = fb->tl_start[eb]; j < fb->tl_end[eb]; j++) {
-			uint32_t g = fb->tlist[j];
-			struct fabric_pair *pr;
-			double n;
-
-			/* the stamp first: half the visits are to pairs already frozen */
-			if (fb->pstamp[g] == gen || fb->fstep[g] < k0)
-				continue;
-			pr = &fb->pairs[g];
-			if (pr->n == 0)
-				continue;
-			fb->pstamp[g] = gen;
-			fb->fstep[g] = k;
-			if (fb->tracking && pr->rate_bps != share) {
-				fb->old_rate[g] = pr->rate_bps;
-				fb->chg[g / 64] |= 1ULL << (g % 64);
-			}
-			pr->rate_bps = share;
-			n = pr->n;
-			for (uint32_t q = 0; q < pr->nports; q++) {
-				uint32_t e2 = fb->pair_ent[(size_t)g * TOPO_MAX_FLOW_PORTS + q], l;
-				double f, cn;
-
-				/* the bottleneck's own capacity and flows go to 0 below */
-				if (e2 == eb) {
-					fb->pair_lrec[(size_t)g * TOPO_MAX_FLOW_PORTS + q] =
-						CP_NONE;
-					continue;
-				}
-				f = fb->efree[e2] - share * n;
-				if (f < 0)
-					f = 0;
-				cn = fb->ecnt[e2] - n;
-				fb->efree[e2] = f;
-				fb->ecnt[e2] = cn;
-				fb->ekey[e2] = share_of(f, cn);
-				l = fb->tl_start[e2] + fb->lg_n[e2]++;
-				fb->pair_lrec[(size_t)g * TOPO_MAX_FLOW_PORTS + q] = l;
-				fb->lg_pn[l] = pr->n;
-				fb->lg_step[l] = k;
-				fb->lg_free[l] = f;
-				fb->lg_cnt[l] = cn;
-			}
-		}
-		fb->efree[eb] = 0;
-		fb->ecnt[eb] = 0;
-		fb->ekey[eb] = INFINITY;
+	if (fb->tracking && pr->rate_bps != r && !(fb->chg[g / 64] & (1ULL << (g % 64)))) {
+		fb->old_rate[g] = pr->rate_bps;
+		fb->chg[g / 64] |= 1ULL << (g % 64);
 	}
-	c->nsteps = k;
-	for (uint32_t e = c->tstart; e < c->tend; e++) {
-		fb->free_bps[fb->tports[e]] = fb->efree[e];
-		fb->cnt0_last[e] = fb->cnt0[e];
-	}
+	pr->rate_bps = r;
 }
 
-/*
- * Resumes class c's filling at step j: every port as the filling left it
- * after step j - 1 (ports in xlist were brought there by the caller), the
- * log of later steps dropped, then fill_steps() from j.
- */
-static void resume_at(struct sim_fabric *fb, struct fabric_class *c, uint32_t j, uint32_t gen)
-{
-	for (uint32_t e = c->tstart; e < c->tend; e++) {
-		uint32_t ps = fb->pickstep[e];
-
-		if (fb->xmark[e] == gen) {
-			fb->lg_n[e] = fb->xcur[e]; /* replayed up to there */
-		} else if (ps != CP_NONE && ps < j) {
-			fb->efree[e] = 0;
-			fb->ecnt[e] = 0;
-		} else {
-			uint32_t lo = 0, hi = j ? fb->lg_n[e] : 0;
-			const uint32_t *st = fb->lg_step + fb->tl_start[e];
-
-			/* records before step j: lo */
-			while (lo < hi) {
-				uint32_t mid = lo + (hi - lo) / 2;
-
-				if (st[mid] < j)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			fb->lg_n[e] = lo;
-			if (lo) {
-				fb->efree[e] = fb->lg_free[fb->tl_start[e] + lo - 1];
-				fb->ecnt[e] = fb->lg_cnt[fb->tl_start[e] + lo - 1];
-			} else {
-				fb->efree[e] = fb->free_bps[fb->tports[e]];
-				fb->ecnt[e] = fb->cnt0[e];
-			}
-		}
-		if (ps != CP_NONE && ps >= j)
-			fb->pickstep[e] = CP_NONE;
-		fb->ekey[e] = share_of(fb->efree[e], fb->ecnt[e]);
-	}
-	fill_steps(fb, c, j, gen);
-}
-
-/* Of two ports of X (CP_NONE: none), the one with the smaller share, or the first. */
+/* Of two ports (CP_NONE: none), the one with the smaller share, or the first. */
 static inline uint32_t x_first(const struct sim_fabric *fb, uint32_t a, uint32_t b)
 {
 	if (a == CP_NONE)
@@ -775,135 +777,566 @@ static inline uint32_t x_first(const struct sim_fabric *fb, uint32_t a, uint32_t
 	return fb->ekey[a] < fb->ekey[b] || (fb->ekey[a] == fb->ekey[b] && a < b) ? a : b;
 }
 
-/*
- * Class c again after an update: free_bps holds its new input, snap_in its
- * input at its last filling. The ports whose input capacity or flow count
- * changed (X) are replayed along the logged steps, the others kept as
- * logged: a step is the same as long as its bottleneck is not in X and no
- * port of X now has a smaller share (or the same and comes first). At
- * the first step that differs the filling resumes (resume_at()); if none,
- * the class keeps its rates and passes on its logged capacities, X's
- * replayed. The same, bit for bit, as filling it again: every port
- * outside X has the same capacity and flows at each step, every port of
- * X goes through the same operations in the same order. X's ports are
- * visited only at the steps where the log has a change to them.
- */
-static void refill_class(struct sim_fabric *fb, struct fabric_class *c, double *snap_in)
+/* The live port with the smallest share (ties: the first), CP_NONE if none has flows. */
+static uint32_t walk_xmin(struct sim_fabric *fb, struct fill_walk *w)
 {
-	uint32_t gen = next_gen(fb), nx = 0, xmin = CP_NONE, k;
-	uint32_t *xl = fb->xlist, *bhead = fb->xbhead, *bnext = fb->xbnext;
-	bool xmin_stale = true;
+	if (w->xmin_stale) {
+		uint32_t x = CP_NONE;
 
+		for (uint32_t i = 0; i < w->nx; i++)
+			x = x_first(fb, x, fb->xlist[i]);
+		w->xmin = x;
+		w->xmin_stale = false;
+	}
+	return w->xmin != CP_NONE && fb->ekey[w->xmin] < INFINITY ? w->xmin : CP_NONE;
+}
+
+/* Live port i (xlist) waits for the logged step of its record l, if any. */
+static inline void walk_bucket(struct sim_fabric *fb, uint32_t i, uint32_t x, uint32_t l)
+{
+	if (l < fb->tl_start[x] + fb->lg_n[x]) {
+		uint32_t s = fb->pickstep[fb->lg[l].step];
+
+		fb->xbnext[i] = fb->xbhead[s];
+		fb->xbhead[s] = i;
+	}
+}
+
+/* Port e becomes live with capacity f and cn flows, the first keep of its records kept. */
+static void walk_live(struct sim_fabric *fb, struct fill_walk *w, uint32_t e, double f, double cn,
+		      uint32_t keep)
+{
+	uint32_t i = w->nx++;
+
+	fb->xmark[e] = w->gen;
+	fb->xlist[i] = e;
+	fb->efree[e] = f;
+	fb->ecnt[e] = cn;
+	fb->ekey[e] = share_of(f, cn);
+	fb->lg_keep[e] = keep;
+	fb->lg_new[e] = 0;
+	fb->xcur[e] = keep;
+	fb->late[e] = 0;
+	fb->late_head[e] = CP_NONE;
+	if (w->nlog)
+		walk_bucket(fb, i, e, fb->tl_start[e] + keep);
+	if (!w->xmin_stale)
+		w->xmin = x_first(fb, w->xmin, e);
+}
+
+/* Port e's input: its capacity, and its flows less those of the zero prefix. */
+static inline double input_cnt(const struct sim_fabric *fb, uint32_t e)
+{
+	return (double)(fb->cnt0[e] - fb->zc[e]);
+}
+
+/* Port e (not live) becomes live as the log has it after step a - 1. */
+static void walk_join(struct sim_fabric *fb, struct fill_walk *w, uint32_t e)
+{
+	const struct fabric_lrec *r = fb->lg + fb->tl_start[e];
+	uint32_t lo = 0, hi = fb->lg_n[e];
+
+	/* its records before step a: lo */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (fb->pickstep[r[mid].step] < w->a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo)
+		walk_live(fb, w, e, r[lo - 1].free_bps, r[lo - 1].cnt, lo);
+	else
+		walk_live(fb, w, e, fb->free_bps[fb->tports[e]], input_cnt(fb, e), 0);
+}
+
+/* Live port x's capacity or flows changed: its share, and xmin. */
+static inline void walk_moved(struct sim_fabric *fb, struct fill_walk *w, uint32_t x)
+{
+	double was = fb->ekey[x];
+
+	fb->ekey[x] = share_of(fb->efree[x], fb->ecnt[x]);
+	if (w->xmin_stale)
+		return;
+	if (x == w->xmin)
+		w->xmin_stale = fb->ekey[x] > was;
+	else if (x_first(fb, w->xmin, x) == x)
+		w->xmin = x;
+}
+
+/* Live port e's change at step eb (pair-port ref, pn flows): its record. */
+static inline void walk_record(struct sim_fabric *fb, struct fill_walk *w, uint32_t e, uint32_t eb,
+			       uint32_t pn, uint32_t ref)
+{
+	uint32_t l = fb->tl_start[e] + fb->lg_keep[e] + fb->lg_new[e]++;
+
+	w->wr[l] = (struct fabric_lrec){eb, pn, ref, (uint32_t)fb->ecnt[e], fb->efree[e]};
+	PW_LREC(fb, ref) = l;
+}
+
+/* Live port e: pair g (n flows, pair-port ref) frozen at share by step eb. */
+static inline void walk_change(struct sim_fabric *fb, struct fill_walk *w, uint32_t e, uint32_t eb,
+			       double share, uint32_t n, uint32_t ref)
+{
+	double f = fb->efree[e] - share * n;
+
+	fb->efree[e] = f < 0 ? 0 : f;
+	fb->ecnt[e] = fb->ecnt[e] - n;
+	walk_record(fb, w, e, eb, n, ref);
+	walk_moved(fb, w, e);
+}
+
+/* The new filling's next step. */
+static inline void walk_step(struct sim_fabric *fb, struct fill_walk *w, uint32_t eb, double key,
+			     double share)
+{
+	fb->newpos[eb] = w->kn;
+	fb->npk_e[w->kn] = eb;
+	fb->npk_key[w->kn] = key;
+	fb->npk_share[w->kn] = share;
+	w->kn++;
+}
+
+/* Live port eb's late pairs frozen at share (0) at its logged step. */
+static void walk_late(struct sim_fabric *fb, struct fill_walk *w, uint32_t eb, double share)
+{
+	for (uint32_t r = fb->late_head[eb]; r != CP_NONE; r = fb->late_next[r]) {
+		uint32_t g = r / TOPO_MAX_FLOW_PORTS;
+		const struct fabric_pw *pr = &fb->pw[g];
+
+		if (fb->pw[g].stamp == w->gen)
+			continue;
+		fb->pw[g].stamp = w->gen;
+		fb->pw[g].ofstep = fb->pw[g].fstep;
+		fb->pw[g].fstep = eb;
+		pair_set_rate(fb, g, share);
+		for (uint32_t q = 0; q < pr->nports; q++) {
+			uint32_t ref = g * TOPO_MAX_FLOW_PORTS + q, e2 = PW_ENT(fb, ref);
+
+			if (e2 == eb) {
+				PW_LREC(fb, ref) = CP_NONE;
+				continue;
+			}
+			fb->late[e2]--;
+			walk_change(fb, w, e2, eb, share, pr->n, ref);
+		}
+	}
+}
+
+/* Logged step a again (see above); its bottleneck, if live, is done. */
+static void walk_replay(struct sim_fabric *fb, struct fill_walk *w)
+{
+	const uint32_t k = w->c->tstart + w->a, eb = fb->pk_e[k];
+	const double share = fb->pk_share[k];
+
+	fb->rep[eb] = w->gen;
+	walk_step(fb, w, eb, fb->pk_key[k], share);
+	if (fb->xmark[eb] == w->gen) {
+		if (fb->late[eb])
+			walk_late(fb, w, eb, share);
+		fb->efree[eb] = 0;
+		fb->ecnt[eb] = 0;
+		fb->ekey[eb] = INFINITY;
+		if (eb == w->xmin)
+			w->xmin_stale = true;
+	}
+	for (uint32_t i = fb->xbhead[w->a], inext; i != CP_NONE; i = inext) {
+		uint32_t x = fb->xlist[i], l = fb->tl_start[x] + fb->xcur[x];
+		uint32_t lend = fb->tl_start[x] + fb->lg_n[x];
+		bool moved = false;
+
+		inext = fb->xbnext[i];
+		for (; l < lend && fb->lg[l].step == eb; l++) {
+			const struct fabric_lrec *r = &fb->lg[l];
+
+			if (r->pn & LREC_EARLY)
+				continue;
+			if (r->pn) {
+				double f = fb->efree[x] - share * r->pn;
+
+				fb->efree[x] = f < 0 ? 0 : f;
+				fb->ecnt[x] -= r->pn;
+				moved = true;
+			}
+			walk_record(fb, w, x, eb, r->pn, r->ref);
+		}
+		fb->xcur[x] = l - fb->tl_start[x];
+		if (moved)
+			walk_moved(fb, w, x);
+		walk_bucket(fb, i, x, l);
+	}
+}
+
+/* Logged step a dropped (see above). */
+static void walk_drop(struct sim_fabric *fb, struct fill_walk *w)
+{
+	const uint32_t eb = fb->pk_e[w->c->tstart + w->a];
+
+	/* none of them is unfrozen once its bottleneck has no unfrozen flows (it was taken) */
+	for (uint32_t j = fb->tl_start[eb], jend = fb->ecnt[eb] > 0 ? fb->tl_end[eb] : j; j < jend;
+	     j++) {
+		uint32_t g = fb->tlist[j];
+		const struct fabric_pw *pr = &fb->pw[g];
+
+		if (j + PREFETCH_AHEAD < jend)
+			__builtin_prefetch(&fb->pw[fb->tlist[j + PREFETCH_AHEAD]]);
+		if (pr->stamp == w->gen || pr->fstep != eb || pr->n == 0)
+			continue;
+		for (uint32_t q = 0; q < pr->nports; q++) {
+			uint32_t ref = g * TOPO_MAX_FLOW_PORTS + q, e2 = PW_ENT(fb, ref);
+
+			if (fb->xmark[e2] != w->gen)
+				walk_join(fb, w, e2);
+			fb->late[e2]++;
+			fb->late_next[ref] = fb->late_head[e2];
+			fb->late_head[e2] = ref;
+		}
+	}
+	for (uint32_t i = fb->xbhead[w->a], inext; i != CP_NONE; i = inext) {
+		uint32_t x = fb->xlist[i], l = fb->tl_start[x] + fb->xcur[x];
+		uint32_t lend = fb->tl_start[x] + fb->lg_n[x];
+
+		inext = fb->xbnext[i];
+		while (l < lend && fb->lg[l].step == eb)
+			l++;
+		fb->xcur[x] = l - fb->tl_start[x];
+		walk_bucket(fb, i, x, l);
+	}
+}
+
+/* A step at live port eb: its unfrozen pairs frozen at its share. */
+static void walk_pick(struct sim_fabric *fb, struct fill_walk *w, uint32_t eb)
+{
+	const uint32_t gen = w->gen;
+	const double bkey = fb->ekey[eb];
+	const double share = fb->efree[eb] <= FREE_EPS * fb->cap[fb->tports[eb]] ? 0 : bkey;
+
+	walk_step(fb, w, eb, bkey, share);
+	for (uint32_t j = fb->tl_start[eb], jend = fb->tl_end[eb]; j < jend; j++) {
+		uint32_t g = fb->tlist[j], fs;
+		struct fabric_pw *pr = &fb->pw[g];
+		bool early;
+
+		if (j + PREFETCH_AHEAD < jend)
+			__builtin_prefetch(&fb->pw[fb->tlist[j + PREFETCH_AHEAD]], 1);
+		/* frozen in this walk, or by a logged step taken again */
+		if (pr->stamp == gen)
+			continue;
+		fs = pr->fstep;
+		if (fs != CP_NONE && fb->rep[fs] == gen)
+			continue;
+		if (pr->n == 0 || pr->zn)
+			continue;
+		/* before its logged step (early), or after it (it was late) */
+		early = w->nlog && fs != CP_NONE && fb->pickstep[fs] >= w->a;
+		fb->pw[g].stamp = gen;
+		fb->pw[g].ofstep = fs;
+		fb->pw[g].fstep = eb;
+		pair_set_rate(fb, g, share);
+		for (uint32_t q = 0; q < pr->nports; q++) {
+			uint32_t ref = g * TOPO_MAX_FLOW_PORTS + q, e2 = PW_ENT(fb, ref);
+
+			if (early && PW_LREC(fb, ref) != CP_NONE)
+				fb->lg[PW_LREC(fb, ref)].pn |= LREC_EARLY;
+			/* the bottleneck's own capacity and flows go to 0 below */
+			if (e2 == eb) {
+				PW_LREC(fb, ref) = CP_NONE;
+				continue;
+			}
+			if (fb->xmark[e2] != gen)
+				walk_join(fb, w, e2);
+			if (!early && w->nlog)
+				fb->late[e2]--;
+			walk_change(fb, w, e2, eb, share, pr->n, ref);
+		}
+	}
+	fb->efree[eb] = 0;
+	fb->ecnt[eb] = 0;
+	fb->ekey[eb] = INFINITY;
+	w->xmin_stale = true;
+}
+
+/*
+ * Whether logged step a can be taken again: its bottleneck is not live, or
+ * is live with the logged key and share and, unless the share is 0, no late
+ * pair.
+ */
+static inline bool walk_replayable(const struct sim_fabric *fb, const struct fill_walk *w)
+{
+	const uint32_t k = w->c->tstart + w->a, eb = fb->pk_e[k];
+
+	if (fb->xmark[eb] != w->gen)
+		return true;
+	if (fb->ekey[eb] != fb->pk_key[k] || (fb->late[eb] && fb->pk_share[k] != 0))
+		return false;
+	return (fb->efree[eb] <= FREE_EPS * fb->cap[fb->tports[eb]] ? 0 : fb->ekey[eb]) ==
+	       fb->pk_share[k];
+}
+
+/*
+ * The zero prefix after the class's input changed: each port whose input
+ * went to 0 or left it counts itself in or out of its pairs' zn; a pair
+ * entering the prefix gets rate 0 (into zset), one leaving it (into uset)
+ * is filled again; their ports' zc follow. Returns through ret_nu.
+ */
+static uint32_t zero_update(struct sim_fabric *fb, const struct fabric_class *c, uint32_t *ret_nu)
+{
+	uint32_t nz = 0, nu = 0;
+
+	for (uint32_t e = c->tstart; e < c->tend; e++) {
+		bool z = fb->free_bps[fb->tports[e]] == 0;
+
+		if (z == fb->inz[e])
+			continue;
+		fb->inz[e] = z;
+		for (uint32_t j = fb->tl_start[e]; j < fb->tl_end[e]; j++) {
+			uint32_t g = fb->tlist[j];
+			struct fabric_pw *pr = &fb->pw[g];
+			bool edge = z ? pr->zn++ == 0 : --pr->zn == 0;
+
+			if (!edge || pr->n == 0)
+				continue;
+			for (uint32_t q = 0; q < pr->nports; q++) {
+				uint32_t e2 = fb->pw[g].ent[q];
+
+				fb->zc[e2] = z ? fb->zc[e2] + pr->n : fb->zc[e2] - pr->n;
+			}
+			if (z) {
+				pair_set_rate(fb, g, 0);
+				fb->zset[nz++] = g;
+			} else {
+				fb->uset[nu++] = g;
+			}
+		}
+	}
+	*ret_nu = nu;
+	return nz;
+}
+
+/* The zero prefix from scratch (no log): zn, zc, and rate 0 for its pairs. */
+static void zero_build(struct sim_fabric *fb, const struct fabric_class *c)
+{
+	for (uint32_t e = c->tstart; e < c->tend; e++) {
+		fb->inz[e] = fb->free_bps[fb->tports[e]] == 0;
+		fb->zc[e] = 0;
+	}
+	for (uint32_t g = c->pstart; g < c->pend; g++) {
+		struct fabric_pw *pr = &fb->pw[g];
+
+		pr->zn = 0;
+		fb->pw[g].fstep = CP_NONE;
+		for (uint32_t q = 0; q < pr->nports; q++)
+			pr->zn += fb->inz[fb->pw[g].ent[q]];
+		if (pr->zn == 0 || pr->n == 0)
+			continue;
+		pair_set_rate(fb, g, 0);
+		for (uint32_t q = 0; q < pr->nports; q++) {
+			uint32_t ref = g * TOPO_MAX_FLOW_PORTS + q;
+
+			fb->zc[PW_ENT(fb, ref)] += pr->n;
+			PW_LREC(fb, ref) = CP_NONE;
+		}
+	}
+}
+
+/*
+ * The pairs that entered the zero prefix count as frozen early in this walk
+ * (their records flagged), those that left it as late; their ports live.
+ */
+static void walk_zero_pairs(struct sim_fabric *fb, struct fill_walk *w, uint32_t nz, uint32_t nu)
+{
+	for (uint32_t i = 0; i < nz; i++) {
+		uint32_t g = fb->zset[i];
+		const struct fabric_pw *pr = &fb->pw[g];
+
+		if (pr->zn == 0)
+			continue; /* left it again */
+		fb->pw[g].stamp = w->gen;
+		fb->pw[g].ofstep = fb->pw[g].fstep;
+		fb->pw[g].fstep = CP_NONE;
+		for (uint32_t q = 0; q < pr->nports; q++) {
+			uint32_t ref = g * TOPO_MAX_FLOW_PORTS + q, e2 = PW_ENT(fb, ref);
+
+			if (PW_LREC(fb, ref) != CP_NONE)
+				fb->lg[PW_LREC(fb, ref)].pn |= LREC_EARLY;
+			PW_LREC(fb, ref) = CP_NONE;
+			if (fb->xmark[e2] != w->gen)
+				walk_join(fb, w, e2);
+		}
+	}
+	for (uint32_t i = 0; i < nu; i++) {
+		uint32_t g = fb->uset[i];
+		const struct fabric_pw *pr = &fb->pw[g];
+
+		if (pr->zn)
+			continue; /* back in it */
+		fb->pw[g].fstep = CP_NONE;
+		for (uint32_t q = 0; q < pr->nports; q++) {
+			uint32_t ref = g * TOPO_MAX_FLOW_PORTS + q, e2 = PW_ENT(fb, ref);
+
+			if (fb->xmark[e2] != w->gen)
+				walk_join(fb, w, e2);
+			fb->late[e2]++;
+			fb->late_next[ref] = fb->late_head[e2];
+			fb->late_head[e2] = ref;
+		}
+	}
+}
+
+/*
+ * Class c's filling: with snap_in (its input at its last filling; free_bps
+ * holds the new one), the walk over its log; without, from scratch. Leaves
+ * the class's output capacity in free_bps, and the new log.
+ */
+static void walk_class(struct sim_fabric *fb, struct fabric_class *c, double *snap_in)
+{
+	struct fill_walk w = {.c = c, .gen = next_gen(fb), .xmin = CP_NONE};
+	uint32_t nz = 0, nu = 0;
+
+	w.nlog = snap_in ? c->nsteps : 0;
+	for (uint32_t k = 0; k < w.nlog; k++)
+		fb->xbhead[k] = CP_NONE;
+	if (snap_in)
+		nz = zero_update(fb, c, &nu);
+	else
+		zero_build(fb, c);
 	for (uint32_t e = c->tstart; e < c->tend; e++) {
 		uint32_t p = fb->tports[e];
 
-		if (fb->free_bps[p] == snap_in[p] && fb->cnt0[e] == fb->cnt0_last[e])
+		fb->newpos[e] = CP_NONE;
+		if (snap_in && fb->free_bps[p] == snap_in[p] &&
+		    fb->cnt0[e] - fb->zc[e] == fb->pcnt_last[e])
 			continue;
-		fb->xmark[e] = gen;
-		xl[nx++] = e;
-		fb->efree[e] = fb->free_bps[p];
-		fb->ecnt[e] = fb->cnt0[e];
-		fb->ekey[e] = share_of(fb->efree[e], fb->ecnt[e]);
-		fb->xcur[e] = 0;
+		walk_live(fb, &w, e, fb->free_bps[p], input_cnt(fb, e), 0);
 	}
-	memcpy(snap_in, fb->free_bps, fb->nports * sizeof(*snap_in));
-	if (nx == 0) {
-		for (uint32_t e = c->tstart; e < c->tend; e++)
-			fb->free_bps[fb->tports[e]] = fb->efree[e];
-		return;
-	}
-	/*
-	 * X's ports by the step of their next logged change (bhead: a list
-	 * per step); xmin, X's port with the smallest share, found again when
-	 * its own share grows.
-	 */
-	for (k = 0; k < c->nsteps; k++)
-		bhead[k] = CP_NONE;
-	for (uint32_t i = 0; i < nx; i++) {
-		uint32_t x = xl[i];
-
-		if (fb->lg_n[x] == 0)
-			continue;
-		k = fb->lg_step[fb->tl_start[x]];
-		bnext[i] = bhead[k];
-		bhead[k] = i;
-	}
-	for (k = 0; k < c->nsteps; k++) {
-		uint32_t eb = fb->pk_e[c->tstart + k];
-		double bkey = fb->pk_key[c->tstart + k], share = fb->pk_share[c->tstart + k];
-
-		if (xmin_stale) {
-			xmin = CP_NONE;
-			for (uint32_t i = 0; i < nx; i++)
-				xmin = x_first(fb, xmin, xl[i]);
-			xmin_stale = false;
+	if (snap_in) {
+		memcpy(snap_in, fb->free_bps, fb->nports * sizeof(*snap_in));
+		if (w.nx == 0 && nz == 0 && nu == 0) {
+			for (uint32_t e = c->tstart; e < c->tend; e++)
+				fb->free_bps[fb->tports[e]] = fb->efree[e];
+			return;
 		}
-		if (fb->xmark[eb] == gen ||
-		    (fb->ekey[xmin] < bkey || (fb->ekey[xmin] == bkey && xmin < eb)))
+		walk_zero_pairs(fb, &w, nz, nu);
+	}
+	w.wr = w.nlog ? fb->lg2 : fb->lg;
+	for (;;) {
+		uint32_t eb = CP_NONE, x;
+		double bkey = INFINITY;
+
+		while (w.a < w.nlog && !walk_replayable(fb, &w)) {
+			walk_drop(fb, &w);
+			w.a++;
+		}
+		if (w.a < w.nlog) {
+			eb = fb->pk_e[c->tstart + w.a];
+			bkey = fb->pk_key[c->tstart + w.a];
+		}
+		x = walk_xmin(fb, &w);
+		if (x != CP_NONE && (fb->ekey[x] < bkey || (fb->ekey[x] == bkey && x < eb))) {
+			walk_pick(fb, &w, x);
+		} else if (eb != CP_NONE) {
+			walk_replay(fb, &w);
+			w.a++;
+		} else {
 			break;
-		for (uint32_t i = bhead[k], inext; i != CP_NONE; i = inext) {
-			uint32_t x = xl[i], l = fb->tl_start[x] + fb->xcur[x], lend;
-			bool moved = false;
-
-			inext = bnext[i];
-			for (lend = fb->tl_start[x] + fb->lg_n[x]; l < lend && fb->lg_step[l] == k;
-			     l++) {
-				uint32_t n = fb->lg_pn[l];
-
-				if (n) {
-					double f = fb->efree[x] - share * n;
-
-					fb->efree[x] = f < 0 ? 0 : f;
-					fb->ecnt[x] -= n;
-					moved = true;
-				}
-				fb->lg_free[l] = fb->efree[x];
-				fb->lg_cnt[l] = fb->ecnt[x];
-			}
-			fb->xcur[x] = l - fb->tl_start[x];
-			if (moved) {
-				double was = fb->ekey[x];
-
-				fb->ekey[x] = share_of(fb->efree[x], fb->ecnt[x]);
-				if (x == xmin)
-					xmin_stale |= fb->ekey[x] > was;
-				else if (x_first(fb, xmin, x) == x)
-					xmin = x;
-			}
-			if (l < lend) {
-				uint32_t s = fb->lg_step[l];
-
-				bnext[i] = bhead[s];
-				bhead[s] = i;
-			}
 		}
 	}
-	if (k < c->nsteps) {
-		resume_at(fb, c, k, gen);
-		return;
+	for (uint32_t i = 0; i < w.nx; i++) {
+		uint32_t x = fb->xlist[i], l = fb->tl_start[x] + fb->lg_keep[x];
+
+		if (w.wr != fb->lg)
+			memcpy(fb->lg + l, w.wr + l, fb->lg_new[x] * sizeof(*fb->lg));
+		fb->lg_n[x] = fb->lg_keep[x] + fb->lg_new[x];
 	}
 	for (uint32_t e = c->tstart; e < c->tend; e++) {
+		fb->pickstep[e] = fb->newpos[e];
 		fb->free_bps[fb->tports[e]] = fb->efree[e];
-		fb->cnt0_last[e] = fb->cnt0[e];
+		fb->pcnt_last[e] = fb->cnt0[e] - fb->zc[e];
 	}
+	memcpy(fb->pk_e + c->tstart, fb->npk_e, w.kn * sizeof(*fb->pk_e));
+	memcpy(fb->pk_key + c->tstart, fb->npk_key, w.kn * sizeof(*fb->pk_key));
+	memcpy(fb->pk_share + c->tstart, fb->npk_share, w.kn * sizeof(*fb->pk_share));
+	c->nsteps = w.kn;
+}
+
+/*
+ * The filling as its definition reads (sim_opts.full_refill, the reference
+ * the walk must equal): no log, no zero prefix; the bottleneck found by a
+ * scan of the class's ports.
+ */
+static void fill_reference(struct sim_fabric *fb, struct fabric_class *c)
+{
+	uint32_t gen = next_gen(fb);
+
+	for (uint32_t e = c->tstart; e < c->tend; e++) {
+		fb->efree[e] = fb->free_bps[fb->tports[e]];
+		fb->ecnt[e] = fb->cnt0[e];
+		fb->ekey[e] = share_of(fb->efree[e], fb->ecnt[e]);
+	}
+	for (;;) {
+		uint32_t eb = CP_NONE;
+		double bkey = INFINITY, share;
+
+		for (uint32_t e = c->tstart; e < c->tend; e++)
+			if (fb->ekey[e] < bkey) {
+				bkey = fb->ekey[e];
+				eb = e;
+			}
+		if (eb == CP_NONE)
+			break;
+		share = fb->efree[eb] <= FREE_EPS * fb->cap[fb->tports[eb]] ? 0 : bkey;
+		for (uint32_t j = fb->tl_start[eb]; j < fb->tl_end[eb]; j++) {
+			uint32_t g = fb->tlist[j];
+			struct fabric_pw *pr = &fb->pw[g];
+			double n = pr->n;
+
+			if (pr->stamp == gen || pr->n == 0)
+				continue;
+			pr->stamp = gen;
+			pr->rate_bps = share;
+			for (uint32_t q = 0; q < pr->nports; q++) {
+				uint32_t e2 = fb->pw[g].ent[q];
+				double f;
+
+				if (e2 == eb)
+					continue;
+				f = fb->efree[e2] - share * n;
+				fb->efree[e2] = f < 0 ? 0 : f;
+				fb->ecnt[e2] = fb->ecnt[e2] - n;
+				fb->ekey[e2] = share_of(fb->efree[e2], fb->ecnt[e2]);
+			}
+		}
+		fb->efree[eb] = 0;
+		fb->ecnt[eb] = 0;
+		fb->ekey[eb] = INFINITY;
+	}
+	for (uint32_t e = c->tstart; e < c->tend; e++)
+		fb->free_bps[fb->tports[e]] = fb->efree[e];
 }
 
 /*
  * Max-min fair rates for the pairs of class c on the capacity still free
  * (progressive filling, weighted by each pair's number of flows): the port
  * with the smallest fair share freezes its pairs at that share, until every
- * pair is frozen. A narrow class by fill_steps(), a very wide one (over
- * LINEAR_SCAN_MAX_PORTS ports) with a lazy heap, unlogged.
+ * pair is frozen. A narrow class by walk_class() (by fill_reference() with
+ * sim_opts.full_refill), a very wide one (over LINEAR_SCAN_MAX_PORTS ports)
+ * with a lazy heap, unlogged.
  */
 static void waterfill_class(struct sim_fabric *fb, struct fabric_class *c)
 {
-	uint32_t gen = next_gen(fb), hn = 0;
+	uint32_t gen, hn = 0;
 
-	c->logged = c->tend - c->tstart <= LINEAR_SCAN_MAX_PORTS;
+	c->logged = !fb->full_refill && c->tend - c->tstart <= LINEAR_SCAN_MAX_PORTS;
 	if (c->logged) {
-		resume_at(fb, c, 0, gen);
+		walk_class(fb, c, NULL);
 		return;
 	}
+	if (fb->full_refill && c->tend - c->tstart <= LINEAR_SCAN_MAX_PORTS) {
+		fill_reference(fb, c);
+		return;
+	}
+	gen = next_gen(fb);
 	/* Every pair with flows is frozen below, so its rate is set there. */
 	for (uint32_t e = c->tstart; e < c->tend; e++) {
 		uint32_t p = fb->tports[e];
@@ -929,7 +1362,7 @@ static void waterfill_class(struct sim_fabric *fb, struct fabric_class *c)
 
 /*
  * Water-fills classes from..nclasses-1, starting from the capacity before
- * `from`; with inc, classes with a log and a snapshot by refill_class().
+ * `from`; with inc, classes with a log and a snapshot by walk_class() over it.
  */
 static void waterfill_from(struct sim_fabric *fb, uint32_t from, bool inc)
 {
@@ -943,7 +1376,7 @@ static void waterfill_from(struct sim_fabric *fb, uint32_t from, bool inc)
 		struct fabric_class *fc = &fb->classes[c];
 
 		if (c < fb->snap_classes && inc && fc->logged) {
-			refill_class(fb, fc, &fb->snap[(size_t)c * np]);
+			walk_class(fb, fc, &fb->snap[(size_t)c * np]);
 			continue;
 		}
 		if (c < fb->snap_classes)
@@ -970,8 +1403,9 @@ void sim_fabric_allocate(struct sim_fabric *fb, struct cp_model *m, const struct
 	fb->full_refill = o->full_refill;
 	waterfill_from(fb, 0, false);
 	for (uint32_t g = 0; g < fb->npairs; g++) {
-		const struct fabric_pair *pr = &fb->pairs[g];
+		struct fabric_pair *pr = &fb->pairs[g];
 
+		pr->rate_bps = fb->pw[g].rate_bps;
 		for (uint32_t k = pr->mstart; k < pr->mend; k++)
 			m->flows[fb->members[k]].rate_bps = pr->rate_bps;
 	}
@@ -984,19 +1418,22 @@ void sim_fabric_flow_gone(struct sim_fabric *fb, const struct cp_model *m, uint3
 
 	if (!fb->rate_mode) {
 		uint32_t g = fb->pair_of[f];
-		const struct fabric_pair *pr = &fb->pairs[g];
+		struct fabric_pw *pr = &fb->pw[g];
+		bool logged = fb->classes[fb->pairs[g].cls].logged;
 
-		bool logged = fb->classes[pr->cls].logged;
-
-		if (pr->cls < fb->dirty_class)
-			fb->dirty_class = pr->cls;
+		pr->n = fb->pairs[g].n;
+		if (fb->pairs[g].cls < fb->dirty_class)
+			fb->dirty_class = fb->pairs[g].cls;
 		for (uint32_t q = 0; q < pr->nports; q++) {
-			uint32_t l = fb->pair_lrec[(size_t)g * TOPO_MAX_FLOW_PORTS + q];
+			uint32_t l = fb->pw[g].lrec[q];
+			uint32_t e = fb->pw[g].ent[q];
 
-			fb->cnt0[fb->pair_ent[(size_t)g * TOPO_MAX_FLOW_PORTS + q]]--;
-			/* the log's count of its flows, for refill_class()'s replay */
-			if (logged && l != CP_NONE)
-				fb->lg_pn[l] = pr->n;
+			fb->cnt0[e]--;
+			/* the zero prefix's flows, or the log's count of its flows, for walk_class() */
+			if (pr->zn)
+				fb->zc[e]--;
+			else if (logged && l != CP_NONE)
+				fb->lg[l].pn = pr->n;
 		}
 		if (pr->n == 0)
 			fb->emptied[fb->nemptied++] = g;
@@ -1012,9 +1449,10 @@ void sim_fabric_flow_gone(struct sim_fabric *fb, const struct cp_model *m, uint3
 }
 
 /*
- * sim_opts.full_refill: every class re-filled from the full capacity, its
- * per-port flow counts summed again over its pairs, every pair compared
- * with its rate before: what the incremental update must give, bit for bit.
+ * sim_opts.full_refill: every class re-filled from the full capacity as the
+ * filling reads (fill_reference(): no log, no zero prefix), its per-port
+ * flow counts summed again over its pairs, every pair compared with its rate
+ * before: what the incremental update must give, bit for bit.
  */
 static void refill_reference(struct sim_fabric *fb, fabric_pair_fn pair_rate, void *ctx)
 {
@@ -1024,25 +1462,25 @@ static void refill_reference(struct sim_fabric *fb, fabric_pair_fn pair_rate, vo
 		for (uint32_t e = fc->tstart; e < fc->tend; e++)
 			fb->cnt0[e] = 0;
 		for (uint32_t g = fc->pstart; g < fc->pend; g++) {
-			const struct fabric_pair *pr = &fb->pairs[g];
+			const struct fabric_pw *pr = &fb->pw[g];
 
 			for (uint32_t q = 0; q < pr->nports; q++)
-				fb->cnt0[fb->pair_ent[(size_t)g * TOPO_MAX_FLOW_PORTS + q]] +=
-					pr->n;
+				fb->cnt0[pr->ent[q]] += pr->n;
 		}
 	}
 	for (uint32_t g = 0; g < fb->npairs; g++) {
-		fb->old_rate[g] = fb->pairs[g].rate_bps;
-		fb->pairs[g].rate_bps = 0;
+		fb->old_rate[g] = fb->pw[g].rate_bps;
+		fb->pw[g].rate_bps = 0;
 	}
 	fb->dirty_class = CP_NONE;
 	fb->nemptied = 0;
 	waterfill_from(fb, 0, false);
 	for (uint32_t g = 0; g < fb->npairs; g++) {
-		const struct fabric_pair *pr = &fb->pairs[g];
+		const struct fabric_pw *pr = &fb->pw[g];
 
 		if (pr->n == 0 || pr->rate_bps == fb->old_rate[g])
 			continue;
+		fb->pairs[g].rate_bps = pr->rate_bps;
 		pair_rate(ctx, g, fb->old_rate[g]);
 	}
 }
@@ -1068,7 +1506,7 @@ void sim_fabric_update(struct sim_fabric *fb, struct cp_model *m, const uint32_t
 	fb->dirty_class = CP_NONE;
 	/* A pair without flows is not frozen again: it has no rate (unreported). */
 	for (uint32_t i = 0; i < fb->nemptied; i++)
-		fb->pairs[fb->emptied[i]].rate_bps = 0;
+		fb->pairs[fb->emptied[i]].rate_bps = fb->pw[fb->emptied[i]].rate_bps = 0;
 	fb->nemptied = 0;
 	fb->tracking = true;
 	waterfill_from(fb, from, true);
@@ -1079,6 +1517,9 @@ void sim_fabric_update(struct sim_fabric *fb, struct cp_model *m, const uint32_t
 			uint32_t g = w * 64 + (uint32_t)__builtin_ctzll(fb->chg[w]);
 
 			fb->chg[w] &= fb->chg[w] - 1;
+			if (fb->pw[g].rate_bps == fb->old_rate[g])
+				continue;
+			fb->pairs[g].rate_bps = fb->pw[g].rate_bps;
 			pair_rate(ctx, g, fb->old_rate[g]);
 		}
 	}

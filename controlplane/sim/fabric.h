@@ -18,9 +18,11 @@
  *     over such pairs weighted by their number of unfinished flows; after
  *     completions the classes from the highest one that lost a flow are
  *     re-filled, starting from per-port flow counts kept as flows finish:
- *     each replays its logged filling on the ports whose input changed and
- *     resumes at the first step that differs; only the pairs whose rate
- *     changed (noted as they are frozen) are reported.
+ *     the pairs through ports with no capacity left at all are kept at rate
+ *     0 as counts (the zero prefix), and the rest of each class's logged
+ *     filling is walked again, only the ports that now differ from the log
+ *     filled live (fabric.c, walk_class()); the pairs whose rate changed
+ *     (noted as they are frozen) are reported in one call.
  */
 #ifndef LOOM_CONTROLPLANE_SIM_FABRIC_H
 #define LOOM_CONTROLPLANE_SIM_FABRIC_H
@@ -50,12 +52,50 @@ struct fabric_pair {
 	 */
 	double vbytes;
 	uint64_t tv_ns;
+	double head_tag; /* the engine's: its first member's tag (the next to finish) */
+};
+
+/*
+ * A pair as the water-fill sees it, in one cache line (an update visits
+ * pairs in no order). rate_bps is the water-fill's; fabric_pair.rate_bps
+ * follows it when the engine is told (sim_fabric_allocate(), and each
+ * changed pair in sim_fabric_update()). n follows fabric_pair.n.
+ */
+struct fabric_pw {
+	double rate_bps;
+	uint32_t n;
+	uint32_t stamp;  /* frozen when == gen */
+	uint32_t fstep;  /* the step that froze it (CP_NONE: none, or the zero prefix) */
+	uint32_t ofstep; /* frozen in the current walk: the step that froze it before */
+	uint8_t nports;
+	uint8_t zn; /* its ports with no capacity at all in its class's input */
+	uint32_t ent[TOPO_MAX_FLOW_PORTS];  /* each port's tports entry */
+	uint32_t lrec[TOPO_MAX_FLOW_PORTS]; /* its record there in the log (or CP_NONE) */
+} __attribute__((aligned(64)));
+
+struct fabric_ptab {
+	uint32_t stamp;
+	uint32_t pair;
 };
 
 /* How many unfinished flows of one coflow a pair holds. */
 struct fabric_entry {
 	uint32_t coflow;
 	uint32_t count;
+};
+
+/*
+ * A change the filling made to a port: at step `step` (the bottleneck's
+ * tports entry) a pair (ref: pair * TOPO_MAX_FLOW_PORTS + the port's index
+ * in it) with pn unfinished flows (kept up to date as flows finish, through
+ * fabric_pw.lrec) was frozen, leaving the port cnt unfrozen flows and free_bps.
+ */
+struct fabric_lrec {
+	uint32_t step;
+	uint32_t pn;
+	uint32_t ref;
+	uint32_t cnt;
+	double free_bps;
 };
 
 struct fabric_class {
@@ -98,43 +138,56 @@ struct sim_fabric {
 	uint32_t *tports;   /* per class: touched ports */
 	uint32_t *tl_start; /* per tports entry: first index in tlist */
 	uint32_t *tl_end;
-	uint32_t *tlist;    /* pairs by (class, port) */
-	double *cntw;       /* per port: unfrozen flows (weighted) in the current class */
-	uint32_t *entry_of; /* per port: its tports entry in the current class */
-	uint32_t *ver;      /* per port: heap entry version */
-	uint32_t *pstamp;   /* per pair: frozen when == gen */
+	uint32_t *tlist;      /* pairs by (class, port) */
+	double *cntw;         /* per port: unfrozen flows (weighted) in the current class */
+	uint32_t *entry_of;   /* per port: its tports entry in the current class */
+	uint32_t *ver;        /* per port: heap entry version */
+	struct fabric_pw *pw; /* per pair */
 	uint32_t gen;
 	/*
 	 * The log of each narrow class's last filling, so that an update can
-	 * replay it instead of filling again (fabric.c, refill_class()). Per
-	 * tports entry: the port's free capacity, unfrozen flows and fair share
-	 * (INFINITY without flows) as the filling left them, the step at which
-	 * it was the bottleneck (CP_NONE if never), and lg_n[e] records of its
-	 * changes in lg_*[tl_start[e] ..]: at which step, the frozen pair's
-	 * flows (kept up to date as flows finish, through pair_lrec), and the
-	 * port's free capacity and flows after it. Per class, from tstart on,
-	 * its bottleneck at each step with the share and its pairs' rate. Per
+	 * walk it instead of filling again (fabric.c, walk_class()). A step is
+	 * named by its bottleneck's tports entry. Per tports entry: the port's
+	 * free capacity, unfrozen flows and fair share (INFINITY without
+	 * flows) as the filling left them, the position of its step (pickstep,
+	 * CP_NONE if never the bottleneck), and lg_n[e] records of its changes
+	 * in lg[tl_start[e] ..], in step order. Per class, from tstart on, its
+	 * bottleneck at each position with the share and its pairs' rate. Per
 	 * pair: the step that froze it.
 	 */
 	double *efree, *ecnt, *ekey;
-	uint32_t *pickstep, *lg_n, *cnt0_last, *xmark, *xlist, *xcur;
-	uint32_t *lg_pn, *lg_step;
-	uint32_t *pair_lrec;       /* per pair and port: its record there (or CP_NONE) */
-	uint32_t *xbhead, *xbnext; /* refill_class() scratch */
-	double *lg_free, *lg_cnt;
+	uint32_t *pickstep, *lg_n, *pcnt_last;
+	struct fabric_lrec *lg;
 	uint32_t *pk_e;
 	double *pk_key, *pk_share;
-	uint32_t *fstep;
+	/*
+	 * walk_class() scratch: live ports (xmark == gen, listed in xlist),
+	 * per port its next logged record (xcur), the records kept (lg_keep)
+	 * and written anew (lg_new, into lg2 while lg is read); live ports by
+	 * the position of their next record (xbhead/xbnext); per step, the
+	 * stamp of being taken again (rep) and its new position (newpos); the
+	 * new filling's steps (npk_*).
+	 */
+	uint32_t *xmark, *xlist, *xcur, *lg_keep, *lg_new, *xbhead, *xbnext, *rep, *newpos;
+	uint32_t *late, *late_head, *late_next;
+	/*
+	 * The zero prefix (fabric.c): per tports entry, whether its input was
+	 * exactly 0 at the last filling (inz) and the flows of zero-prefix
+	 * pairs through it (zc); pairs entering or leaving it in an update.
+	 */
+	bool *inz;
+	uint32_t *zc, *zset, *uset;
+	struct fabric_lrec *lg2;
+	uint32_t *npk_e;
+	double *npk_key, *npk_share;
 	struct fabric_heap_ent *heap;
 	size_t heap_cap;
 	/*
 	 * Unfinished member flows of the class's pairs through each tports
 	 * entry, kept as flows finish: a re-fill starts from these instead of
-	 * summing over every pair. pair_ent: per pair, the tports entry of each
-	 * of its ports.
+	 * summing over every pair.
 	 */
 	uint32_t *cnt0;
-	uint32_t *pair_ent; /* TOPO_MAX_FLOW_PORTS per pair */
 	/*
 	 * An update's re-fill notes, as it freezes each pair, whether the
 	 * pair's rate changed (chg bit, old_rate) instead of comparing every
@@ -147,7 +200,13 @@ struct sim_fabric {
 	bool full_refill; /* sim_opts.full_refill of the current decision */
 	uint32_t *emptied;
 	uint32_t nemptied;
-	/* (src, dst) -> pair while building a class: fixed size, cleared per class */
+	/*
+	 * (src, dst) -> pair while building a class: a table indexed by src *
+	 * nhosts + dst, valid where stamp == ptab_gen (one per class), when
+	 * nhosts^2 is small enough; else a fixed hash map, cleared per class.
+	 */
+	struct fabric_ptab *ptab;
+	uint32_t ptab_gen;
 	struct loom_hmap pair_ids;
 	uint32_t *scratch; /* nports + 1 */
 	/*

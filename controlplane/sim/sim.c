@@ -56,6 +56,12 @@ const char *sim_quantize_name(enum sim_quantize q)
 	return "?";
 }
 
+/* A unit in the completion heap with its eta (one load per comparison). */
+struct eta_ent {
+	uint64_t eta_ns;
+	uint32_t unit;
+};
+
 /* A pending coflow release. */
 struct release {
 	uint64_t t_ns;
@@ -76,9 +82,9 @@ struct engine {
 	uint64_t *t_at; /* per flow: time its remaining_bytes refers to */
 	double *tag;    /* per flow, water-fill mode: see above */
 	/* Completion heap over units: flows in rate mode, pairs in water-fill mode. */
-	uint64_t *eta_ns; /* per unit: next completion at current rates */
-	uint32_t *hpos;   /* per unit: index in fheap, CP_NONE if absent */
-	uint32_t *fheap;  /* units by eta */
+	uint64_t *eta_ns;      /* per unit: next completion at current rates */
+	uint32_t *hpos;        /* per unit: index in fheap, CP_NONE if absent */
+	struct eta_ent *fheap; /* units by eta, the eta beside each */
 	uint32_t nfheap;
 	uint64_t *cf_t_at; /* per coflow: time its sent_bytes refers to */
 	uint64_t *job_t_at;
@@ -104,9 +110,9 @@ struct engine {
 LOOM_HEAP_DEFINE(rel_heap, struct release, const void *, REL_LESS, LOOM_HEAP_NO_MOVED)
 
 /* Completion heap: units by eta_ns, each unit's index kept in hpos. */
-#define ETA_LESS(e, a, b)  ((e)->eta_ns[a] < (e)->eta_ns[b])
-#define ETA_MOVED(e, u, i) ((e)->hpos[u] = (i))
-LOOM_HEAP_DEFINE(eta_heap, uint32_t, struct engine *, ETA_LESS, ETA_MOVED)
+#define ETA_LESS(e, a, b)  ((a).eta_ns < (b).eta_ns)
+#define ETA_MOVED(e, x, i) ((e)->hpos[(x).unit] = (i))
+LOOM_HEAP_DEFINE(eta_heap, struct eta_ent, struct engine *, ETA_LESS, ETA_MOVED)
 
 /* Members of a pair form a min-heap on tag in members[mstart .. mstart + n). */
 #define TAG_LESS(e, a, b) ((e)->tag[a] < (e)->tag[b])
@@ -130,9 +136,10 @@ static void fh_update(struct engine *e, uint32_t f)
 		return;
 	}
 	if (e->hpos[f] == CP_NONE) {
-		eta_heap_push(e, e->fheap, &e->nfheap, f);
+		eta_heap_push(e, e->fheap, &e->nfheap, (struct eta_ent){e->eta_ns[f], f});
 		return;
 	}
+	e->fheap[e->hpos[f]].eta_ns = e->eta_ns[f];
 	eta_heap_fix(e, e->fheap, e->nfheap, e->hpos[f]);
 }
 
@@ -338,7 +345,7 @@ static void pair_plan(struct engine *e, uint32_t g)
 	e->eta_ns[g] = CP_TIME_NEVER;
 	if (pr->n == 0 || pr->rate_bps <= 0)
 		return;
-	left = e->tag[e->fabric.members[pr->mstart]] - pr->vbytes;
+	left = pr->head_tag - pr->vbytes;
 	dt = time_to_send(left > 0 ? left : 0, pr->rate_bps);
 	if (dt != CP_TIME_NEVER)
 		e->eta_ns[g] = e->now + dt;
@@ -419,7 +426,7 @@ static void replan_all(struct engine *e)
 	for (uint32_t a = 0; a < m->nactive; a++)
 		e->job_rate[m->coflows[m->active[a]].job] = 0;
 	for (uint32_t i = 0; i < e->nfheap; i++)
-		e->hpos[e->fheap[i]] = CP_NONE;
+		e->hpos[e->fheap[i].unit] = CP_NONE;
 	if (e->o->check)
 		memset(e->alloc_bps, 0, m->topo->nports * sizeof(*e->alloc_bps));
 	for (uint32_t a = 0; a < m->nactive; a++) {
@@ -436,7 +443,7 @@ static void replan_all(struct engine *e)
 			if (e->fabric.rate_mode) {
 				flow_plan(e, f);
 				if (e->eta_ns[f] != CP_TIME_NEVER)
-					e->fheap[n++] = f;
+					e->fheap[n++] = (struct eta_ent){e->eta_ns[f], f};
 			} else {
 				e->tag[f] = fl->remaining_bytes;
 			}
@@ -453,13 +460,14 @@ static void replan_all(struct engine *e)
 		pr->vbytes = 0;
 		pr->tv_ns = e->now;
 		tag_heap_heapify(e, h, pr->n);
+		pr->head_tag = pr->n ? e->tag[h[0]] : 0;
 		pair_plan(e, g);
 		if (e->eta_ns[g] != CP_TIME_NEVER)
-			e->fheap[n++] = g;
+			e->fheap[n++] = (struct eta_ent){e->eta_ns[g], g};
 	}
 	e->nfheap = n;
 	for (uint32_t i = 0; i < n; i++)
-		e->hpos[e->fheap[i]] = i;
+		e->hpos[e->fheap[i].unit] = i;
 	eta_heap_heapify(e, e->fheap, n);
 }
 
@@ -522,8 +530,8 @@ static uint32_t retire_due(struct engine *e)
 	struct sim_fabric *fb = &e->fabric;
 	uint32_t n = 0;
 
-	while (e->nfheap && e->eta_ns[e->fheap[0]] <= e->now) {
-		uint32_t u = e->fheap[0];
+	while (e->nfheap && e->fheap[0].eta_ns <= e->now) {
+		uint32_t u = e->fheap[0].unit;
 
 		if (fb->rate_mode) {
 			struct cp_flow *fl = &m->flows[u];
@@ -550,6 +558,8 @@ static uint32_t retire_due(struct engine *e)
 			fb->entries[fb->flow_entry[f]].count--;
 			flow_finished(e, f, pr->rate_bps, fabs(left), &n);
 		}
+		if (pr->n)
+			pr->head_tag = e->tag[fb->members[pr->mstart]];
 		pair_plan(e, u);
 		fh_update(e, u);
 	}
@@ -616,7 +626,7 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 		if (e.nrheap)
 			t = min_u64(t, e.rheap[0].t_ns);
 		if (e.nfheap)
-			t = min_u64(t, e.eta_ns[e.fheap[0]]);
+			t = min_u64(t, e.fheap[0].eta_ns);
 		t = min_u64(t, next_watch);
 		t = min_u64(t, wake);
 		if (m->nactive)

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The water-fill's incremental update (re-fill from the highest class that
- * lost a flow, per-port flow counts kept as flows finish, only the pairs
- * whose rate changed reported) gives what re-filling every class from
- * scratch and comparing every pair gives (sim_opts.full_refill), to the
- * nanosecond: every coflow's finish time, every job's, and the step and
- * event counts. Random generated workloads (several seeds) on a big switch
+ * lost a flow, per-port flow counts kept as flows finish, the zero prefix
+ * kept as counts, each class's logged filling walked again with only the
+ * ports that differ from the log filled live, only the pairs whose rate
+ * changed reported) gives what re-filling every class from scratch as the
+ * progressive filling reads (sim_opts.full_refill: no log, no zero prefix,
+ * a scan of the class's ports at every step) and comparing every pair
+ * gives, to the nanosecond: every coflow's finish time, every job's, and
+ * the step and event counts. Random generated workloads (several seeds) on a big switch
  * and on oversubscribed racks (three-port paths), each policy in classes
  * mode under every quantisation, and the order-only policies (water-filled
  * in ideal mode too) in ideal mode. Then a workload made of ties: flows of
@@ -14,7 +17,11 @@
  * nanosecond, with 2, 4 and 64 classes (64: every coflow a class of its
  * own), which takes the re-fill's replay through equal shares broken by
  * port order, through classes whose input did not change, and through
- * many classes below the one that lost flows.
+ * many classes below the one that lost flows. Then a workload whose first
+ * coflows use whole ports, so that the classes below see ports with no
+ * capacity at all, and see them come back: pairs enter and leave the zero
+ * prefix, and logged steps are taken again with pairs frozen early and late,
+ * under every policy that gives an order (the MADD-rate ones included).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -205,12 +212,80 @@ static void test_ties(void **state)
 	topo_free(t);
 }
 
+/*
+ * 36 single-coflow jobs on 8 hosts in three bursts. Every sixth coflow is
+ * one flow of 4 to 12 MB from host 0 or 1 to host 2 or 3 (a whole port each
+ * while it is first); the others have 3 to 9 flows of 0.5 to 3 MB among all
+ * hosts, a third repeating the previous flow's endpoints.
+ */
+static struct cp_model *saturating_workload(void)
+{
+	struct loom_err err = {{0}};
+	struct cp_builder *b = cp_builder_new(8);
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+	uint32_t src = 0, dst = 1;
+	struct cp_model *m;
+
+	assert_non_null(b);
+	for (uint64_t c = 0; c < 36; c++) {
+		uint32_t nf;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		assert_int_equal(cp_builder_add_job(b, c, (c / 12) * 20000000ULL, 1, &err), 0);
+		assert_int_equal(cp_builder_add_coflow(b, c, c, 0, &err), 0);
+		if (c % 6 == 0) {
+			assert_int_equal(cp_builder_add_flow(b, c, (uint32_t)(x % 2),
+							     2 + (uint32_t)((x >> 4) % 2),
+							     (4 + (x >> 8) % 9) * 1048576ULL, &err),
+					 0);
+			continue;
+		}
+		nf = 3 + (uint32_t)(x % 7);
+		for (uint32_t f = 0; f < nf; f++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			if (x % 3) {
+				src = (uint32_t)(x % 8);
+				dst = (uint32_t)((src + 1 + (x >> 8) % 7) % 8);
+			}
+			assert_int_equal(cp_builder_add_flow(b, c, src, dst,
+							     (1 + (x >> 20) % 6) * 524288ULL, &err),
+					 0);
+		}
+	}
+	m = cp_builder_finish(b, &err);
+	if (!m)
+		fail_msg("saturating workload: %s", err.msg);
+	return m;
+}
+
+static void test_saturated(void **state)
+{
+	static const char *const ordered[] = {"fifo", "sebf", "scf",   "ncf",      "lcf",
+					      "cpf",  "srjf", "wsrjf", "sincronia"};
+	static const enum sim_quantize quants[] = {SIM_QUANT_CONFLICT, SIM_QUANT_PER_HOST};
+	static const uint32_t ks[] = {3, 8};
+	struct topo *t = topo_new_bigswitch(8, 1073741824ULL);
+	struct cp_model *m = saturating_workload();
+
+	(void)state;
+	assert_non_null(t);
+	assert_int_equal(cp_model_bind(m, t), 0);
+	for (size_t i = 0; i < sizeof(ordered) / sizeof(ordered[0]); i++)
+		for (size_t q = 0; q < sizeof(quants) / sizeof(quants[0]); q++)
+			for (size_t k = 0; k < sizeof(ks) / sizeof(ks[0]); k++)
+				compare_k(m, "saturated", ordered[i], SIM_MODE_CLASSES, quants[q],
+					  ks[k]);
+	cp_model_free(m);
+	topo_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bigswitch),
 		cmocka_unit_test(test_racks),
 		cmocka_unit_test(test_ties),
+		cmocka_unit_test(test_saturated),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

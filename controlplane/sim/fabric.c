@@ -968,6 +968,20 @@ static void walk_replay(struct sim_fabric *fb, struct fill_walk *w)
 	}
 }
 
+/* Pair g to be frozen later than the log has it: listed late at each of its ports, made live. */
+static void walk_mark_late(struct sim_fabric *fb, struct fill_walk *w, uint32_t g)
+{
+	for (uint32_t q = 0; q < fb->pw[g].nports; q++) {
+		uint32_t ref = g * TOPO_MAX_FLOW_PORTS + q, e2 = PW_ENT(fb, ref);
+
+		if (fb->xmark[e2] != w->gen)
+			walk_join(fb, w, e2);
+		fb->late[e2]++;
+		fb->late_next[ref] = fb->late_head[e2];
+		fb->late_head[e2] = ref;
+	}
+}
+
 /* Logged step a dropped (see above). */
 static void walk_drop(struct sim_fabric *fb, struct fill_walk *w)
 {
@@ -983,15 +997,7 @@ static void walk_drop(struct sim_fabric *fb, struct fill_walk *w)
 			__builtin_prefetch(&fb->pw[fb->tlist[j + PREFETCH_AHEAD]]);
 		if (pr->stamp == w->gen || pr->fstep != eb || pr->n == 0)
 			continue;
-		for (uint32_t q = 0; q < pr->nports; q++) {
-			uint32_t ref = g * TOPO_MAX_FLOW_PORTS + q, e2 = PW_ENT(fb, ref);
-
-			if (fb->xmark[e2] != w->gen)
-				walk_join(fb, w, e2);
-			fb->late[e2]++;
-			fb->late_next[ref] = fb->late_head[e2];
-			fb->late_head[e2] = ref;
-		}
+		walk_mark_late(fb, w, g);
 	}
 	for (uint32_t i = fb->xbhead[w->a], inext; i != CP_NONE; i = inext) {
 		uint32_t x = fb->xlist[i], l = fb->tl_start[x] + fb->xcur[x];
@@ -1172,15 +1178,7 @@ static void walk_zero_pairs(struct sim_fabric *fb, struct fill_walk *w, uint32_t
 		if (pr->zn)
 			continue; /* back in it */
 		fb->pw[g].fstep = CP_NONE;
-		for (uint32_t q = 0; q < pr->nports; q++) {
-			uint32_t ref = g * TOPO_MAX_FLOW_PORTS + q, e2 = PW_ENT(fb, ref);
-
-			if (fb->xmark[e2] != w->gen)
-				walk_join(fb, w, e2);
-			fb->late[e2]++;
-			fb->late_next[ref] = fb->late_head[e2];
-			fb->late_head[e2] = ref;
-		}
+		walk_mark_late(fb, w, g);
 	}
 }
 

@@ -623,6 +623,21 @@ static uint16_t bump_host_cb(uint16_t port, uint16_t queue, struct rte_mbuf *pkt
 	return n;
 }
 
+/* Waits up to 10 s until at least these counts are reached; false if they were not. */
+static bool bump_wait(uint64_t a56, uint64_t b48, uint64_t back)
+{
+	for (int tries = 0; tries < 10000; tries++) {
+		struct timespec ts = {0, 1000000};
+
+		if (__atomic_load_n(&bump_out[56], __ATOMIC_ACQUIRE) >= a56 &&
+		    __atomic_load_n(&bump_out[48], __ATOMIC_ACQUIRE) >= b48 &&
+		    __atomic_load_n(&bump_back[FABRIC_DSCP], __ATOMIC_ACQUIRE) >= back)
+			return true;
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
 /*
  * bump=on idle=50: flow A from the host (port 0) leaves on port 1 with its
  * class's DSCP; flow B from the fabric (port 1) reaches port 0 unchanged
@@ -637,8 +652,6 @@ static void test_bump(void **state)
 	struct rte_mbuf *m[8];
 	struct loom_err err;
 	char args[128];
-	int tries;
-
 	(void)state;
 	loom_err_clear(&err);
 	snprintf(args, sizeof(args), "-- rx=%u tx=%u bump=on idle=50", port0, port1);
@@ -654,6 +667,13 @@ static void test_bump(void **state)
 	for (int i = 0; i < 8; i++)
 		m[i] = make_pkt(FLOW_A);
 	wire_put(m, 8);
+	/*
+	 * net_ring's rings take one producer at a time, and the worker sends
+	 * on port1 into the very ring B enters by: B goes in only once A is out.
+	 */
+	if (!bump_wait(8, 0, 0))
+		fail_msg("after 10 s: %llu of A with DSCP 56 out (8 expected)",
+			 (unsigned long long)__atomic_load_n(&bump_out[56], __ATOMIC_ACQUIRE));
 	for (int i = 0; i < 8; i++) {
 		struct rte_ipv4_hdr *ip;
 
@@ -665,23 +685,16 @@ static void test_bump(void **state)
 	}
 	__atomic_fetch_add(&wire_in, 8, __ATOMIC_RELEASE);
 	assert_int_equal(rte_ring_enqueue_bulk(tx_ring, (void **)m, 8, NULL), 8);
-
-	for (tries = 0; tries < 10000; tries++) {
-		struct timespec ts = {0, 1000000};
-
-		if (__atomic_load_n(&bump_out[56], __ATOMIC_ACQUIRE) == 8 &&
-		    __atomic_load_n(&bump_out[48], __ATOMIC_ACQUIRE) == 8 &&
-		    __atomic_load_n(&bump_back[FABRIC_DSCP], __ATOMIC_ACQUIRE) == 8)
-			break;
-		nanosleep(&ts, NULL);
-	}
-	if (tries == 10000)
+	if (!bump_wait(8, 8, 8))
 		fail_msg("after 10 s: %llu of A with DSCP 56 out, %llu of B returned intact, %llu "
 			 "of B with DSCP 48 out (8 each expected)",
 			 (unsigned long long)__atomic_load_n(&bump_out[56], __ATOMIC_ACQUIRE),
 			 (unsigned long long)__atomic_load_n(&bump_back[FABRIC_DSCP],
 							     __ATOMIC_ACQUIRE),
 			 (unsigned long long)__atomic_load_n(&bump_out[48], __ATOMIC_ACQUIRE));
+	assert_int_equal(__atomic_load_n(&bump_out[56], __ATOMIC_ACQUIRE), 8);
+	assert_int_equal(__atomic_load_n(&bump_out[48], __ATOMIC_ACQUIRE), 8);
+	assert_int_equal(__atomic_load_n(&bump_back[FABRIC_DSCP], __ATOMIC_ACQUIRE), 8);
 	e.cls->stats(&e, on_stat, &st);
 	assert_int_equal(stat(&st, "return_packets"), 8);
 	assert_int_equal(stat(&st, "return_dropped_packets"), 0);

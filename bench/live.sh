@@ -3,6 +3,7 @@
 # The live cluster against the simulator, by one command:
 #
 #   bench/live.sh [--readme] [--build DIR] [--policies LIST] [--scale X]
+#                 [--switch-queues N]
 #
 #  1. generates a workload with loom-gen: 20 TPC-H-shaped jobs on 8 hosts at
 #     100 Mbit/s, load 0.7, weights 1..4, seed 1;
@@ -31,7 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-dir=build-release readme=0 scale=0.002
+dir=build-release readme=0 scale=0.002 swq=32
 policies=fair,sebf,sincronia,gnn,lookahead:base=gnn
 jobs=20 hosts=8 rate=100000000 load=0.7 seed=1
 while [ $# -gt 0 ]; do
@@ -40,6 +41,7 @@ while [ $# -gt 0 ]; do
 	--build) dir=$2; shift 2 ;;
 	--policies) policies=$2; shift 2 ;;
 	--scale) scale=$2; shift 2 ;;
+	--switch-queues) swq=$2; shift 2 ;;
 	-h | --help)
 		sed -n '3,30p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
@@ -74,7 +76,7 @@ mkdir -p "$out/live"
 	echo "build: $dir"
 	echo "command: bench/live.sh$([ "$scale" = 0.002 ] || echo " --scale $scale")"
 	echo "workload: loom-gen --jobs $jobs --hosts $hosts --rate-bps $rate --load $load --seed $seed --weight-max 4"
-	echo "cluster: $hosts hosts at $((rate / 1000000)) Mbit/s, 8 classes; bytes and times x $scale"
+	echo "cluster: $hosts hosts at $((rate / 1000000)) Mbit/s, 8 classes, $swq flow queues per class on each switch port; bytes and times x $scale"
 } >"$out/machine.txt"
 
 "$bin/sim/loom-gen" --out "$out/workload.loom" --jobs "$jobs" --hosts "$hosts" \
@@ -87,7 +89,7 @@ cleanup() { scripts/loom-cluster down --name "$name" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 scripts/loom-cluster up --name "$name" --hosts "$hosts" --rate "${rate}bit" --classes 8 \
-	--build "$dir" --policy fair >"$out/up.log" 2>&1 || {
+	--switch-queues "$swq" --build "$dir" --policy fair >"$out/up.log" 2>&1 || {
 	cat "$out/up.log" >&2
 	exit 1
 }

@@ -346,10 +346,22 @@ static void assert_agents_connected(const char *name)
 		assert_true(seen[h]);
 }
 
-/* Each switch port towards a host: HTB root, K classes prio 0..K-1 at the link rate, DSCP filters. */
+/* loom-cluster's default flow queues per class on a switch port (--switch-queues). */
+#define SWQ 32
+/* HTB minor of class q's flow queue b, and of the short packets' queue, as loom-cluster's. */
+#define SWQ_LEAF(q, b) (0x100u + (unsigned int)(q) * SWQ + (unsigned int)(b))
+#define SWQ_SHORT      0xffu
+
+/*
+ * Each switch port towards a host: HTB root at the link rate; per class q
+ * SWQ leaves of priority q, fed by a u32 hash table (q + 2) on the source
+ * port that its DSCP links to; packets under 128 bytes to leaf 1:ff,
+ * priority 0.
+ */
 static void assert_switch_queues(const char *name)
 {
-	char out[16384], want[128];
+	static char out[262144];
+	char want[128];
 
 	for (int p = 0; p < HOSTS; p++) {
 		assert_int_equal(sh_out(out, sizeof(out), "tc -n loomc-%s-sw qdisc show dev p%d",
@@ -361,27 +373,80 @@ static void assert_switch_queues(const char *name)
 		assert_int_equal(sh_out(out, sizeof(out), "tc -n loomc-%s-sw class show dev p%d",
 					name, p),
 				 0);
+		assert_true(strlen(out) < sizeof(out) - 1);
 		assert_non_null(strstr(out, "class htb 1:1 root rate 100Mbit ceil 100Mbit"));
-		for (int q = 0; q < CLASSES; q++) {
-			snprintf(want, sizeof(want), "class htb 1:1%x parent 1:1 prio %d ", q, q);
-			if (!strstr(out, want))
-				fail_msg("port p%d: no '%s' in:\n%s", p, want, out);
-		}
+		assert_non_null(strstr(out, "class htb 1:ff parent 1:1 prio 0 "));
+		for (int q = 0; q < CLASSES; q++)
+			for (int b = 0; b < SWQ; b++) {
+				snprintf(want, sizeof(want), "class htb 1:%x parent 1:1 prio %d ",
+					 SWQ_LEAF(q, b), q);
+				if (!strstr(out, want))
+					fail_msg("port p%d: no '%s'", p, want);
+			}
 		assert_int_equal(sh_out(out, sizeof(out), "tc -n loomc-%s-sw filter show dev p%d",
 					name, p),
 				 0);
+		assert_true(strlen(out) < sizeof(out) - 1);
+		/* IP total length below 128 (u32 shows the IP header's first word) */
+		assert_non_null(strstr(out, "*flowid 1:ff not_in_hw \n  match 00000000/0000ff80 at 0"));
 		for (int q = 0; q < CLASSES; q++) {
-			/* u32 shows the TOS byte as the second byte of the IP header's first word */
-			snprintf(want, sizeof(want), "*flowid 1:1%x", q);
+			/* the DSCP match (the TOS byte is the first word's second), its hash, its table */
+			snprintf(want, sizeof(want),
+				 "link %x: not_in_hw \n  match 00%02x0000/00fc0000 at 0\n"
+				 "    hash mask %08x at 20",
+				 q + 2, (8 * (7 - q)) << 2, (SWQ - 1) << 16);
 			if (!strstr(out, want))
-				fail_msg("port p%d: no filter to class 1:1%x in:\n%s", p, q, out);
-			snprintf(want, sizeof(want), "match 00%02x0000/00fc0000 at 0",
-				 (8 * (7 - q)) << 2);
+				fail_msg("port p%d: no DSCP %d match hashed into table %x ('%s')", p,
+					 8 * (7 - q), q + 2, want);
+			snprintf(want, sizeof(want), "fh %x: ht divisor %d", q + 2, SWQ);
 			if (!strstr(out, want))
-				fail_msg("port p%d: no DSCP %d match ('%s') in:\n%s", p,
-					 8 * (7 - q), want, out);
+				fail_msg("port p%d: no hash table '%s'", p, want);
+			for (int b = 0; b < SWQ; b++) {
+				snprintf(want, sizeof(want), "key ht %x bkt %x *flowid 1:%x ", q + 2, b,
+					 SWQ_LEAF(q, b));
+				if (!strstr(out, want))
+					fail_msg("port p%d: no '%s'", p, want);
+			}
 		}
 	}
+}
+
+/* Minors of the switch's HTB classes (loom-cluster's numbering), for switch_pkts(). */
+#define SWQ_MINORS (0x100u + CLASSES * SWQ)
+
+/* The packets each HTB class of switch port dev sent ("Sent N bytes M pkt"), by minor; 0 or -1. */
+static int switch_pkts(const char *name, const char *dev, long long *pkts)
+{
+	static char out[262144];
+	const char *p = out;
+
+	memset(pkts, 0, SWQ_MINORS * sizeof(*pkts));
+	if (sh_out(out, sizeof(out), "tc -n loomc-%s-sw -s class show dev %s", name, dev) != 0 ||
+	    strlen(out) >= sizeof(out) - 1)
+		return -1;
+	while ((p = strstr(p, "class htb 1:"))) {
+		unsigned long minor = strtoul(p + 12, NULL, 16);
+		const char *b = strstr(p, " bytes ");
+
+		p += 12;
+		if (b && minor < SWQ_MINORS)
+			pkts[minor] = strtoll(b + 7, NULL, 10);
+	}
+	return 0;
+}
+
+/* The packets switch port dev sent from class q's flow queues and the short packets' queue, or -1. */
+static long long switch_class_pkts(const char *name, const char *dev, unsigned int q)
+{
+	static long long pkts[SWQ_MINORS];
+	long long n;
+
+	if (switch_pkts(name, dev, pkts) < 0)
+		return -1;
+	n = pkts[SWQ_SHORT];
+	for (unsigned int b = 0; b < SWQ; b++)
+		n += pkts[SWQ_LEAF(q, b)];
+	return n;
 }
 
 static uint16_t icmp_sum(const void *data, size_t len)
@@ -538,7 +603,8 @@ static void test_killed_up_then_down(void **state)
 	run_name(name, sizeof(name), 'c');
 	snprintf(log, sizeof(log), "/tmp/loom-cluster-test-%s.log", name);
 	pid = spawn(log, (const char *const[]){"up", "--foreground", "--name", name, "--hosts", "3",
-					       "--build", BUILDDIR, "--timeout", "90", NULL});
+					       "--switch-queues", "1", "--build", BUILDDIR,
+					       "--timeout", "90", NULL});
 	for (st[0] = 0; strcmp(st, "up") != 0 && mono_ms() < deadline; sleep_ms(50)) {
 		state_value(name, "STATUS", st, sizeof(st));
 		if (waitpid(pid, &status, WNOHANG) == pid) {
@@ -552,6 +618,25 @@ static void test_killed_up_then_down(void **state)
 			wait_until(pid, 0);
 		force_down(name);
 		fail_msg("foreground up did not come up; it printed:\n%s", out);
+	}
+	/* --switch-queues 1: one queue per class, 1:10 .. 1:17, as the DSCP filters name them */
+	rc = sh_out(out, sizeof(out), "tc -n loomc-%s-sw class show dev p2; "
+				      "tc -n loomc-%s-sw filter show dev p2", name, name);
+	for (int q = 0; q < CLASSES && rc == 0; q++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "class htb 1:1%x parent 1:1 prio %d ", q, q);
+		if (!strstr(out, want))
+			rc = -1;
+		snprintf(want, sizeof(want), "*flowid 1:1%x", q);
+		if (!strstr(out, want))
+			rc = -1;
+	}
+	if (rc != 0 || strstr(out, "1:100") || strstr(out, "1:ff")) {
+		kill(pid, SIGKILL);
+		wait_until(pid, mono_ms() + 30000);
+		force_down(name);
+		fail_msg("--switch-queues 1: not one queue per class on p2:\n%s", out);
 	}
 	assert_int_equal(kill(pid, SIGKILL), 0);
 	status = wait_until(pid, mono_ms() + 30000);
@@ -586,6 +671,9 @@ static void test_bad_flags(void **state)
 		{{"up", "--rate", "20gbit"}, "--rate"},
 		{{"up", "--classes", "9"}, "--classes"},
 		{{"up", "--classes", "0"}, "--classes"},
+		{{"up", "--switch-queues", "3"}, "--switch-queues"},
+		{{"up", "--switch-queues", "128"}, "--switch-queues"},
+		{{"up", "--switch-queues", "0"}, "--switch-queues"},
 		{{"up", "--name", "Bad-Name"}, "--name"},
 		{{"up", "--timeout", "0"}, "--timeout"},
 		{{"up", "--hosts"}, "--hosts"},
@@ -794,6 +882,48 @@ static void test_run_trace(void **state)
 	if (!strstr(out, "4 of 4 jobs, 8 coflows, 9 of 9 flows")) {
 		force_down(name);
 		fail_msg("run did not say every job, coflow and flow finished:\n%s", out);
+	}
+
+	/*
+	 * The switch's flow queues: coflow 10's flows from hosts 0 and 2 (each
+	 * host's first) into host 1 share a class but went through different
+	 * flow queues of port p1; their acknowledgements (short packets) through
+	 * the short packets' queue of p0 and p2.
+	 */
+	{
+		static long long pk[SWQ_MINORS];
+		int used = 0;
+
+		if (switch_pkts(name, "p1", pk) < 0) {
+			force_down(name);
+			fail_msg("no class statistics from the switch's port p1");
+		}
+		/* the most flow queues of one class that carried packets */
+		for (unsigned int q = 0; q < CLASSES; q++) {
+			int nq = 0;
+
+			for (unsigned int b = 0; b < SWQ; b++)
+				nq += pk[SWQ_LEAF(q, b)] > 0;
+			used = nq > used ? nq : used;
+		}
+		print_message("switch p1: up to %d flow queues of one class carried packets\n", used);
+		if (used < 2) {
+			force_down(name);
+			fail_msg("switch p1: the flows from two hosts into host 1 went through %d "
+				 "flow queue(s) of their class, expected 2 or more",
+				 used);
+		}
+		for (int p = 0; p < HOSTS; p += 2) {
+			char dev[8];
+
+			snprintf(dev, sizeof(dev), "p%d", p);
+			assert_int_equal(switch_pkts(name, dev, pk), 0);
+			if (pk[SWQ_SHORT] <= 0) {
+				force_down(name);
+				fail_msg("switch %s: no packet through the short packets' queue 1:ff",
+					 dev);
+			}
+		}
 	}
 
 	/* loomd saw every flow announced, and the finished jobs are gone from it */
@@ -1089,20 +1219,6 @@ static uint64_t enforcer_stat(json_t *st, const char *key)
 	return (uint64_t)json_integer_value(v);
 }
 
-/* The packets the switch's port dev sent from HTB class 1:<minor> ("Sent N bytes M pkt"), or
- * -1. */
-static long long switch_class_pkts(const char *name, const char *dev, unsigned int minor)
-{
-	char out[16384], want[64], *p;
-
-	if (sh_out(out, sizeof(out), "tc -n loomc-%s-sw -s class show dev %s", name, dev) != 0)
-		return -1;
-	snprintf(want, sizeof(want), "class htb 1:%x ", minor);
-	p = strstr(out, want);
-	p = p ? strstr(p, " bytes ") : NULL;
-	return p ? strtoll(p + 7, NULL, 10) : -1;
-}
-
 /* Both agents connected to loomd with the dpdk enforcer. */
 static void assert_dpdk_agents(const char *name)
 {
@@ -1204,17 +1320,18 @@ static void test_dpdk_variant(void **state)
 
 	/*
 	 * They reached the switch with class k's DSCP: its port towards host 1
-	 * sent at least as many packets from queue 1:1k (DSCP 8 * (7 - k)),
-	 * which host 0's agent is the only source of.
+	 * sent at least as many packets from class k's flow queues (DSCP
+	 * 8 * (7 - k)) and the short packets' queue, which host 0's agent is
+	 * the only source of.
 	 */
-	queued = switch_class_pkts(name, "p1", 0x10 + k);
-	print_message("switch p1: queue 1:%x (DSCP %u) sent %lld packets\n", 0x10 + k, 8 * (7 - k),
-		      queued);
+	queued = switch_class_pkts(name, "p1", k);
+	print_message("switch p1: class %u's queues (DSCP %u) and 1:ff sent %lld packets\n", k,
+		      8 * (7 - k), queued);
 	if (queued < (long long)pkts[k]) {
 		force_down(name);
-		fail_msg("switch port p1's queue 1:%x (DSCP %u) sent %lld packets, fewer than the "
-			 "%llu host 0's agent put in class %u",
-			 0x10 + k, 8 * (7 - k), queued, (unsigned long long)pkts[k], k);
+		fail_msg("switch port p1's class %u queues (DSCP %u) and 1:ff sent %lld packets, "
+			 "fewer than the %llu host 0's agent put in class %u",
+			 k, 8 * (7 - k), queued, (unsigned long long)pkts[k], k);
 	}
 
 	rc = run_script(out, sizeof(out), 120, (const char *const[]){"down", "--name", name, NULL});

@@ -349,7 +349,7 @@ static void assert_agents_connected(const char *name)
 /* loom-cluster's default flow queues per class on a switch port (--switch-queues). */
 #define SWQ 32
 /* HTB minor of class q's flow queue b, and of the short packets' queue, as loom-cluster's. */
-#define SWQ_LEAF(q, b) (0x100u + (unsigned int)(q) * SWQ + (unsigned int)(b))
+#define SWQ_LEAF(q, b) (0x100u + (unsigned int)(q)*SWQ + (unsigned int)(b))
 #define SWQ_SHORT      0xffu
 
 /*
@@ -388,7 +388,8 @@ static void assert_switch_queues(const char *name)
 				 0);
 		assert_true(strlen(out) < sizeof(out) - 1);
 		/* IP total length below 128 (u32 shows the IP header's first word) */
-		assert_non_null(strstr(out, "*flowid 1:ff not_in_hw \n  match 00000000/0000ff80 at 0"));
+		assert_non_null(
+			strstr(out, "*flowid 1:ff not_in_hw \n  match 00000000/0000ff80 at 0"));
 		for (int q = 0; q < CLASSES; q++) {
 			/* the DSCP match (the TOS byte is the first word's second), its hash, its table */
 			snprintf(want, sizeof(want),
@@ -396,14 +397,14 @@ static void assert_switch_queues(const char *name)
 				 "    hash mask %08x at 20",
 				 q + 2, (8 * (7 - q)) << 2, (SWQ - 1) << 16);
 			if (!strstr(out, want))
-				fail_msg("port p%d: no DSCP %d match hashed into table %x ('%s')", p,
-					 8 * (7 - q), q + 2, want);
+				fail_msg("port p%d: no DSCP %d match hashed into table %x ('%s')",
+					 p, 8 * (7 - q), q + 2, want);
 			snprintf(want, sizeof(want), "fh %x: ht divisor %d", q + 2, SWQ);
 			if (!strstr(out, want))
 				fail_msg("port p%d: no hash table '%s'", p, want);
 			for (int b = 0; b < SWQ; b++) {
-				snprintf(want, sizeof(want), "key ht %x bkt %x *flowid 1:%x ", q + 2, b,
-					 SWQ_LEAF(q, b));
+				snprintf(want, sizeof(want), "key ht %x bkt %x *flowid 1:%x ",
+					 q + 2, b, SWQ_LEAF(q, b));
 				if (!strstr(out, want))
 					fail_msg("port p%d: no '%s'", p, want);
 			}
@@ -620,8 +621,10 @@ static void test_killed_up_then_down(void **state)
 		fail_msg("foreground up did not come up; it printed:\n%s", out);
 	}
 	/* --switch-queues 1: one queue per class, 1:10 .. 1:17, as the DSCP filters name them */
-	rc = sh_out(out, sizeof(out), "tc -n loomc-%s-sw class show dev p2; "
-				      "tc -n loomc-%s-sw filter show dev p2", name, name);
+	rc = sh_out(out, sizeof(out),
+		    "tc -n loomc-%s-sw class show dev p2; "
+		    "tc -n loomc-%s-sw filter show dev p2",
+		    name, name);
 	for (int q = 0; q < CLASSES && rc == 0; q++) {
 		char want[64];
 
@@ -906,7 +909,8 @@ static void test_run_trace(void **state)
 				nq += pk[SWQ_LEAF(q, b)] > 0;
 			used = nq > used ? nq : used;
 		}
-		print_message("switch p1: up to %d flow queues of one class carried packets\n", used);
+		print_message("switch p1: up to %d flow queues of one class carried packets\n",
+			      used);
 		if (used < 2) {
 			force_down(name);
 			fail_msg("switch p1: the flows from two hosts into host 1 went through %d "
@@ -920,8 +924,9 @@ static void test_run_trace(void **state)
 			assert_int_equal(switch_pkts(name, dev, pk), 0);
 			if (pk[SWQ_SHORT] <= 0) {
 				force_down(name);
-				fail_msg("switch %s: no packet through the short packets' queue 1:ff",
-					 dev);
+				fail_msg(
+					"switch %s: no packet through the short packets' queue 1:ff",
+					dev);
 			}
 		}
 	}

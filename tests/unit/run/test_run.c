@@ -306,10 +306,9 @@ static void test_host_bad_header(void **state)
 int main(void)
 {
 	struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_scale),           cmocka_unit_test(test_scale_limits),
-		cmocka_unit_test(test_first_port),
-		cmocka_unit_test(test_rx_feed),         cmocka_unit_test(test_host_flows),
-		cmocka_unit_test(test_host_bad_header),
+		cmocka_unit_test(test_scale),      cmocka_unit_test(test_scale_limits),
+		cmocka_unit_test(test_first_port), cmocka_unit_test(test_rx_feed),
+		cmocka_unit_test(test_host_flows), cmocka_unit_test(test_host_bad_header),
 	};
 	size_t n = sizeof(tests) / sizeof(tests[0]);
 	const char *why = geteuid() != 0 ? "needs root (setns)" : NULL;

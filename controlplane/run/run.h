@@ -34,16 +34,6 @@
 /* The source ports flows are bound to, per source host, in turn. */
 #define LRUN_PORT_FIRST 10000u
 #define LRUN_PORT_COUNT 50000u
-/*
- * Where host h's turn starts in that range: far apart (7919 = 15 mod 32), so
- * that the flows different hosts start at once have different low bits and
- * a switch hashing flows by source port (loom-cluster's flow queues) puts
- * them in different queues.
- */
-static inline uint32_t lrun_first_port(uint32_t h)
-{
-	return (uint32_t)((uint64_t)h * 7919u % LRUN_PORT_COUNT);
-}
 
 enum lrun_msg_type {
 	LRUN_MSG_READY = 1, /* host -> driver: listening (status 0) or not (-errno) */

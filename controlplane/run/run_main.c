@@ -950,8 +950,7 @@ static int driver_alloc(struct driver *d)
 	for (uint32_t c = 0; c < m->ncoflows; c++)
 		d->ticks[c] = (struct tick){.d = d, .coflow = c};
 	for (uint32_t i = 0; i < d->nhosts; i++)
-		d->hosts[i] = (struct host_proc){
-			.d = d, .id = i, .fd = -1, .next_port = lrun_first_port(i)};
+		d->hosts[i] = (struct host_proc){.d = d, .id = i, .fd = -1};
 	return 0;
 }
 

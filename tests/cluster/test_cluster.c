@@ -351,12 +351,15 @@ static void assert_agents_connected(const char *name)
 /* HTB minor of class q's flow queue b, and of the short packets' queue, as loom-cluster's. */
 #define SWQ_LEAF(q, b) (0x100u + (unsigned int)(q)*SWQ + (unsigned int)(b))
 #define SWQ_SHORT      0xffu
+/* Its hash for HOSTS = 3: 2 bits of the source address (hosts .1 .. .3), 3 of the source port. */
+#define SWQ_HB 2
+#define SWQ_PB 3
 
 /*
  * Each switch port towards a host: HTB root at the link rate; per class q
- * SWQ leaves of priority q, fed by a u32 hash table (q + 2) on the source
- * port that its DSCP links to; packets under 128 bytes to leaf 1:ff,
- * priority 0.
+ * SWQ leaves of priority q, fed by two levels of u32 hash tables (source
+ * address, then source port) that its DSCP links to; packets under 128
+ * bytes to leaf 1:ff, priority 0.
  */
 static void assert_switch_queues(const char *name)
 {
@@ -391,22 +394,40 @@ static void assert_switch_queues(const char *name)
 		assert_non_null(
 			strstr(out, "*flowid 1:ff not_in_hw \n  match 00000000/0000ff80 at 0"));
 		for (int q = 0; q < CLASSES; q++) {
-			/* the DSCP match (the TOS byte is the first word's second), its hash, its table */
+			/*
+			 * The DSCP match (the TOS byte is the first word's second),
+			 * hashed on the source address's low SWQ_HB bits into table
+			 * q+2, whose bucket h hashes on the source port's low
+			 * SWQ_PB bits into table 0x10 + q * 2^SWQ_HB + h, whose
+			 * bucket b is leaf (q, h * 2^SWQ_PB + b).
+			 */
 			snprintf(want, sizeof(want),
 				 "link %x: not_in_hw \n  match 00%02x0000/00fc0000 at 0\n"
-				 "    hash mask %08x at 20",
-				 q + 2, (8 * (7 - q)) << 2, (SWQ - 1) << 16);
+				 "    hash mask %08x at 12",
+				 q + 2, (8 * (7 - q)) << 2, (1 << SWQ_HB) - 1);
 			if (!strstr(out, want))
 				fail_msg("port p%d: no DSCP %d match hashed into table %x ('%s')",
 					 p, 8 * (7 - q), q + 2, want);
-			snprintf(want, sizeof(want), "fh %x: ht divisor %d", q + 2, SWQ);
+			snprintf(want, sizeof(want), "fh %x: ht divisor %d", q + 2, 1 << SWQ_HB);
 			if (!strstr(out, want))
 				fail_msg("port p%d: no hash table '%s'", p, want);
-			for (int b = 0; b < SWQ; b++) {
-				snprintf(want, sizeof(want), "key ht %x bkt %x *flowid 1:%x ",
-					 q + 2, b, SWQ_LEAF(q, b));
+			for (int h = 0; h < 1 << SWQ_HB; h++) {
+				unsigned int t =
+					0x10u + ((unsigned int)q << SWQ_HB) + (unsigned int)h;
+
+				snprintf(want, sizeof(want),
+					 "key ht %x bkt %x link %x: not_in_hw \n  match "
+					 "00000000/00000000 at 0\n    hash mask %08x at 20",
+					 q + 2, h, t, ((1 << SWQ_PB) - 1) << 16);
 				if (!strstr(out, want))
 					fail_msg("port p%d: no '%s'", p, want);
+				for (int b = 0; b < 1 << SWQ_PB; b++) {
+					snprintf(want, sizeof(want),
+						 "key ht %x bkt %x *flowid 1:%x ", t, b,
+						 SWQ_LEAF(q, (h << SWQ_PB) + b));
+					if (!strstr(out, want))
+						fail_msg("port p%d: no '%s'", p, want);
+				}
 			}
 		}
 	}
@@ -888,10 +909,11 @@ static void test_run_trace(void **state)
 	}
 
 	/*
-	 * The switch's flow queues: coflow 10's flows from hosts 0 and 2 (each
-	 * host's first) into host 1 share a class but went through different
-	 * flow queues of port p1; their acknowledgements (short packets) through
-	 * the short packets' queue of p0 and p2.
+	 * The switch's flow queues: coflow 10's flows from hosts 0 and 2 into
+	 * host 1 share a class but went through different flow queues of port
+	 * p1 (the source address's bits tell them apart); their
+	 * acknowledgements (short packets) through the short packets' queue of
+	 * p0 and p2.
 	 */
 	{
 		static long long pk[SWQ_MINORS];

@@ -220,27 +220,6 @@ static void test_host_flows(void **state)
 }
 
 /* The header and the bytes it announces, in pieces of any size; what is refused, and why. */
-/*
- * Each host's source ports start far apart: the first ports of up to 32
- * hosts differ in their low 5 bits (a switch hashing by source port onto
- * 32 queues puts them apart), and stay in the range.
- */
-static void test_first_port(void **state)
-{
-	bool seen[32] = {false};
-
-	(void)state;
-	for (uint32_t h = 0; h < 32; h++) {
-		uint32_t p = LRUN_PORT_FIRST + lrun_first_port(h);
-
-		assert_true(lrun_first_port(h) < LRUN_PORT_COUNT);
-		assert_true(p <= 65535);
-		assert_false(seen[p & 31]);
-		seen[p & 31] = true;
-	}
-	assert_int_equal(lrun_first_port(0), 0);
-}
-
 static void test_rx_feed(void **state)
 {
 	uint8_t in[LRUN_HDR_BYTES + 8] = {0};
@@ -306,9 +285,9 @@ static void test_host_bad_header(void **state)
 int main(void)
 {
 	struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_scale),      cmocka_unit_test(test_scale_limits),
-		cmocka_unit_test(test_first_port), cmocka_unit_test(test_rx_feed),
-		cmocka_unit_test(test_host_flows), cmocka_unit_test(test_host_bad_header),
+		cmocka_unit_test(test_scale),           cmocka_unit_test(test_scale_limits),
+		cmocka_unit_test(test_rx_feed),         cmocka_unit_test(test_host_flows),
+		cmocka_unit_test(test_host_bad_header),
 	};
 	size_t n = sizeof(tests) / sizeof(tests[0]);
 	const char *why = geteuid() != 0 ? "needs root (setns)" : NULL;

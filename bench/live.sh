@@ -3,7 +3,7 @@
 # The live cluster against the simulator, by one command:
 #
 #   bench/live.sh [--readme] [--build DIR] [--policies LIST] [--scale X]
-#                 [--switch-queues N]
+#                 [--switch-queues N] [--repeat N]
 #
 #  1. generates a workload with loom-gen: 20 TPC-H-shaped jobs on 8 hosts at
 #     100 Mbit/s, load 0.7, weights 1..4, seed 1;
@@ -11,6 +11,10 @@
 #     workload on it with loom-run under each policy in turn (loomctl policy
 #     set between runs), bytes and times scaled by --scale (default 0.002:
 #     about 22 s a run); `fair` is plain TCP (one class for everything);
+#     with --repeat N (odd, 1..9; default 1) each policy N times in a row,
+#     the run with the median avg weighted JCT reported (every run's figure
+#     listed under the tables): a single live run is one draw from a spread
+#     of up to 20%;
 #  3. reads loomd's /metrics around each run: table pushes (updates/s) and
 #     loom_enforce_seconds (a change to its classes in force at every
 #     affected agent);
@@ -32,7 +36,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-dir=build-release readme=0 scale=0.002 swq=32
+dir=build-release readme=0 scale=0.002 swq=32 repeat=1
 policies=fair,sebf,sincronia,gnn,lookahead:base=gnn
 jobs=20 hosts=8 rate=100000000 load=0.7 seed=1
 while [ $# -gt 0 ]; do
@@ -42,6 +46,7 @@ while [ $# -gt 0 ]; do
 	--policies) policies=$2; shift 2 ;;
 	--scale) scale=$2; shift 2 ;;
 	--switch-queues) swq=$2; shift 2 ;;
+	--repeat) repeat=$2; shift 2 ;;
 	-h | --help)
 		sed -n '3,30p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
@@ -52,6 +57,13 @@ while [ $# -gt 0 ]; do
 		;;
 	esac
 done
+case "$repeat" in
+1 | 3 | 5 | 7 | 9) ;;
+*)
+	echo "live.sh: --repeat '$repeat': an odd number of runs per policy, 1 to 9" >&2
+	exit 2
+	;;
+esac
 case ",$policies," in
 *,fair,*) ;;
 *)
@@ -74,7 +86,7 @@ mkdir -p "$out/live"
 {
 	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(date -u +%Y-%m-%d)"
 	echo "build: $dir"
-	echo "command: bench/live.sh$([ "$scale" = 0.002 ] || echo " --scale $scale")"
+	echo "command: bench/live.sh$([ "$scale" = 0.002 ] || echo " --scale $scale")$([ "$repeat" = 1 ] || echo " --repeat $repeat")"
 	echo "workload: loom-gen --jobs $jobs --hosts $hosts --rate-bps $rate --load $load --seed $seed --weight-max 4"
 	echo "cluster: $hosts hosts at $((rate / 1000000)) Mbit/s, 8 classes, $swq flow queues per class on each switch port; bytes and times x $scale"
 } >"$out/machine.txt"
@@ -106,17 +118,32 @@ for p in "${plist[@]}"; do
 	label=$(printf '%s' "$p" | tr ':=,' '---')
 	printf '%s\t%s\n' "$label" "$p" >>"$out/policies.txt"
 	"$bin/cli/loomctl" --socket "$admin" policy set "$p" >/dev/null
-	metrics "$out/live/$label.metrics0"
-	t0=$(date +%s%N)
-	if ! scripts/loom-cluster run --name "$name" "$out/workload.loom" --bytes-scale "$scale" \
-		--time-scale "$scale" --out "$out/live/$label" --label "$label" \
-		>"$out/live/$label.log" 2>&1; then
-		tail -n 20 "$out/live/$label.log" >&2
-		exit 1
-	fi
-	echo $((($(date +%s%N) - t0) / 1000000)) >"$out/live/$label.wall_ms"
-	metrics "$out/live/$label.metrics1"
-	log "live $p: $(sed -n 's/^loom-run: \(.* in [0-9.]* s\);.*/\1/p' "$out/live/$label.log")"
+	: >"$out/live/$label.runs"
+	for ((r = 1; r <= repeat; r++)); do
+		run=$label.r$r
+		metrics "$out/live/$run.metrics0"
+		t0=$(date +%s%N)
+		if ! scripts/loom-cluster run --name "$name" "$out/workload.loom" --bytes-scale "$scale" \
+			--time-scale "$scale" --out "$out/live/$run" --label "$label" \
+			>"$out/live/$run.log" 2>&1; then
+			tail -n 20 "$out/live/$run.log" >&2
+			exit 1
+		fi
+		echo $((($(date +%s%N) - t0) / 1000000)) >"$out/live/$run.wall_ms"
+		metrics "$out/live/$run.metrics1"
+		wjct=$(python3 -c 'import csv, sys
+rows = [(int(x["weight"]), int(x["jct_ns"])) for x in csv.DictReader(open(sys.argv[1]))]
+print("%.3f" % (sum(w * j for w, j in rows) / len(rows) / 1e9))' \
+			"$out/live/$run/$label-jobs.csv")
+		printf '%d %s\n' "$r" "$wjct" >>"$out/live/$label.runs"
+		log "live $p$([ "$repeat" = 1 ] || echo " (run $r of $repeat)"): $(sed -n 's/^loom-run: \(.* in [0-9.]* s\);.*/\1/p' "$out/live/$run.log"), avg weighted JCT $wjct s"
+	done
+	# the run with the median avg weighted JCT is the policy's
+	r=$(sort -k2,2g "$out/live/$label.runs" | sed -n "$(((repeat + 1) / 2))p" | cut -d' ' -f1)
+	mv "$out/live/$label.r$r" "$out/live/$label"
+	for x in log wall_ms metrics0 metrics1; do
+		mv "$out/live/$label.r$r.$x" "$out/live/$label.$x"
+	done
 done
 cleanup
 trap - EXIT

@@ -4,7 +4,8 @@
 
 Reads OUT/policies.txt (label, policy spec per line), per policy
 OUT/live/LABEL/LABEL-{coflows,jobs}.csv (loom-run), OUT/live/LABEL.metrics0
-and .metrics1 (loomd's /metrics before and after the run), .wall_ms,
+and .metrics1 (loomd's /metrics before and after the run), .wall_ms, .runs
+(with live.sh --repeat: each run's avg weighted JCT; LABEL is the median),
 OUT/sim/LABEL-K8-{coflows,jobs}.csv (loom-replay's prediction of the same
 scaled trace) and, when there, OUT/sim-lat/ (the prediction with
 --start-latency-ms of OUT/latency_ms). --measure-latency prints that
@@ -312,6 +313,7 @@ def main():
     if base is None:
         die("no fair run: the speed-ups are against it")
     lines = tables(a.out, runs, base, latency_ms)
+    lines += repeats(a.out, specs)
     png = plot(a.out, runs)
     if png:
         lines += ["", "JCT CDF per policy, live (solid) and predicted (dashed): "
@@ -325,6 +327,24 @@ def main():
         shutil.copyfile(png, os.path.join(a.plots, "live_jct_cdf.png"))
     if a.readme:
         pr.write_block(a.readme, BEGIN, END, text)
+
+
+def repeats(out, specs):
+    """With bench/live.sh --repeat: every run's avg weighted JCT per policy."""
+    got = []
+    for label, spec in specs:
+        path = os.path.join(out, "live", f"{label}.runs")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            vals = [line.split()[1] for line in f if line.strip()]
+        if len(vals) > 1:
+            got.append(f"{spec}: {', '.join(vals)}")
+    if not got:
+        return []
+    return ["", f"**Every run** (live avg weighted JCT, s, in run order; each policy ran "
+            f"{len(vals)} times in a row and the tables show its median run): "
+            + "; ".join(got) + "."]
 
 
 def read_json_hosts(path):

@@ -562,6 +562,14 @@ static void test_up_check_down(void **state)
 
 	assert_agents_connected(name);
 	assert_switch_queues(name);
+	/* the agents report their flows' bytes every 10 ms (--stats-interval's default) */
+	assert_int_equal(sh_out(out, sizeof(out),
+				"ps -eo args= | grep -F -- '--admin-socket " STATE_BASE
+				"/%s/agent' | grep -v grep",
+				name),
+			 0);
+	if (!strstr(out, "--stats-interval 10"))
+		fail_msg("the agents were not started with --stats-interval 10:\n%s", out);
 	state_value(name, "SUBNET", subnet, sizeof(subnet));
 	assert_true(subnet[0] != 0);
 	snprintf(dst, sizeof(dst), "%s.%d", subnet, HOSTS);
@@ -698,6 +706,8 @@ static void test_bad_flags(void **state)
 		{{"up", "--switch-queues", "3"}, "--switch-queues"},
 		{{"up", "--switch-queues", "128"}, "--switch-queues"},
 		{{"up", "--switch-queues", "0"}, "--switch-queues"},
+		{{"up", "--stats-interval", "0"}, "--stats-interval"},
+		{{"up", "--stats-interval", "2000"}, "--stats-interval"},
 		{{"up", "--name", "Bad-Name"}, "--name"},
 		{{"up", "--timeout", "0"}, "--timeout"},
 		{{"up", "--hosts"}, "--hosts"},

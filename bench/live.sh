@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
 	--switch-queues) swq=$2; shift 2 ;;
 	--repeat) repeat=$2; shift 2 ;;
 	-h | --help)
-		sed -n '3,30p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '3,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -86,7 +86,7 @@ mkdir -p "$out/live"
 {
 	echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(date -u +%Y-%m-%d)"
 	echo "build: $dir"
-	echo "command: bench/live.sh$([ "$scale" = 0.002 ] || echo " --scale $scale")$([ "$repeat" = 1 ] || echo " --repeat $repeat")"
+	echo "command: bench/live.sh$([ "$scale" = 0.002 ] || echo " --scale $scale")$([ "$swq" = 32 ] || echo " --switch-queues $swq")$([ "$repeat" = 1 ] || echo " --repeat $repeat")"
 	echo "workload: loom-gen --jobs $jobs --hosts $hosts --rate-bps $rate --load $load --seed $seed --weight-max 4"
 	echo "cluster: $hosts hosts at $((rate / 1000000)) Mbit/s, 8 classes, $swq flow queues per class on each switch port; bytes and times x $scale"
 } >"$out/machine.txt"

@@ -331,7 +331,7 @@ def main():
 
 def repeats(out, specs):
     """With bench/live.sh --repeat: every run's avg weighted JCT per policy."""
-    got = []
+    got, most = [], 0
     for label, spec in specs:
         path = os.path.join(out, "live", f"{label}.runs")
         if not os.path.exists(path):
@@ -340,10 +340,11 @@ def repeats(out, specs):
             vals = [line.split()[1] for line in f if line.strip()]
         if len(vals) > 1:
             got.append(f"{spec}: {', '.join(vals)}")
+            most = max(most, len(vals))
     if not got:
         return []
     return ["", f"**Every run** (live avg weighted JCT, s, in run order; each policy ran "
-            f"{len(vals)} times in a row and the tables show its median run): "
+            f"{most} times in a row and the tables show its median run): "
             + "; ".join(got) + "."]
 
 

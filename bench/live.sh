@@ -131,10 +131,10 @@ for p in "${plist[@]}"; do
 		fi
 		echo $((($(date +%s%N) - t0) / 1000000)) >"$out/live/$run.wall_ms"
 		metrics "$out/live/$run.metrics1"
-		wjct=$(python3 -c 'import csv, sys
-rows = [(int(x["weight"]), int(x["jct_ns"])) for x in csv.DictReader(open(sys.argv[1]))]
-print("%.3f" % (sum(w * j for w, j in rows) / len(rows) / 1e9))' \
-			"$out/live/$run/$label-jobs.csv")
+		# loom-run's summary.csv (loom-replay's columns)
+		wjct=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "avg_wjct_s") c = i }
+			NR == 2 && c { printf "%.3f", $c }' "$out/live/$run/summary.csv")
+		[ -n "$wjct" ] || { echo "live.sh: no avg_wjct_s in $out/live/$run/summary.csv" >&2; exit 1; }
 		printf '%d %s\n' "$r" "$wjct" >>"$out/live/$label.runs"
 		log "live $p$([ "$repeat" = 1 ] || echo " (run $r of $repeat)"): $(sed -n 's/^loom-run: \(.* in [0-9.]* s\);.*/\1/p' "$out/live/$run.log"), avg weighted JCT $wjct s"
 	done

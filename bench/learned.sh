@@ -9,7 +9,9 @@
 #     0.7 and 0.9 with seeds 101, 102, 103 -- seeds loom-train never uses
 #     (its episodes have bit 40 set, its validation seeds are 1000001..) --
 #     replayed in ideal mode under every heuristic, gnn (the shipped model),
-#     ensemble and lookahead, and under an untrained residual model on the
+#     ensemble and lookahead, under hindsight (one clairvoyant fixed order
+#     searched over the whole trace: an achievable schedule, so the optimum
+#     lies between the LP bound and it), and under an untrained residual model on the
 #     shipped model's prior (blend, scale 2: what training added to it): avg weighted JCT normalised to the best heuristic of each
 #     workload, with the critical-path isolation bound;
 #  2. FB2010 (single-stage coflows): sebf, sincronia, gnn, ensemble;
@@ -38,7 +40,8 @@ mkdir -p "$out/fb2010" "$out/multi"
 
 heuristics=fifo,scf,ncf,lcf,sebf,dclas,dclas-job,sincronia,cpf,wcpf,srjf,wsrjf
 lookahead="lookahead:base=sincronia,lookahead:base=gnn"
-policies=fair,$heuristics,gnn,gnn:rates=madd,ensemble,$lookahead
+hindsight="hindsight:evals=3000"
+policies=fair,$heuristics,gnn,gnn:rates=madd,ensemble,$lookahead,$hindsight
 jobs=40
 seeds="101 102 103"
 loads="0.5 0.7 0.9"

@@ -113,6 +113,7 @@ void policy_fluid_done(struct policy_fluid *f)
 	free(f->act);
 	free(f->jleft);
 	free(f->jfinish_s);
+	free(f->cfinish_s);
 	free(f->key);
 	free(f->key2);
 	free(f->jkey);
@@ -170,6 +171,7 @@ static int size_coflows(struct policy_fluid *f, uint32_t n, uint32_t nj)
 		RE(path);
 		RE(bs_w);
 		RE(bs_placed);
+		RE(cfinish_s);
 		f->ncap = c;
 	}
 	if (nj + 1 > f->njcap) {
@@ -595,6 +597,7 @@ static void job_coflow_done(struct policy_fluid *f, uint32_t i, double t)
 static void complete(struct policy_fluid *f, uint32_t i, double t)
 {
 	f->state[i] = CP_COFLOW_DONE;
+	f->cfinish_s[i] = t;
 	for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++)
 		f->rbits[e] = 0;
 	f->dend[i] = f->dstart[i];
@@ -604,7 +607,8 @@ static void complete(struct policy_fluid *f, uint32_t i, double t)
 
 		if (f->ready_s[ch] < r)
 			f->ready_s[ch] = r;
-		f->rnow[ch] = f->rnow[i];
+		if (!f->own_rank)
+			f->rnow[ch] = f->rnow[i];
 		if (--f->parents[ch] == 0) {
 			if (f->ready_s[ch] < f->earliest_s[ch])
 				f->ready_s[ch] = f->earliest_s[ch];
@@ -928,6 +932,7 @@ static void reset(struct policy_fluid *f)
 	load_demands(f);
 	for (uint32_t i = 0; i < f->n; i++) {
 		f->tleft[i] = INFINITY;
+		f->cfinish_s[i] = -1;
 		f->rnow[i] = f->rank[i];
 		f->state[i] = f->state0[i];
 		f->parents[i] = f->parents0[i];

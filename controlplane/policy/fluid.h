@@ -146,6 +146,13 @@ struct policy_fluid {
 	 * the trace; a live model has no such jobs). 0: only arrived jobs.
 	 */
 	double future_s;
+	/*
+	 * Set by the caller: a coflow released in a rollout keeps its own rank
+	 * (f->rank) instead of its parent's, so that POLICY_FLUID_FROZEN plays
+	 * one fixed priority order over every coflow of the snapshot.
+	 */
+	bool own_rank;
+	double *cfinish_s;  /* n: the last run's completion of each coflow, s from now; -1: none */
 	double *key, *key2; /* n: re-sort keys */
 	double *vote;       /* n: POLICY_FLUID_BLEND's weighted places */
 	double *jkey;       /* nj */

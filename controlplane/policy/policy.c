@@ -13,7 +13,7 @@ static const struct policy_class *const registry[] = {
 	&policy_fifo,      &policy_fair,  &policy_scf,       &policy_ncf,       &policy_lcf,
 	&policy_sebf,      &policy_dclas, &policy_dclas_job, &policy_sincronia, &policy_cpf,
 	&policy_wcpf,      &policy_srjf,  &policy_wsrjf,     &policy_gnn,       &policy_ensemble,
-	&policy_lookahead, &policy_blend,
+	&policy_lookahead, &policy_blend, &policy_hindsight,
 };
 
 #define NREGISTRY (sizeof(registry) / sizeof(registry[0]))

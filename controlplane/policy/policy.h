@@ -284,6 +284,7 @@ extern const struct policy_class policy_wsrjf;
 extern const struct policy_class policy_gnn;
 extern const struct policy_class policy_ensemble;
 extern const struct policy_class policy_lookahead;
+extern const struct policy_class policy_hindsight;
 extern const struct policy_class policy_blend;
 
 /* ---- the learned policy (gnn_policy.c) ------------------------------------------------- */

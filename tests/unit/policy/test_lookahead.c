@@ -13,7 +13,12 @@
  *     decision;
  *   - a changed order gets MADD rates, or with rates=base the base's way of
  *     serving its orders;
- *   - options are checked, and decisions are valid in both fabric modes.
+ *   - options are checked, and decisions are valid in both fabric modes;
+ *   - hindsight (the research oracle: one fixed order searched in the fluid
+ *     model over the whole trace) reaches the exhaustive best fixed order
+ *     (sim_bound_order) where the model is exact, never beats it, is
+ *     deterministic in its seed, and a released coflow keeps its own rank
+ *     in a fixed-order rollout.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -578,6 +583,172 @@ static void test_every_base_runs(void **state)
 	topo_free(t);
 }
 
+/* ---- hindsight ------------------------------------------------------------------- */
+
+/* Average weighted JCT of m's last run, as sim_bound_order() counts it. */
+static double avg_wjct(const struct cp_model *m)
+{
+	double w = 0;
+
+	for (uint32_t j = 0; j < m->njobs; j++)
+		w += m->jobs[j].weight * (double)(m->jobs[j].finish_ns - m->jobs[j].arrival_ns);
+	return w / m->njobs * 1e-9;
+}
+
+/*
+ * On workloads of at most 8 one-flow coflows (the fluid model is the
+ * engine), with arrivals spread over time, hindsight's local search finds
+ * the best fixed order that trying all of them does, and never beats it
+ * (it serves one fixed order with MADD, as sim_bound_order's runs do).
+ */
+static void test_hindsight_best_order(void **state)
+{
+	struct rand_opts o = {
+		.hosts = 5, .jobs = 4, .max_coflows = 3, .max_flows = 1, .spread_ns = 4 * NS};
+	uint32_t found = 0, runs = 0, beaten = 0;
+	struct loom_rng rng;
+	struct topo *t;
+
+	(void)state;
+	loom_rng_seed(&rng, 41);
+	t = rand_fabric(&rng, o.hosts);
+	while (runs < 12) {
+		struct cp_model *m = rand_model(&rng, &o, t);
+		struct sim_order_result best;
+		struct loom_err err;
+		double hs, heur = INFINITY;
+
+		if (m->ncoflows > 8 || m->ncoflows < 4) {
+			cp_model_free(m);
+			continue;
+		}
+		if (sim_bound_order(m, NULL, &best, &err) < 0)
+			fail_msg("sim_bound_order: %s", loom_err_str(&err));
+		for (size_t b = 0; b < NEXACT; b++)
+			heur = fmin(heur, run_wjct(m, exact[b].base, SIM_MODE_IDEAL) / m->njobs);
+		run_wjct(m, "hindsight:evals=2000", SIM_MODE_IDEAL);
+		hs = avg_wjct(m);
+		if (hs < best.avg_wjct_s * (1 - 1e-9))
+			fail_msg("instance %u: hindsight %.9f s beats the best fixed order %.9f s",
+				 runs, hs, best.avg_wjct_s);
+		found += hs <= best.avg_wjct_s * (1 + 1e-9);
+		beaten += best.avg_wjct_s < heur * (1 - 1e-6);
+		runs++;
+		sim_order_result_done(&best);
+		cp_model_free(m);
+	}
+	print_message("hindsight found the best fixed order in %u of %u instances (it beats every "
+		      "heuristic in %u)\n",
+		      found, runs, beaten);
+	assert_int_equal(found, runs);
+	topo_free(t);
+}
+
+/* The same seed, the same schedule; and evals=0 is the unsearched start. */
+static void test_hindsight_deterministic(void **state)
+{
+	struct rand_opts o = {.hosts = 8,
+			      .jobs = 8,
+			      .max_coflows = 4,
+			      .max_flows = 5,
+			      .delays = true,
+			      .spread_ns = 5 * NS};
+	struct policy_params pp = {.classes = 8, .seed = 3};
+	struct topo *t = topo_new_bigswitch(o.hosts, PORT_BPS);
+	struct cp_model *m;
+	struct loom_rng rng;
+	uint64_t *fin;
+	double searched, start;
+
+	(void)state;
+	assert_non_null(t);
+	loom_rng_seed(&rng, 9);
+	m = rand_model(&rng, &o, t);
+	fin = calloc(m->njobs, sizeof(*fin));
+	assert_non_null(fin);
+	for (int rep = 0; rep < 2; rep++) {
+		struct loom_err err;
+		struct sim_opts so;
+		struct policy *p = policy_new("hindsight:evals=300", &pp, m, &err);
+
+		if (!p)
+			fail_msg("hindsight: %s", loom_err_str(&err));
+		sim_opts_default(&so);
+		so.check = true;
+		if (sim_run(m, p, &so, NULL, &err) < 0)
+			fail_msg("hindsight: %s", loom_err_str(&err));
+		assert_int_equal(m->jobs_done, m->njobs);
+		for (uint32_t j = 0; j < m->njobs; j++) {
+			if (rep == 0)
+				fin[j] = m->jobs[j].finish_ns;
+			else
+				assert_true(m->jobs[j].finish_ns == fin[j]);
+		}
+		policy_free(p);
+	}
+	searched = avg_wjct(m);
+	run_wjct(m, "hindsight:evals=0", SIM_MODE_IDEAL);
+	start = avg_wjct(m);
+	print_message("hindsight: %.4f s searched, %.4f s at its start\n", searched, start);
+	/* wide coflows: the model is close, not exact, so only a loose check */
+	assert_true(searched <= start * 1.02);
+	free(fin);
+	cp_model_free(m);
+	topo_free(t);
+}
+
+/*
+ * own_rank: a fixed-order rollout gives a released coflow its own rank. Job
+ * 0 is A -> B (B released when A ends), job 1 is C; all one-flow coflows
+ * through host 0's uplink. With ranks A 0, C 1, B 2, B waits for C; with
+ * B inheriting A's rank, C waits for B.
+ */
+static void test_fluid_own_rank(void **state)
+{
+	struct topo *t = topo_new_bigswitch(3, PORT_BPS);
+	struct cp_builder *b = cp_builder_new(3);
+	struct policy_fluid f;
+	struct loom_err err;
+	struct cp_model *m;
+	double own, inherited;
+
+	(void)state;
+	assert_non_null(t);
+	assert_non_null(b);
+	assert_int_equal(cp_builder_add_job(b, 0, 0, 1, &err), 0);
+	assert_int_equal(cp_builder_add_coflow(b, 0, 0, 0, &err), 0);
+	assert_int_equal(cp_builder_add_flow(b, 0, 0, 1, 1000, &err), 0);
+	assert_int_equal(cp_builder_add_coflow(b, 1, 0, 0, &err), 0);
+	assert_int_equal(cp_builder_add_flow(b, 1, 0, 2, 1000, &err), 0);
+	assert_int_equal(cp_builder_add_edge(b, 0, 1, 0, &err), 0);
+	assert_int_equal(cp_builder_add_job(b, 1, 0, 1, &err), 0);
+	assert_int_equal(cp_builder_add_coflow(b, 2, 1, 0, &err), 0);
+	assert_int_equal(cp_builder_add_flow(b, 2, 0, 1, 1000, &err), 0);
+	m = cp_builder_finish(b, &err);
+	assert_non_null(m);
+	assert_int_equal(cp_model_bind(m, t), 0);
+	arrive_all(m);
+	assert_int_equal(policy_fluid_init(&f, m), 0);
+	assert_int_equal(policy_fluid_build(&f, m, 0), 3);
+	f.rank[f.local[0]] = 0;
+	f.rank[f.local[2]] = 1;
+	f.rank[f.local[1]] = 2;
+	f.own_rank = true;
+	own = policy_fluid_run(&f, POLICY_FLUID_FROZEN, 0, INFINITY);
+	/* A 1 s, then C 1 s, then B 1 s: job 0 at 3 s, job 1 at 2 s */
+	assert_true(fabs(f.cfinish_s[f.local[1]] - 3) < 1e-6);
+	assert_true(fabs(f.cfinish_s[f.local[2]] - 2) < 1e-6);
+	assert_true(fabs(own - 5) < 1e-6);
+	f.own_rank = false;
+	inherited = policy_fluid_run(&f, POLICY_FLUID_FROZEN, 0, INFINITY);
+	assert_true(fabs(f.cfinish_s[f.local[1]] - 2) < 1e-6);
+	assert_true(fabs(f.cfinish_s[f.local[2]] - 3) < 1e-6);
+	assert_true(fabs(inherited - 5) < 1e-6);
+	policy_fluid_done(&f);
+	cp_model_free(m);
+	topo_free(t);
+}
+
 static void expect_bad_spec(const char *spec, const char *needle)
 {
 	struct loom_err err;
@@ -612,6 +783,10 @@ static void test_spec(void **state)
 	expect_bad_spec("lookahead:complete=bsi", "complete");
 	expect_bad_spec("lookahead:margin=-1", "margin");
 	expect_bad_spec("lookahead:budget=-1", "budget");
+	assert_int_equal(policy_spec_parse("hindsight:evals=10", &cls, opt, &err), 0);
+	assert_true(cls->clairvoyant);
+	expect_bad_spec("hindsight:evals=-1", "evals");
+	expect_bad_spec("hindsight:k=2", "evals");
 }
 
 int main(void)
@@ -626,6 +801,9 @@ int main(void)
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_every_base_runs),
 		cmocka_unit_test(test_rates_option),
+		cmocka_unit_test(test_fluid_own_rank),
+		cmocka_unit_test(test_hindsight_best_order),
+		cmocka_unit_test(test_hindsight_deterministic),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,7 +19,9 @@
  * prior is sebf (smallest first here) is optimal before any training; DAgger
  * with a largest-first teacher (cpf) labelling the model's own states must
  * teach it to override its prior; and a lookahead teacher on base=gnn runs
- * the model being trained (expert iteration), deterministically.
+ * the model being trained (expert iteration), deterministically; a
+ * hindsight teacher (a searched clairvoyant order) teaches a model without a
+ * prior the optimal order.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -210,6 +212,45 @@ static void test_residual_dagger(void **state)
 		      untrained, taught, o.iters);
 	assert_true(untrained == 1.0);
 	assert_true(taught <= 0.2);
+	gnn_model_free(model);
+	topo_free(t);
+}
+
+/*
+ * A hindsight teacher (one clairvoyant order searched over the episode,
+ * docs/policies.md#hindsight) labels every decision of the model's own
+ * episodes with the optimal order here, smallest first: a model without a
+ * prior learns it.
+ */
+static void test_hindsight_teacher(void **state)
+{
+	struct topo *t = topo_new_bigswitch(4, 1073741824ULL);
+	struct loom_err err = {{0}};
+	struct gnn_model *model = NULL;
+	struct learn_opts o;
+	double untrained, taught;
+
+	(void)state;
+	tiny_opts(&o, t);
+	o.teacher = "hindsight:evals=20";
+	o.dagger = true;
+	o.label_prob = 1;
+	o.iters = o.imitate_iters = 1;
+	o.lr = 1e-30f; /* one step that changes nothing: the untrained model */
+	assert_int_equal(learn_run(&o, &model, &err), 0);
+	untrained = greedy_optimal_share(model, t, 40);
+	gnn_model_free(model);
+	model = NULL;
+	o.lr = 3e-3f;
+	o.iters = o.imitate_iters = 60;
+	if (learn_run(&o, &model, &err) < 0)
+		fail_msg("learn_run: %s", err.msg);
+	taught = greedy_optimal_share(model, t, 40);
+	print_message("smallest-first share: %.2f untrained, %.2f after %u DAgger iterations "
+		      "labelled by hindsight\n",
+		      untrained, taught, o.iters);
+	assert_true(untrained <= 0.5);
+	assert_true(taught >= 0.9);
 	gnn_model_free(model);
 	topo_free(t);
 }
@@ -492,6 +533,7 @@ int main(void)
 		cmocka_unit_test(test_residual_dagger),
 		cmocka_unit_test(test_best_starts_at_prior),
 		cmocka_unit_test(test_expert_iteration),
+		cmocka_unit_test(test_hindsight_teacher),
 		cmocka_unit_test(test_agree_weight),
 	};
 

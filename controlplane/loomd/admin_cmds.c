@@ -383,10 +383,13 @@ static int cmd_policies(void *ctx, int argc, const char *const *argv, json_t **r
 	(void)argv;
 	(void)err;
 	cls = policy_class_list(&n);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		if (cls[i]->offline)
+			continue; /* loomd refuses it */
 		json_array_append_new(a, json_pack("{s:s, s:s, s:b}", "name", cls[i]->name,
 						   "summary", cls[i]->summary, "clairvoyant",
 						   cls[i]->clairvoyant));
+	}
 	*ret = a;
 	return 0;
 }

@@ -66,6 +66,11 @@ static int prepare_spec(struct loomd_sched *s, const char *spec, struct gnn_mode
 	*ret_gnn = NULL;
 	if (r < 0)
 		return r;
+	if (cls->offline)
+		return loom_err_set(err, EINVAL,
+				    "policy '%s' needs every job of a trace in advance: it runs in "
+				    "loom-replay, not in loomd",
+				    cls->name);
 	if (policy_spec_uses_gnn(spec) && !s->gnn)
 		return load_weights(s, ret_gnn, err);
 	return 0;

@@ -23,8 +23,9 @@
  *     swapped, by distances drawn on a log scale up to the whole order.
  *     A rollout that cannot beat the order kept is cut short (fluid.h).
  *
- * A coflow the search did not see (a job that arrives after it, in a live
- * model) starts a new search over every job known then.
+ * A coflow the search did not see (a job that arrives after it, in a model
+ * without the whole trace) starts a new search over every job known then.
+ * loomd refuses the policy (policy_class.offline).
  */
 #include "controlplane/policy/policy.h"
 
@@ -314,6 +315,7 @@ const struct policy_class policy_hindsight = {
 	.summary = "research oracle: one fixed order over the whole trace, known in advance, "
 		   "found by a local search in the fluid model (an achievable schedule)",
 	.clairvoyant = true,
+	.offline = true,
 	.opts = hs_opts,
 	.nopts = sizeof(hs_opts) / sizeof(hs_opts[0]),
 	.init = hs_init,

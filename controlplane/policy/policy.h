@@ -181,6 +181,11 @@ struct policy_class {
 	const char *summary; /* one line for --help */
 	bool clairvoyant;    /* needs flow sizes in advance */
 	/*
+	 * Needs every job of the trace in advance (a research oracle for the
+	 * simulator): loomd refuses it.
+	 */
+	bool offline;
+	/*
 	 * Drivers consult the policy on every model event except a lone flow
 	 * completion (arrivals, releases, coflow and job completions), on its
 	 * wake-ups and thresholds, and on periodic ticks; between those the

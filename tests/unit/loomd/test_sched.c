@@ -123,6 +123,14 @@ static void test_new_refusals(void **state)
 	assert_int_not_equal(errno, 0);
 	assert_contains(err.msg, "weights: ");
 
+	/* a research oracle that needs the whole trace in advance */
+	memset(&err, 0, sizeof(err));
+	errno = 0;
+	s = loomd_sched_new(fx->r, fx->t, "hindsight", NULL, 4, POLICY_CLASSES_CONFLICT, 1, &err);
+	assert_null(s);
+	assert_int_equal(errno, EINVAL);
+	assert_contains(err.msg, "runs in loom-replay, not in loomd");
+
 	s = new_sched(fx, "fifo", 0, POLICY_CLASSES_CONFLICT);
 	assert_int_equal(loomd_sched_classes(s), 1);
 	assert_string_equal(loomd_sched_policy(s), "fifo");

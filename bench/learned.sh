@@ -19,7 +19,7 @@
 #     at 10, 100 and 1,000 schedulable coflows, one core;
 # then bench/learned_report.py writes the tables into bench/README.md
 # (between its "learned" markers) and the plots into bench/results/.
-# About 8 minutes on 2 cores; --quick: one seed, 20 jobs, no README.
+# About 20 minutes on 2 cores; --quick: one seed, 20 jobs, no README.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -361,6 +361,8 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < (a.policy ? 1 : ncls); k++) {
 		const char *spec = a.policy ? a.policy : cls[k]->name;
 
+		if (!a.policy && cls[k]->offline)
+			continue; /* a research oracle: it searches the whole trace first */
 		for (uint32_t i = 0; i < a.nsizes; i++) {
 			uint32_t n = a.sizes[i], reps = a.reps ? a.reps : n <= 100 ? 1000 : 200;
 			double p50, p99;

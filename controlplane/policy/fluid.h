@@ -47,8 +47,9 @@
 
 /*
  * How a rollout completes the order after its first interval: the ranks it
- * was given, frozen (released coflows inherit their parent's), or re-sorted
- * at every event by a heuristic computed on the fluid state.
+ * was given, frozen (released coflows inherit their parent's, or keep their
+ * own with own_rank), or re-sorted at every event by a heuristic computed on
+ * the fluid state.
  */
 enum policy_fluid_rule {
 	POLICY_FLUID_FROZEN = 0,
@@ -115,7 +116,7 @@ struct policy_fluid {
 	/* rollout state */
 	double *tleft;   /* n: seconds to finish at the current rates */
 	double *rank;    /* n: priority, lower first (input of policy_fluid_run) */
-	double *rnow;    /* n: rank in the rollout (inherited on release) */
+	double *rnow;    /* n: rank in the rollout (inherited on release unless own_rank) */
 	uint8_t *state;  /* n */
 	uint8_t *moving; /* n: the last allocation gave coflow i a rate (else its drate is stale) */
 	double *jlb_s;   /* nj: the snapshot's lower bound on each job's finish, s from now */
@@ -181,7 +182,8 @@ int policy_fluid_build(struct policy_fluid *f, const struct cp_model *m, uint64_
  * Plays the snapshot forward with f->rank[i] set by the caller for every
  * coflow of the snapshot: the order until the first event; after it, rule
  * orders (POLICY_FLUID_FROZEN: the ranks stay, a coflow released in the rollout
- * takes the rank of the parent that released it). Stops when every job of
+ * takes the rank of the parent that released it, or keeps its own with
+ * f->own_rank). Stops when every job of
  * the snapshot is done or at horizon_s (> 0; 0 = no horizon). Returns the
  * cost: the sum over the snapshot's jobs of weight x the time each spends
  * unfinished from now until the end (its weighted JCT from now on with no

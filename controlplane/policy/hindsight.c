@@ -124,7 +124,10 @@ static void hs_done(struct policy *p)
 	p->priv = NULL;
 }
 
-/* The cost of the fixed order o (snapshot-local, all n coflows); INFINITY if not below bound. */
+/*
+ * The cost of the fixed order o (snapshot-local, all n coflows); a run that
+ * cannot come below bound may stop early and return INFINITY (fluid.h).
+ */
 static double fixed_cost(struct hs *x, const uint32_t *o, double bound)
 {
 	struct policy_fluid *f = &x->fl;
@@ -249,6 +252,8 @@ static int search(struct policy *p, struct hs *x, const struct cp_model *m, uint
 	}
 	if (f->n == 0)
 		return 0;
+	for (uint32_t i = 0; i < f->n; i++)
+		x->cur[i] = i; /* kept unless a start costs less (every start is finite) */
 	for (size_t q = 0; q < sizeof(start_rules) / sizeof(start_rules[0]); q++) {
 		double rc = completion_order(x, start_rules[q].rule, x->cand);
 		double cost = fixed_cost(x, x->cand, INFINITY);
@@ -266,7 +271,11 @@ static int search(struct policy *p, struct hs *x, const struct cp_model *m, uint
 		double cost;
 
 		draw_move(p, x);
-		cost = fixed_cost(x, x->cand, best * (1 - 1e-9));
+		/* a move that changes nothing (at an end of the order) is not played */
+		if (memcmp(x->cand, x->cur, f->n * sizeof(*x->cand)) == 0)
+			cost = INFINITY;
+		else
+			cost = fixed_cost(x, x->cand, best * (1 - 1e-9));
 		if (cost < best * (1 - 1e-9)) {
 			uint32_t *t = x->cur;
 

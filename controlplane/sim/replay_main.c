@@ -82,7 +82,8 @@ static void usage(FILE *f)
 		"  -r, --rate-bps BPS     port rate of the default topology (default %llu = 1 Gbit/s\n"
 		"                         as CoflowSim counts it)\n"
 		"  -p, --policy LIST      comma-separated policy specs, NAME[:KEY=VALUE]...; 'all'\n"
-		"                         adds every policy not listed yet (default: all; the\n"
+		"                         adds every policy not listed yet but the research\n"
+		"                         oracle hindsight, which is named (default: all; the\n"
 		"                         table is normalised to the first, e.g. fair,all)\n"
 		"  -m, --mode MODE        ideal | classes | both (default: ideal; --classes implies\n"
 		"                         classes unless --mode is given)\n"
@@ -837,7 +838,9 @@ static int compute_order(struct cp_model *m, const struct replay_args *a,
 /*
  * Appends every registered policy not already in names[0 .. n) (by name,
  * default options; with compat only those CoflowSim has), in registry order,
- * as "--policy all" asks; returns the new count (at most MAX_RUNS / 2).
+ * as "--policy all" asks; returns the new count (at most MAX_RUNS / 2). Offline
+ * policies (research oracles that search the whole trace first) are only run
+ * when named.
  */
 static size_t add_all_policies(const char **names, size_t n, bool compat)
 {
@@ -846,7 +849,8 @@ static size_t add_all_policies(const char **names, size_t n, bool compat)
 
 	for (size_t i = 0; i < ncls && n < MAX_RUNS / 2; i++) {
 		enum sim_cfs_algo algo;
-		bool listed = compat && sim_cfs_algo_for_policy(cls[i]->name, &algo) < 0;
+		bool listed = cls[i]->offline ||
+			      (compat && sim_cfs_algo_for_policy(cls[i]->name, &algo) < 0);
 
 		for (size_t k = 0; k < n && !listed; k++)
 			listed = strcmp(names[k], cls[i]->name) == 0;

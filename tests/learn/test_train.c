@@ -218,9 +218,11 @@ static void test_residual_dagger(void **state)
 
 /*
  * A hindsight teacher (one clairvoyant order searched over the episode,
- * docs/policies.md#hindsight) labels every decision of the model's own
- * episodes with the optimal order here, smallest first: a model without a
- * prior learns it.
+ * docs/policies.md#hindsight) runs in loom-train: created per episode, it
+ * labels every decision of the model's own episodes (its search at the
+ * first), here with the optimal order, smallest first, which a model without
+ * a prior learns. On this family the search's start is already optimal, so
+ * this checks the plumbing, not the search (test_lookahead does that).
  */
 static void test_hindsight_teacher(void **state)
 {

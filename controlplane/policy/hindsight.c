@@ -41,6 +41,7 @@
 
 enum {
 	OPT_EVALS,
+	OPT_TEMP,
 };
 
 static const struct policy_opt_def hs_opts[] = {
@@ -48,6 +49,11 @@ static const struct policy_opt_def hs_opts[] = {
 		       "moves tried by the local search, each one fluid-model run of the whole "
 		       "trace (0: the best heuristic's completion order, unsearched)",
 		       POLICY_OPT_INT, 3000, 0, 1e8, NULL},
+	[OPT_TEMP] = {"temp",
+		      "simulated annealing: a move that costs a fraction d more is kept with "
+		      "probability exp(-d / T), T falling linearly from this to 0 over the moves "
+		      "(0: only improvements)",
+		      POLICY_OPT_NUM, 0, 0, 1, NULL},
 };
 
 /* The heuristics whose completion orders are the search's starting points. */
@@ -64,9 +70,11 @@ struct hs {
 	struct policy_fluid fl;
 	struct policy_scratch s;
 	uint64_t evals;
+	double temp;
 	double *rank;   /* ncoflows: place in the searched order; INFINITY: not searched */
 	uint32_t *cur;  /* ncoflows: the order kept, snapshot-local coflows, first first */
 	uint32_t *cand; /* ncoflows: a candidate */
+	uint32_t *best; /* ncoflows: the cheapest order seen (annealing) */
 	uint32_t *tmp;  /* ncoflows */
 	double *key;    /* ncoflows: sort keys (snapshot-local) */
 	uint32_t searches;
@@ -79,6 +87,7 @@ static void hs_free(struct hs *x)
 	free(x->rank);
 	free(x->cur);
 	free(x->cand);
+	free(x->best);
 	free(x->tmp);
 	free(x->key);
 	free(x);
@@ -93,6 +102,7 @@ static int hs_init(struct policy *p, const struct cp_model *m)
 	if (!x)
 		return -ENOMEM;
 	x->evals = (uint64_t)p->opt[OPT_EVALS];
+	x->temp = p->opt[OPT_TEMP];
 	r = policy_fluid_init(&x->fl, m);
 	if (r == 0)
 		r = policy_scratch_init(&x->s, m);
@@ -105,9 +115,10 @@ static int hs_init(struct policy *p, const struct cp_model *m)
 	x->rank = malloc(nc * sizeof(*x->rank));
 	x->cur = calloc(nc, sizeof(*x->cur));
 	x->cand = calloc(nc, sizeof(*x->cand));
+	x->best = calloc(nc, sizeof(*x->best));
 	x->tmp = calloc(nc, sizeof(*x->tmp));
 	x->key = calloc(nc, sizeof(*x->key));
-	if (!x->rank || !x->cur || !x->cand || !x->tmp || !x->key) {
+	if (!x->rank || !x->cur || !x->cand || !x->best || !x->tmp || !x->key) {
 		hs_free(x);
 		return -ENOMEM;
 	}
@@ -229,7 +240,7 @@ static void draw_move(struct policy *p, struct hs *x)
 static int search(struct policy *p, struct hs *x, const struct cp_model *m, uint64_t now_ns)
 {
 	struct policy_fluid *f = &x->fl;
-	double best = INFINITY, start, rule_best = INFINITY, arrivals = 0;
+	double best = INFINITY, start, now, rule_best = INFINITY, arrivals = 0;
 	const char *start_name = "";
 	uint64_t kept = 0;
 	int r;
@@ -267,22 +278,38 @@ static int search(struct policy *p, struct hs *x, const struct cp_model *m, uint
 		}
 	}
 	start = best;
+	now = best;
+	memcpy(x->best, x->cur, f->n * sizeof(*x->best));
 	for (uint64_t e = 0; e < x->evals && f->n > 1; e++) {
-		double cost;
+		double cost, below = now * (1 - 1e-9);
 
 		draw_move(p, x);
+		/*
+		 * Annealing: kept if below now x (1 + T ln(1/u)), u uniform in (0, 1],
+		 * which is exp(-d / T) for a move costing a fraction d more; the
+		 * threshold is drawn first so that the rollout can stop above it.
+		 */
+		if (x->temp > 0) {
+			double t = x->temp * (1 - (double)e / (double)x->evals);
+
+			below = now * (1 + t * -log(1 - loom_rng_uniform(&p->rng))) - 1e-9 * now;
+		}
 		/* a move that changes nothing (at an end of the order) is not played */
 		if (memcmp(x->cand, x->cur, f->n * sizeof(*x->cand)) == 0)
 			cost = INFINITY;
 		else
-			cost = fixed_cost(x, x->cand, best * (1 - 1e-9));
-		if (cost < best * (1 - 1e-9)) {
+			cost = fixed_cost(x, x->cand, below);
+		if (cost < below) {
 			uint32_t *t = x->cur;
 
 			x->cur = x->cand;
 			x->cand = t;
-			best = cost;
+			now = cost;
 			kept++;
+			if (now < best * (1 - 1e-9)) {
+				best = now;
+				memcpy(x->best, x->cur, f->n * sizeof(*x->best));
+			}
 		}
 		if (x->evals >= 10 && (e + 1) % (x->evals / 10) == 0)
 			log_debug("hindsight: %" PRIu64 "/%" PRIu64 " moves, %" PRIu64
@@ -296,7 +323,7 @@ static int search(struct policy *p, struct hs *x, const struct cp_model *m, uint
 		  f->n, f->nj, (best - arrivals) / f->nj, (start - arrivals) / f->nj, start_name,
 		  (rule_best - arrivals) / f->nj, kept, x->evals);
 	for (uint32_t q = 0; q < f->n; q++)
-		x->rank[f->cof[x->cur[q]]] = (double)q;
+		x->rank[f->cof[x->best[q]]] = (double)q;
 	return 0;
 }
 

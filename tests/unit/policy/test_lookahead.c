@@ -634,6 +634,11 @@ static void test_hindsight_best_order(void **state)
 			fail_msg("instance %u: hindsight %.9f s beats the best fixed order %.9f s",
 				 runs, hs, best.avg_wjct_s);
 		found += hs <= best.avg_wjct_s * (1 + 1e-9);
+		/* annealing keeps the cheapest order it saw: the same here */
+		run_wjct(m, "hindsight:evals=2000:temp=0.01", SIM_MODE_IDEAL);
+		if (fabs(avg_wjct(m) - hs) > 1e-9 * hs)
+			fail_msg("instance %u: hindsight %.9f s, annealing %.9f s", runs, hs,
+				 avg_wjct(m));
 		beaten += best.avg_wjct_s < heur * (1 - 1e-6);
 		runs++;
 		sim_order_result_done(&best);
@@ -790,6 +795,7 @@ static void test_spec(void **state)
 	assert_int_equal(policy_spec_parse("hindsight:evals=10", &cls, opt, &err), 0);
 	assert_true(cls->clairvoyant);
 	expect_bad_spec("hindsight:evals=-1", "evals");
+	expect_bad_spec("hindsight:temp=2", "temp");
 	expect_bad_spec("hindsight:k=2", "evals");
 }
 

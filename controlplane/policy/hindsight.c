@@ -251,16 +251,11 @@ static int search(struct policy *p, struct hs *x, const struct cp_model *m, uint
 	x->searches++;
 	for (uint32_t c = 0; c < m->ncoflows; c++)
 		x->rank[c] = INFINITY;
-	for (uint32_t j = 0; j < m->njobs; j++) {
-		const struct cp_job *jb = &m->jobs[j];
-		bool in = false;
-
-		for (uint32_t c = jb->first_coflow; c < jb->first_coflow + jb->ncoflows; c++)
-			in = in || f->local[c] != CP_NONE;
-		if (!in)
-			continue;
-		arrivals += jb->weight * ((double)jb->arrival_ns - (double)now_ns) * 1e-9;
-	}
+	/* with the whole future in it, the snapshot holds every unfinished job */
+	for (uint32_t j = 0; j < m->njobs; j++)
+		if (m->jobs[j].state != CP_JOB_DONE)
+			arrivals += m->jobs[j].weight *
+				    ((double)m->jobs[j].arrival_ns - (double)now_ns) * 1e-9;
 	if (f->n == 0)
 		return 0;
 	for (uint32_t i = 0; i < f->n; i++)

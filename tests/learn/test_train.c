@@ -180,11 +180,36 @@ static void test_converges_to_smallest_first(void **state)
 
 static void params_equal(struct gnn_model *a, struct gnn_model *b);
 
+/*
+ * DAgger with o's teacher labelling every decision: the greedy smallest-first
+ * share of the untrained model (one step of lr 1e-30, which changes nothing)
+ * and of the model after iters iterations at lr 3e-3.
+ */
+static void dagger_shares(struct learn_opts *o, const struct topo *t, uint32_t iters,
+			  double *untrained, double *taught)
+{
+	struct loom_err err = {{0}};
+	struct gnn_model *model = NULL;
+
+	o->dagger = true;
+	o->label_prob = 1;
+	o->iters = o->imitate_iters = 1;
+	o->lr = 1e-30f;
+	assert_int_equal(learn_run(o, &model, &err), 0);
+	*untrained = greedy_optimal_share(model, t, 40);
+	gnn_model_free(model);
+	model = NULL;
+	o->lr = 3e-3f;
+	o->iters = o->imitate_iters = iters;
+	if (learn_run(o, &model, &err) < 0)
+		fail_msg("learn_run: %s", err.msg);
+	*taught = greedy_optimal_share(model, t, 40);
+	gnn_model_free(model);
+}
+
 static void test_residual_dagger(void **state)
 {
 	struct topo *t = topo_new_bigswitch(4, 1073741824ULL);
-	struct loom_err err = {{0}};
-	struct gnn_model *model = NULL;
 	struct learn_opts o;
 	double untrained, taught;
 
@@ -193,26 +218,12 @@ static void test_residual_dagger(void **state)
 	o.cfg.prior = (uint32_t)policy_gnn_prior_find("sebf");
 	o.cfg.prior_scale = 2;
 	o.teacher = "cpf";
-	o.dagger = true;
-	o.label_prob = 1;
-	o.lr = 3e-3f;
-	o.iters = o.imitate_iters = 1;
-	o.lr = 1e-30f; /* one step that changes nothing: the untrained model */
-	assert_int_equal(learn_run(&o, &model, &err), 0);
-	untrained = greedy_optimal_share(model, t, 40);
-	gnn_model_free(model);
-	model = NULL;
-	o.lr = 3e-3f;
-	o.iters = o.imitate_iters = 60;
-	if (learn_run(&o, &model, &err) < 0)
-		fail_msg("learn_run: %s", err.msg);
-	taught = greedy_optimal_share(model, t, 40);
+	dagger_shares(&o, t, 60, &untrained, &taught);
 	print_message("smallest-first share: %.2f untrained on prior sebf, %.2f after %u DAgger "
 		      "iterations labelled by cpf\n",
 		      untrained, taught, o.iters);
 	assert_true(untrained == 1.0);
 	assert_true(taught <= 0.2);
-	gnn_model_free(model);
 	topo_free(t);
 }
 
@@ -227,33 +238,18 @@ static void test_residual_dagger(void **state)
 static void test_hindsight_teacher(void **state)
 {
 	struct topo *t = topo_new_bigswitch(4, 1073741824ULL);
-	struct loom_err err = {{0}};
-	struct gnn_model *model = NULL;
 	struct learn_opts o;
 	double untrained, taught;
 
 	(void)state;
 	tiny_opts(&o, t);
 	o.teacher = "hindsight:evals=20";
-	o.dagger = true;
-	o.label_prob = 1;
-	o.iters = o.imitate_iters = 1;
-	o.lr = 1e-30f; /* one step that changes nothing: the untrained model */
-	assert_int_equal(learn_run(&o, &model, &err), 0);
-	untrained = greedy_optimal_share(model, t, 40);
-	gnn_model_free(model);
-	model = NULL;
-	o.lr = 3e-3f;
-	o.iters = o.imitate_iters = 60;
-	if (learn_run(&o, &model, &err) < 0)
-		fail_msg("learn_run: %s", err.msg);
-	taught = greedy_optimal_share(model, t, 40);
+	dagger_shares(&o, t, 60, &untrained, &taught);
 	print_message("smallest-first share: %.2f untrained, %.2f after %u DAgger iterations "
 		      "labelled by hindsight\n",
 		      untrained, taught, o.iters);
 	assert_true(untrained <= 0.5);
 	assert_true(taught >= 0.9);
-	gnn_model_free(model);
 	topo_free(t);
 }
 

@@ -66,7 +66,7 @@ void learn_opts_default(struct learn_opts *o)
 
 struct dec {
 	uint64_t t_ns;
-	uint32_t nnodes, njobs, nedges, nsched;
+	uint32_t nnodes, njobs, nedges, nsched, nfeat;
 	bool has_prior;    /* the residual prior follows the features in fpool */
 	size_t xoff, uoff; /* features (+ prior) in fpool; job_start, edges, sched, perm in upool */
 	double weight;     /* subsampling weight, 0 = not used for the gradient */
@@ -113,7 +113,7 @@ static void record(void *ctx, const struct policy_graph *g, const uint32_t *perm
 		   uint64_t now_ns)
 {
 	struct rollout *r = ctx;
-	size_t nf = (size_t)g->nnodes * POLICY_NFEATURES + (g->has_prior ? n : 0);
+	size_t nf = (size_t)g->nnodes * g->nfeat + (g->has_prior ? n : 0);
 	size_t nu = (size_t)g->njobs + 1 + 2 * (size_t)g->nedges + 2 * (size_t)n;
 	struct dec *d;
 	uint32_t *u;
@@ -132,12 +132,13 @@ static void record(void *ctx, const struct policy_graph *g, const uint32_t *perm
 			  .njobs = g->njobs,
 			  .nedges = g->nedges,
 			  .nsched = n,
+			  .nfeat = g->nfeat,
 			  .has_prior = g->has_prior,
 			  .xoff = r->nf,
 			  .uoff = r->nu};
-	memcpy(r->fpool + r->nf, g->x, (size_t)g->nnodes * POLICY_NFEATURES * sizeof(float));
+	memcpy(r->fpool + r->nf, g->x, (size_t)g->nnodes * g->nfeat * sizeof(float));
 	if (g->has_prior)
-		memcpy(r->fpool + r->nf + (size_t)g->nnodes * POLICY_NFEATURES, g->prior,
+		memcpy(r->fpool + r->nf + (size_t)g->nnodes * g->nfeat, g->prior,
 		       n * sizeof(float));
 	r->nf += nf;
 	u = r->upool + r->nu;
@@ -158,10 +159,9 @@ static void dec_batch(const struct rollout *r, const struct dec *d, struct gnn_b
 {
 	const uint32_t *u = r->upool + d->uoff;
 
-	*ret_prior = d->has_prior ? r->fpool + d->xoff + (size_t)d->nnodes * POLICY_NFEATURES :
-				    NULL;
+	*ret_prior = d->has_prior ? r->fpool + d->xoff + (size_t)d->nnodes * d->nfeat : NULL;
 	b->nnodes = d->nnodes;
-	b->nfeatures = POLICY_NFEATURES;
+	b->nfeatures = d->nfeat;
 	b->features = r->fpool + d->xoff;
 	b->njobs = d->njobs;
 	b->job_start = u;
@@ -1157,9 +1157,9 @@ static int check_opts(const struct learn_opts *o, struct loom_err *err)
 		return loom_err_set(err, EINVAL, "no DAG shapes or FB2010 trace to generate from");
 	if (!o->topo)
 		return loom_err_set(err, EINVAL, "no fabric");
-	if (o->cfg.nfeatures != POLICY_NFEATURES)
-		return loom_err_set(err, EINVAL, "the model must take %u features",
-				    POLICY_NFEATURES);
+	if (o->cfg.nfeatures != POLICY_NFEATURES && o->cfg.nfeatures != POLICY_NFEATURES_RANKS)
+		return loom_err_set(err, EINVAL, "the model must take %u or %u features",
+				    POLICY_NFEATURES, POLICY_NFEATURES_RANKS);
 	if (o->resume && !o->out_dir)
 		return loom_err_set(err, EINVAL, "resume needs an output directory");
 	if (o->eval_every && o->eval_workloads == 0)
@@ -1302,11 +1302,13 @@ static int workers_init(struct learn *L, struct loom_err *err)
 			rc = loom_err_from(err, errno ? errno : EINVAL, gerr.msg);
 			break;
 		}
-		if (gnn_model_config(L->w[t].model)->nfeatures != POLICY_NFEATURES) {
-			rc = loom_err_set(err, EINVAL, "%s: the model takes %u features, not %u",
+		if (gnn_model_config(L->w[t].model)->nfeatures != POLICY_NFEATURES &&
+		    gnn_model_config(L->w[t].model)->nfeatures != POLICY_NFEATURES_RANKS) {
+			rc = loom_err_set(err, EINVAL,
+					  "%s: the model takes %u features, not %u or %u",
 					  o->init_weights,
 					  gnn_model_config(L->w[t].model)->nfeatures,
-					  POLICY_NFEATURES);
+					  POLICY_NFEATURES, POLICY_NFEATURES_RANKS);
 			break;
 		}
 	}

@@ -68,6 +68,9 @@ static void usage(FILE *f)
 		"                            the heuristic NAME's order (none, sincronia, sebf,\n"
 		"                            wsrjf, srjf, scf, lcf, blend; default %s)\n"
 		"      --prior-scale X       score per place of the prior's order (default %g)\n"
+		"      --place-features      the model also sees each coflow's place in\n"
+		"                            sincronia's, wsrjf's, sebf's and lcf's orders\n"
+		"                            (8 more inputs; default off)\n"
 		"  -k, --rollouts K          rollouts of each episode per iteration, >= 2 (default %u)\n"
 		"  -j, --threads T           worker threads (default %u; per rank with --mpi);\n"
 		"                            results depend on the workers in all\n"
@@ -149,6 +152,7 @@ enum {
 	OPT_RATES,
 	OPT_PRIOR,
 	OPT_PRIOR_SCALE,
+	OPT_PLACE_FEATURES,
 	OPT_MPI,
 };
 
@@ -208,6 +212,7 @@ static int parse_args(int argc, char **argv, struct train_args *a)
 		{"rates", required_argument, NULL, OPT_RATES},
 		{"prior", required_argument, NULL, OPT_PRIOR},
 		{"prior-scale", required_argument, NULL, OPT_PRIOR_SCALE},
+		{"place-features", no_argument, NULL, OPT_PLACE_FEATURES},
 		{"mpi", no_argument, NULL, OPT_MPI},
 		{"progress", no_argument, NULL, OPT_PROGRESS},
 		{"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
@@ -378,6 +383,10 @@ static int parse_args(int argc, char **argv, struct train_args *a)
 			a->shape_given = true;
 			r = sim_cli_double("--prior-scale", optarg, 0, true, 1e6, &x);
 			o->cfg.prior_scale = (float)x;
+			break;
+		case OPT_PLACE_FEATURES:
+			a->shape_given = true;
+			o->cfg.nfeatures = POLICY_NFEATURES_RANKS;
 			break;
 		case OPT_MPI:
 			o->mpi = true;

@@ -19,6 +19,8 @@ const char *const policy_feature_names[POLICY_NFEATURES] = {
 	"contention_s",
 };
 
+const char *const policy_rank_heuristics[POLICY_NRANK_HEUR] = {"sincronia", "wsrjf", "sebf", "lcf"};
+
 void policy_graph_done(struct policy_graph *g)
 {
 	free(g->x);
@@ -51,7 +53,8 @@ int policy_graph_init(struct policy_graph *g, const struct cp_model *m)
 		return -EINVAL;
 	np = m->topo->nports ? m->topo->nports : 1;
 	g->nports = m->topo->nports;
-	g->x = calloc(nc * POLICY_NFEATURES, sizeof(float));
+	g->nfeat = POLICY_NFEATURES;
+	g->x = calloc(nc * POLICY_NFEATURES_RANKS, sizeof(float));
 	g->job_start = calloc(nj, sizeof(uint32_t));
 	g->edges = calloc(2 * (m->nedges ? m->nedges : 1), sizeof(uint32_t));
 	g->sched = calloc(nc, sizeof(uint32_t));
@@ -237,7 +240,7 @@ static void build_job(struct policy_graph *g, const struct cp_model *m, uint32_t
 		g->path_s[c] = bn + tail;
 		/* the features that walk c's flows, while we are here */
 		flow_pass(g, m, cf, &longest, &cont);
-		x = &g->x[(size_t)g->node_of[c] * POLICY_NFEATURES];
+		x = &g->x[(size_t)g->node_of[c] * g->nfeat];
 		x[PF_BOTTLENECK_S] = lg(bn);
 		x[PF_LONGEST_FLOW_MIB] = lg(longest / MIB);
 		x[PF_CONTENTION_S] = lg(cont);
@@ -246,7 +249,7 @@ static void build_job(struct policy_graph *g, const struct cp_model *m, uint32_t
 	for (uint32_t v = first; v < g->nnodes; v++) {
 		uint32_t c = g->node_coflow[v], ndesc;
 		const struct cp_coflow *cf = &m->coflows[c];
-		float *x = &g->x[(size_t)v * POLICY_NFEATURES];
+		float *x = &g->x[(size_t)v * g->nfeat];
 		double rem = remaining_bytes(cf), desc_bytes;
 		bool active = cf->state == CP_COFLOW_ACTIVE;
 

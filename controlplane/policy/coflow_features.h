@@ -31,6 +31,18 @@
 
 #define POLICY_NFEATURES 17
 
+/*
+ * A model may also take the heuristics' places (policy_graph.nfeat =
+ * POLICY_NFEATURES_RANKS): per heuristic of policy_rank_heuristics, two
+ * numbers per node, the coflow's place in that heuristic's order over the
+ * schedulable coflows as a fraction of their number (0 first) and
+ * log1p(place); a node that is not schedulable gets 1 and log1p(n). The
+ * builder leaves them to the gnn policy, which runs the heuristics.
+ */
+#define POLICY_NRANK_HEUR      4
+#define POLICY_NFEATURES_RANKS (POLICY_NFEATURES + 2 * POLICY_NRANK_HEUR)
+extern const char *const policy_rank_heuristics[POLICY_NRANK_HEUR];
+
 enum policy_feature {
 	PF_TOTAL_MIB = 0,
 	PF_REMAINING_MIB,
@@ -57,7 +69,8 @@ extern const char *const policy_feature_names[POLICY_NFEATURES];
 struct policy_graph {
 	/* the graph of the last build; arrays sized for the whole model */
 	uint32_t nnodes, njobs, nedges, nsched;
-	float *x;              /* nnodes x POLICY_NFEATURES, row-major */
+	float *x;              /* nnodes x nfeat, row-major */
+	uint32_t nfeat;        /* POLICY_NFEATURES (init's default) or POLICY_NFEATURES_RANKS */
 	uint32_t *job_start;   /* njobs + 1 */
 	uint32_t *edges;       /* 2 x nedges: parent node, child node */
 	uint32_t *sched;       /* nsched node indices of the schedulable coflows */

@@ -73,6 +73,9 @@ struct gnnp {
 	float prior_scale;
 	struct policy_decision pd; /* the prior's decision */
 	float *prior_pos;          /* ncoflows: place in the prior's order (scratch) */
+	/* a model that takes the heuristics' places: their policies and decision */
+	struct policy *rh[POLICY_NRANK_HEUR];
+	struct policy_decision rd;
 	struct policy_decision td; /* a labelling teacher's decision (sized on first use) */
 	struct policy_graph g;
 	struct policy_scratch s;
@@ -91,6 +94,9 @@ static void gnnp_free(struct gnnp *x)
 		gnn_model_free(x->model);
 	policy_free(x->prior);
 	policy_decision_done(&x->pd);
+	for (uint32_t i = 0; i < POLICY_NRANK_HEUR; i++)
+		policy_free(x->rh[i]);
+	policy_decision_done(&x->rd);
 	policy_decision_done(&x->td);
 	free(x->prior_pos);
 	policy_graph_done(&x->g);
@@ -168,13 +174,13 @@ static int gnn_init(struct policy *p, const struct cp_model *m)
 	else if (p->opt[OPT_RATES] == 0)
 		x->madd = cfg->prior != (uint32_t)policy_gnn_prior_find("sincronia") &&
 			  cfg->prior != (uint32_t)policy_gnn_prior_find("blend");
-	if (cfg->nfeatures != POLICY_NFEATURES) {
+	if (cfg->nfeatures != POLICY_NFEATURES && cfg->nfeatures != POLICY_NFEATURES_RANKS) {
 		loom_err_set(&p->init_err, EINVAL,
 			     "model %s has %u input features per coflow, this policy computes %u "
-			     "(a model for another feature set)",
+			     "(or %u with the heuristics' places; a model for another feature set)",
 			     p->params.gnn_model ? "in memory" :
 						   (p->params.weights ? p->params.weights : path),
-			     cfg->nfeatures, POLICY_NFEATURES);
+			     cfg->nfeatures, POLICY_NFEATURES, POLICY_NFEATURES_RANKS);
 		gnnp_free(x);
 		return -EINVAL;
 	}
@@ -210,11 +216,35 @@ static int gnn_init(struct policy *p, const struct cp_model *m)
 			return -ENOMEM;
 		}
 	}
+	if (cfg->nfeatures == POLICY_NFEATURES_RANKS) {
+		struct policy_params pp = p->params;
+		struct loom_err perr = {0};
+
+		pp.gnn_model = NULL;
+		for (uint32_t i = 0; i < POLICY_NRANK_HEUR; i++) {
+			x->rh[i] = policy_new(policy_rank_heuristics[i], &pp, m, &perr);
+			if (!x->rh[i]) {
+				r = -errno;
+				loom_err_set(&p->init_err, -r, "place feature %s: %s",
+					     policy_rank_heuristics[i], perr.msg);
+				gnnp_free(x);
+				return r;
+			}
+			p->decide_on_flow_done = p->decide_on_flow_done ||
+						 x->rh[i]->decide_on_flow_done;
+		}
+		r = policy_decision_init(&x->rd, m);
+		if (r < 0) {
+			gnnp_free(x);
+			return r;
+		}
+	}
 	r = policy_graph_init(&x->g, m);
 	if (r < 0) {
 		gnnp_free(x);
 		return r;
 	}
+	x->g.nfeat = cfg->nfeatures;
 	r = policy_scratch_init(&x->s, m);
 	if (r < 0) {
 		gnnp_free(x);
@@ -246,6 +276,9 @@ static void gnn_on_event(struct policy *p, const struct cp_model *m, const struc
 
 	if (x->prior)
 		policy_on_event(x->prior, m, ev);
+	for (uint32_t i = 0; i < POLICY_NRANK_HEUR; i++)
+		if (x->rh[i])
+			policy_on_event(x->rh[i], m, ev);
 	if (x->has_hook && x->hook.teacher)
 		policy_on_event(x->hook.teacher, m, ev);
 }
@@ -265,6 +298,9 @@ int policy_gnn_set_hook(struct policy *p, const struct policy_gnn_hook *hook)
 	p->decide_on_flow_done = p->cls->decide_on_flow_done ||
 				 (x->prior && x->prior->decide_on_flow_done) ||
 				 (hook && hook->teacher && hook->teacher->decide_on_flow_done);
+	for (uint32_t i = 0; i < POLICY_NRANK_HEUR; i++)
+		p->decide_on_flow_done = p->decide_on_flow_done ||
+					 (x->rh[i] && x->rh[i]->decide_on_flow_done);
 	return 0;
 }
 
@@ -340,6 +376,46 @@ static int compute_prior(struct gnnp *x, const struct cp_model *m, uint64_t now_
 	return 0;
 }
 
+/*
+ * The heuristics' places (a model with POLICY_NFEATURES_RANKS features):
+ * columns POLICY_NFEATURES.. of every node of the graph.
+ */
+static int compute_ranks(struct gnnp *x, const struct cp_model *m, uint64_t now_ns)
+{
+	struct policy_graph *g = &x->g;
+	float n = (float)g->nsched, lgn = log1pf(n);
+
+	if (g->nfeat != POLICY_NFEATURES_RANKS)
+		return 0;
+	for (uint32_t v = 0; v < g->nnodes; v++)
+		for (uint32_t h = 0; h < POLICY_NRANK_HEUR; h++) {
+			g->x[(size_t)v * g->nfeat + POLICY_NFEATURES + 2 * h] = 1;
+			g->x[(size_t)v * g->nfeat + POLICY_NFEATURES + 2 * h + 1] = lgn;
+		}
+	for (uint32_t h = 0; h < POLICY_NRANK_HEUR; h++) {
+		int r;
+
+		policy_decision_clear(&x->rd);
+		r = policy_decide(x->rh[h], m, now_ns, &x->rd);
+		if (r < 0)
+			return r;
+		if (x->rd.norder != g->nsched)
+			return -EPROTO;
+		for (uint32_t q = 0; q < x->rd.norder; q++) {
+			uint32_t c = x->rd.order[q];
+			uint32_t v = c < m->ncoflows ? g->node_of[c] : CP_NONE;
+			float *f;
+
+			if (v == CP_NONE)
+				return -EPROTO; /* not in the graph */
+			f = &g->x[(size_t)v * g->nfeat + POLICY_NFEATURES + 2 * h];
+			f[0] = (float)q / n;
+			f[1] = log1pf((float)q);
+		}
+	}
+	return 0;
+}
+
 /* DAgger: the teacher labels the state the model acts in, with probability label_prob. */
 static int label(struct gnnp *x, const struct cp_model *m, uint64_t now_ns)
 {
@@ -376,11 +452,16 @@ static int gnn_decide(struct policy *p, const struct cp_model *m, uint64_t now_n
 		log_debug("gnn policy: the prior %s failed: %d", x->prior->spec, r);
 		return r;
 	}
+	r = compute_ranks(x, m, now_ns);
+	if (r < 0) {
+		log_debug("gnn policy: a heuristic's places failed: %d", r);
+		return r;
+	}
 	if (x->has_hook && x->hook.teacher && !x->hook.dagger)
 		return decide_teacher(x, m, now_ns, d);
 	b = (struct gnn_batch){
 		.nnodes = g->nnodes,
-		.nfeatures = POLICY_NFEATURES,
+		.nfeatures = g->nfeat,
 		.features = g->x,
 		.njobs = g->njobs,
 		.job_start = g->job_start,
@@ -460,11 +541,14 @@ struct gnn_model *policy_gnn_model_load(const char *weights, const char *backend
 		errno = e;
 		return NULL;
 	}
-	if (gnn_model_config(m)->nfeatures != POLICY_NFEATURES) {
+	if (gnn_model_config(m)->nfeatures != POLICY_NFEATURES &&
+	    gnn_model_config(m)->nfeatures != POLICY_NFEATURES_RANKS) {
 		loom_err_set(
 			err, EINVAL,
-			"model %s has %u input features per coflow, the gnn policy computes %u",
-			weights, gnn_model_config(m)->nfeatures, POLICY_NFEATURES);
+			"model %s has %u input features per coflow, the gnn policy computes %u "
+			"(or %u with the heuristics' places)",
+			weights, gnn_model_config(m)->nfeatures, POLICY_NFEATURES,
+			POLICY_NFEATURES_RANKS);
 		gnn_model_free(m);
 		errno = EINVAL;
 		return NULL;

@@ -15,7 +15,9 @@
  * heuristic at every decision (the prior handed to a trainer ranks as the
  * heuristic does, and with the heuristic's MADD rates the whole run is the
  * heuristic's); a trained one departs from it. DAgger labels: the model
- * acts, the teacher's order is what is recorded.
+ * acts, the teacher's order is what is recorded. Place features: a model
+ * taking them sees each heuristic's order in its columns, and untrained on
+ * the blend prior is the blend.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -402,8 +404,11 @@ static void test_hooks(void **state)
 	policy_free(p);
 }
 
-/* Saves an untrained residual model on prior `name` into dir; returns its path in buf. */
-static const char *residual_model(const char *name, char *buf, size_t size)
+/*
+ * Saves an untrained residual model on prior `name` taking nfeat features
+ * into dir; returns its path in buf.
+ */
+static const char *residual_model_nf(const char *name, uint32_t nfeat, char *buf, size_t size)
 {
 	struct gnn_config cfg = gnn_config_default();
 	struct gnn_err gerr = {{0}};
@@ -412,15 +417,20 @@ static const char *residual_model(const char *name, char *buf, size_t size)
 
 	assert_true(id > 0);
 	assert_string_equal(policy_gnn_prior_name((uint32_t)id), name);
-	cfg.nfeatures = POLICY_NFEATURES;
+	cfg.nfeatures = nfeat;
 	cfg.prior = (uint32_t)id;
 	cfg.prior_scale = 2;
-	snprintf(buf, size, "%s/res-%s.lgw", fx.dir, name);
+	snprintf(buf, size, "%s/res-%s-%u.lgw", fx.dir, name, nfeat);
 	g = gnn_model_new(&cfg, "cpu", 3, &gerr);
 	assert_non_null(g);
 	assert_int_equal(gnn_save(g, buf, &gerr), 0);
 	gnn_model_free(g);
 	return buf;
+}
+
+static const char *residual_model(const char *name, char *buf, size_t size)
+{
+	return residual_model_nf(name, POLICY_NFEATURES, buf, size);
 }
 
 struct prior_check {
@@ -518,6 +528,110 @@ static void test_residual_prior(void **state)
 	}
 }
 
+struct place_check {
+	uint32_t h; /* the heuristic labelling: policy_rank_heuristics[h] */
+	uint32_t calls, bad, bad_rest;
+};
+
+/*
+ * record() with heuristic h as the labelling teacher: the q-th coflow of its
+ * order has place features q / n and log1p(q) in h's columns, every node
+ * that is not schedulable 1 and log1p(n) in all of them.
+ */
+static void place_record(void *ctx, const struct policy_graph *g, const uint32_t *perm, uint32_t n,
+			 uint64_t now_ns)
+{
+	struct place_check *c = ctx;
+	uint32_t col = POLICY_NFEATURES + 2 * c->h;
+
+	(void)now_ns;
+	c->calls++;
+	if (g->nfeat != POLICY_NFEATURES_RANKS || n != g->nsched) {
+		c->bad++;
+		return;
+	}
+	for (uint32_t q = 0; q < n; q++) {
+		const float *x = &g->x[(size_t)g->sched[perm[q]] * g->nfeat];
+
+		if (x[col] != (float)q / (float)n || x[col + 1] != log1pf((float)q))
+			c->bad++;
+	}
+	for (uint32_t v = 0; v < g->nnodes; v++) {
+		const float *x = &g->x[(size_t)v * g->nfeat];
+
+		if (x[PF_SCHEDULABLE] != 0)
+			continue;
+		for (uint32_t h = 0; h < POLICY_NRANK_HEUR; h++)
+			if (x[POLICY_NFEATURES + 2 * h] != 1 ||
+			    x[POLICY_NFEATURES + 2 * h + 1] != log1pf((float)n))
+				c->bad_rest++;
+	}
+}
+
+/*
+ * A model that takes the heuristics' places: each heuristic's column holds
+ * its order at every decision; untrained on the blend prior it is the blend;
+ * with random weights it runs, deterministically, and differs from the blend.
+ */
+static void test_place_features(void **state)
+{
+	struct policy_params pp = {.classes = 8, .seed = 1};
+	struct loom_err err = {{0}};
+	char path[256], rnd[256];
+	double want, got, a, b;
+
+	(void)state;
+	residual_model_nf("blend", POLICY_NFEATURES_RANKS, path, sizeof(path));
+	for (uint32_t h = 0; h < POLICY_NRANK_HEUR; h++) {
+		struct place_check c = {.h = h};
+		struct policy_gnn_hook hook = {
+			.record = place_record, .ctx = &c, .dagger = true, .label_prob = 1};
+		struct policy *p = new_policy("gnn", path, &err);
+		struct sim_opts so;
+		struct sim_stats st;
+
+		if (!p)
+			fail_msg("%s", err.msg);
+		hook.teacher = policy_new(policy_rank_heuristics[h], &pp, fx.m, &err);
+		assert_non_null(hook.teacher);
+		assert_int_equal(policy_gnn_set_hook(p, &hook), 0);
+		sim_opts_default(&so);
+		assert_int_equal(sim_run(fx.m, p, &so, &st, &err), 0);
+		print_message("%s: %u decisions, %u places wrong, %u other nodes wrong\n",
+			      policy_rank_heuristics[h], c.calls, c.bad, c.bad_rest);
+		assert_true(c.calls > 10);
+		assert_int_equal(c.bad, 0);
+		assert_int_equal(c.bad_rest, 0);
+		policy_free(hook.teacher);
+		policy_free(p);
+	}
+	run("blend", NULL, &want);
+	run("gnn", path, &got);
+	print_message("blend: weighted JCT %.6g, untrained place-feature residual gnn %.6g\n", want,
+		      got);
+	assert_true(got == want);
+	/* random weights, no prior: the places reach the scores */
+	{
+		struct gnn_config cfg = gnn_config_default();
+		struct gnn_err gerr = {{0}};
+		struct gnn_model *g;
+
+		cfg.nfeatures = POLICY_NFEATURES_RANKS;
+		snprintf(rnd, sizeof(rnd), "%s/places.lgw", fx.dir);
+		g = gnn_model_new(&cfg, "cpu", 3, &gerr);
+		assert_non_null(g);
+		assert_int_equal(gnn_save(g, rnd, &gerr), 0);
+		gnn_model_free(g);
+	}
+	run("gnn", rnd, &a);
+	run("gnn", rnd, &b);
+	run("gnn", fx.good, &want);
+	print_message("random place-feature model %.6g, random 17-feature model %.6g\n", a, want);
+	assert_true(a > 0);
+	assert_true(a == b);
+	assert_true(a != want);
+}
+
 struct label_count {
 	uint32_t calls, bad;
 	uint64_t sum; /* of the recorded rankings' first entries, to tell rankings apart */
@@ -611,6 +725,7 @@ int main(void)
 		cmocka_unit_test(test_invert_and_hook_order),
 		cmocka_unit_test(test_hooks),
 		cmocka_unit_test(test_residual_prior),
+		cmocka_unit_test(test_place_features),
 		cmocka_unit_test(test_dagger_labels),
 		cmocka_unit_test(test_shipped_model),
 	};

@@ -228,6 +228,32 @@ static void test_residual_dagger(void **state)
 }
 
 /*
+ * A model that also takes the heuristics' places (loom-train
+ * --place-features) trains through the same path: on prior sebf, taught
+ * largest first by cpf, it leaves its prior as the 17-feature one does.
+ */
+static void test_place_features_dagger(void **state)
+{
+	struct topo *t = topo_new_bigswitch(4, 1073741824ULL);
+	struct learn_opts o;
+	double untrained, taught;
+
+	(void)state;
+	tiny_opts(&o, t);
+	o.cfg.nfeatures = POLICY_NFEATURES_RANKS;
+	o.cfg.prior = (uint32_t)policy_gnn_prior_find("sebf");
+	o.cfg.prior_scale = 2;
+	o.teacher = "cpf";
+	dagger_shares(&o, t, 60, &untrained, &taught);
+	print_message("place features: smallest-first share %.2f untrained on prior sebf, %.2f "
+		      "after %u DAgger iterations labelled by cpf\n",
+		      untrained, taught, o.iters);
+	assert_true(untrained == 1.0);
+	assert_true(taught <= 0.2);
+	topo_free(t);
+}
+
+/*
  * A hindsight teacher (one clairvoyant order searched over the episode,
  * docs/policies.md#hindsight) runs in loom-train: created per episode, it
  * labels every decision of the model's own episodes (its search at the
@@ -529,6 +555,7 @@ int main(void)
 		cmocka_unit_test(test_deterministic_and_resume),
 		cmocka_unit_test(test_converges_to_smallest_first),
 		cmocka_unit_test(test_residual_dagger),
+		cmocka_unit_test(test_place_features_dagger),
 		cmocka_unit_test(test_best_starts_at_prior),
 		cmocka_unit_test(test_expert_iteration),
 		cmocka_unit_test(test_hindsight_teacher),

@@ -70,7 +70,8 @@ static void usage(FILE *f)
 		"      --prior-scale X       score per place of the prior's order (default %g)\n"
 		"      --place-features      the model also sees each coflow's place in\n"
 		"                            sincronia's, wsrjf's, sebf's and lcf's orders\n"
-		"                            (8 more inputs; default off)\n"
+		"                            (8 more inputs; a new model: not with --init;\n"
+		"                            default off)\n"
 		"  -k, --rollouts K          rollouts of each episode per iteration, >= 2 (default %u)\n"
 		"  -j, --threads T           worker threads (default %u; per rank with --mpi);\n"
 		"                            results depend on the workers in all\n"
@@ -584,8 +585,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (a.o.init_weights && a.shape_given) {
-		log_err("--init takes the model's shape and prior from the weights file; drop "
-			"--hidden, --layers, --emb, --heads, --mlp, --prior, --prior-scale");
+		log_err("--init takes the model's shape, prior and inputs from the weights file; "
+			"drop --hidden, --layers, --emb, --heads, --mlp, --prior, --prior-scale, "
+			"--place-features");
 		return 2;
 	}
 	if (a.o.imitate_iters > a.o.iters) {

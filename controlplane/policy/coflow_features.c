@@ -45,16 +45,21 @@ void policy_graph_done(struct policy_graph *g)
 
 int policy_graph_init(struct policy_graph *g, const struct cp_model *m)
 {
+	return policy_graph_init_nfeat(g, m, POLICY_NFEATURES);
+}
+
+int policy_graph_init_nfeat(struct policy_graph *g, const struct cp_model *m, uint32_t nfeat)
+{
 	size_t nc = m->ncoflows ? m->ncoflows : 1, nj = m->njobs + 1, np;
 	int r;
 
 	memset(g, 0, sizeof(*g));
-	if (!m->topo)
+	if (!m->topo || (nfeat != POLICY_NFEATURES && nfeat != POLICY_NFEATURES_RANKS))
 		return -EINVAL;
 	np = m->topo->nports ? m->topo->nports : 1;
 	g->nports = m->topo->nports;
-	g->nfeat = POLICY_NFEATURES;
-	g->x = calloc(nc * POLICY_NFEATURES_RANKS, sizeof(float));
+	g->nfeat = nfeat;
+	g->x = calloc(nc * nfeat, sizeof(float));
 	g->job_start = calloc(nj, sizeof(uint32_t));
 	g->edges = calloc(2 * (m->nedges ? m->nedges : 1), sizeof(uint32_t));
 	g->sched = calloc(nc, sizeof(uint32_t));

@@ -102,8 +102,11 @@ struct policy_graph {
 /*
  * Sizes g for m (bound to a fabric): every array for the whole model, so
  * builds never allocate. 0, -EINVAL (unbound model or a cyclic job) or -ENOMEM.
+ * policy_graph_init_nfeat: nodes of nfeat numbers, POLICY_NFEATURES or
+ * POLICY_NFEATURES_RANKS (-EINVAL otherwise); policy_graph_init: the first.
  */
 int policy_graph_init(struct policy_graph *g, const struct cp_model *m);
+int policy_graph_init_nfeat(struct policy_graph *g, const struct cp_model *m, uint32_t nfeat);
 void policy_graph_done(struct policy_graph *g);
 
 /* Builds the graph of m's current state at now_ns (see above). */

@@ -239,12 +239,11 @@ static int gnn_init(struct policy *p, const struct cp_model *m)
 			return r;
 		}
 	}
-	r = policy_graph_init(&x->g, m);
+	r = policy_graph_init_nfeat(&x->g, m, cfg->nfeatures);
 	if (r < 0) {
 		gnnp_free(x);
 		return r;
 	}
-	x->g.nfeat = cfg->nfeatures;
 	r = policy_scratch_init(&x->s, m);
 	if (r < 0) {
 		gnnp_free(x);
@@ -406,9 +405,11 @@ static int compute_ranks(struct gnnp *x, const struct cp_model *m, uint64_t now_
 			uint32_t v = c < m->ncoflows ? g->node_of[c] : CP_NONE;
 			float *f;
 
-			if (v == CP_NONE)
-				return -EPROTO; /* not in the graph */
+			if (v == CP_NONE || g->x[(size_t)v * g->nfeat + PF_SCHEDULABLE] != 1)
+				return -EPROTO; /* not schedulable */
 			f = &g->x[(size_t)v * g->nfeat + POLICY_NFEATURES + 2 * h];
+			if (f[0] != 1 || f[1] != lgn)
+				return -EPROTO; /* twice */
 			f[0] = (float)q / n;
 			f[1] = log1pf((float)q);
 		}

@@ -330,7 +330,9 @@ struct gnn_rng;
  *     label_prob (drawn from label_rng; 1: every decision). DAgger (Ross,
  *     Gordon and Bagnell, AISTATS 2011): the states are the model's own.
  * g->prior (when g->has_prior) holds the residual prior the model's scores
- * were added to, per schedulable coflow; a trainer adds it again.
+ * were added to, per schedulable coflow; a trainer adds it again. g->x has
+ * g->nfeat numbers per node (the model's input width: 17, or 25 with the
+ * heuristics' places).
  */
 struct policy_gnn_hook {
 	void (*record)(void *ctx, const struct policy_graph *g, const uint32_t *perm, uint32_t n,

@@ -185,7 +185,9 @@ static void test_bad_flags(void **state)
 	train(&r, "--out", out, "--rates", "fast", NULL);
 	expect_usage(&r, "--rates: 'fast' is not auto, madd or priority");
 	train(&r, "--out", out, "--init", out, "--prior", "sebf", NULL);
-	expect_usage(&r, "--init takes the model's shape and prior");
+	expect_usage(&r, "--init takes the model's shape, prior and inputs");
+	train(&r, "--out", out, "--init", out, "--place-features", NULL);
+	expect_usage(&r, "--prior-scale, --place-features");
 	/* none of them started: nothing was written */
 	assert_int_equal(access(out, F_OK), -1);
 }

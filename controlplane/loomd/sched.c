@@ -66,11 +66,9 @@ static int prepare_spec(struct loomd_sched *s, const char *spec, struct gnn_mode
 	*ret_gnn = NULL;
 	if (r < 0)
 		return r;
-	if (cls->offline)
-		return loom_err_set(err, EINVAL,
-				    "policy '%s' needs every job of a trace in advance: it runs in "
-				    "loom-replay, not in loomd",
-				    cls->name);
+	r = policy_class_check_live(cls, err);
+	if (r < 0)
+		return r;
 	if (policy_spec_uses_gnn(spec) && !s->gnn)
 		return load_weights(s, ret_gnn, err);
 	return 0;

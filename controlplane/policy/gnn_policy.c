@@ -131,6 +131,21 @@ const char *policy_gnn_default_weights(char *buf, size_t size)
 	return loom_data_path(POLICY_GNN_WEIGHTS_REL, buf, size);
 }
 
+/*
+ * Consulted on flow completions whenever a policy it runs beside the
+ * network would be (its prior, so that untrained it is the prior; the
+ * heuristics of its place features; a hook's teacher).
+ */
+static void set_decide_on_flow_done(struct policy *p, const struct gnnp *x)
+{
+	bool any = p->cls->decide_on_flow_done || (x->prior && x->prior->decide_on_flow_done) ||
+		   (x->has_hook && x->hook.teacher && x->hook.teacher->decide_on_flow_done);
+
+	for (uint32_t i = 0; i < POLICY_NRANK_HEUR; i++)
+		any = any || (x->rh[i] && x->rh[i]->decide_on_flow_done);
+	p->decide_on_flow_done = any;
+}
+
 static int gnn_init(struct policy *p, const struct cp_model *m)
 {
 	size_t nc = m->ncoflows ? m->ncoflows : 1;
@@ -207,8 +222,6 @@ static int gnn_init(struct policy *p, const struct cp_model *m)
 			return r;
 		}
 		x->prior_scale = cfg->prior_scale;
-		/* consulted whenever its prior would be, so that untrained it is the prior */
-		p->decide_on_flow_done = p->decide_on_flow_done || x->prior->decide_on_flow_done;
 		r = policy_decision_init(&x->pd, m);
 		x->prior_pos = calloc(nc, sizeof(float));
 		if (r < 0 || !x->prior_pos) {
@@ -230,8 +243,6 @@ static int gnn_init(struct policy *p, const struct cp_model *m)
 				gnnp_free(x);
 				return r;
 			}
-			p->decide_on_flow_done = p->decide_on_flow_done ||
-						 x->rh[i]->decide_on_flow_done;
 		}
 		r = policy_decision_init(&x->rd, m);
 		if (r < 0) {
@@ -259,6 +270,7 @@ static int gnn_init(struct policy *p, const struct cp_model *m)
 		return -ENOMEM;
 	}
 	p->priv = x;
+	set_decide_on_flow_done(p, x);
 	return 0;
 }
 
@@ -294,12 +306,7 @@ int policy_gnn_set_hook(struct policy *p, const struct policy_gnn_hook *hook)
 		x->hook = *hook;
 	else
 		memset(&x->hook, 0, sizeof(x->hook));
-	p->decide_on_flow_done = p->cls->decide_on_flow_done ||
-				 (x->prior && x->prior->decide_on_flow_done) ||
-				 (hook && hook->teacher && hook->teacher->decide_on_flow_done);
-	for (uint32_t i = 0; i < POLICY_NRANK_HEUR; i++)
-		p->decide_on_flow_done = p->decide_on_flow_done ||
-					 (x->rh[i] && x->rh[i]->decide_on_flow_done);
+	set_decide_on_flow_done(p, x);
 	return 0;
 }
 

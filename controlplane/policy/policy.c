@@ -24,6 +24,16 @@ const struct policy_class *const *policy_class_list(size_t *ret_n)
 	return registry;
 }
 
+int policy_class_check_live(const struct policy_class *cls, struct loom_err *err)
+{
+	if (!cls->offline)
+		return 0;
+	return loom_err_set(err, EINVAL,
+			    "policy '%s' needs every job of a trace in advance: it runs in "
+			    "loom-replay, not in loomd",
+			    cls->name);
+}
+
 const struct policy_class *policy_class_find(const char *name)
 {
 	for (size_t i = 0; name && i < NREGISTRY; i++)

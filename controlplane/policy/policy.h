@@ -226,6 +226,12 @@ const struct policy_class *policy_class_find(const char *name);
 const struct policy_class *const *policy_class_list(size_t *ret_n);
 
 /*
+ * 0 if a live controller may run cls; -EINVAL with the reason in err for an
+ * offline class (it needs every job of a trace in advance).
+ */
+int policy_class_check_live(const struct policy_class *cls, struct loom_err *err);
+
+/*
  * Parses spec ("name[:key=value]..."): finds the class and fills opt
  * (POLICY_MAX_OPTS doubles) with defaults, preset and the given values.
  * Returns 0, or -ENOENT (unknown name; err lists the known ones) or -EINVAL

@@ -671,7 +671,7 @@ static void test_check(void **state)
 	assert_contains(err.msg, "policy: ");
 	expect_ok(&c, "policy", "hindsight:evals=10");
 	assert_int_equal(loomd_config_check(&c, &err), -EINVAL);
-	assert_contains(err.msg, "policy: 'hindsight' needs every job of a trace in advance");
+	assert_contains(err.msg, "policy 'hindsight' needs every job of a trace in advance");
 	expect_ok(&c, "policy", "sincronia:rates=greedy");
 	assert_int_equal(loomd_config_check(&c, &err), 0);
 	expect_ok(&c, "policy", "");

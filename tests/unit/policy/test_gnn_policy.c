@@ -144,7 +144,12 @@ static void test_bad_weights(void **state)
 	expect_failure(fx.wrong_shape, "17");
 }
 
-static void run(const char *spec, const char *weights, double *ret_wjct)
+/*
+ * A run of spec on the fixture (with hook set on the gnn policy p, when
+ * given); its weighted JCT.
+ */
+static void run_hooked(const char *spec, const char *weights, const struct policy_gnn_hook *hook,
+		       double *ret_wjct)
 {
 	struct loom_err err = {{0}};
 	struct policy *p = new_policy(spec, weights, &err);
@@ -154,6 +159,8 @@ static void run(const char *spec, const char *weights, double *ret_wjct)
 
 	if (!p)
 		fail_msg("%s: %s", spec, err.msg);
+	if (hook)
+		assert_int_equal(policy_gnn_set_hook(p, hook), 0);
 	sim_opts_default(&so);
 	so.check = true;
 	if (sim_run(fx.m, p, &so, &st, &err) < 0)
@@ -163,6 +170,11 @@ static void run(const char *spec, const char *weights, double *ret_wjct)
 		s += fx.m->jobs[j].weight *
 		     (double)(fx.m->jobs[j].finish_ns - fx.m->jobs[j].arrival_ns);
 	*ret_wjct = s;
+}
+
+static void run(const char *spec, const char *weights, double *ret_wjct)
+{
+	run_hooked(spec, weights, NULL, ret_wjct);
 }
 
 static void test_runs_deterministic(void **state)
@@ -476,25 +488,17 @@ static void test_residual_prior(void **state)
 		struct prior_check c = {0};
 		struct policy_gnn_hook hook = {
 			.record = prior_record, .ctx = &c, .dagger = true, .label_prob = 1};
-		struct policy *p =
-			new_policy("gnn", residual_model(priors[i], path, sizeof(path)), &err);
-		struct sim_opts so;
-		struct sim_stats st;
+		double wjct;
 
-		if (!p)
-			fail_msg("%s: %s", priors[i], err.msg);
 		hook.teacher = policy_new(priors[i], &pp, fx.m, &err);
 		assert_non_null(hook.teacher);
-		assert_int_equal(policy_gnn_set_hook(p, &hook), 0);
-		sim_opts_default(&so);
-		assert_int_equal(sim_run(fx.m, p, &so, &st, &err), 0);
+		run_hooked("gnn", residual_model(priors[i], path, sizeof(path)), &hook, &wjct);
 		print_message("prior %s: %u decisions labelled, %u out of the prior's order\n",
 			      priors[i], c.calls, c.bad);
 		assert_true(c.calls > 10);
 		assert_int_equal(c.bad, 0);
 		assert_int_equal(c.ties, 0);
 		policy_free(hook.teacher);
-		policy_free(p);
 	}
 	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++) {
 		run(exact[i], NULL, &want);
@@ -641,24 +645,16 @@ static void test_place_features(void **state)
 		struct place_check c = {.h = h};
 		struct policy_gnn_hook hook = {
 			.record = place_record, .ctx = &c, .dagger = true, .label_prob = 1};
-		struct policy *p = new_policy("gnn", path, &err);
-		struct sim_opts so;
-		struct sim_stats st;
 
-		if (!p)
-			fail_msg("%s", err.msg);
 		hook.teacher = policy_new(policy_rank_heuristics[h], &pp, fx.m, &err);
 		assert_non_null(hook.teacher);
-		assert_int_equal(policy_gnn_set_hook(p, &hook), 0);
-		sim_opts_default(&so);
-		assert_int_equal(sim_run(fx.m, p, &so, &st, &err), 0);
+		run_hooked("gnn", path, &hook, &got);
 		print_message("%s: %u decisions, %u places wrong, %u other nodes wrong\n",
 			      policy_rank_heuristics[h], c.calls, c.bad, c.bad_rest);
 		assert_true(c.calls > 10);
 		assert_int_equal(c.bad, 0);
 		assert_int_equal(c.bad_rest, 0);
 		policy_free(hook.teacher);
-		policy_free(p);
 	}
 	run("blend", NULL, &want);
 	run("gnn", path, &got);
@@ -684,19 +680,9 @@ static void test_place_features(void **state)
 		struct gnn_err gerr = {{0}};
 		struct place_reach c = {.model = gnn_model_load(rnd, "cpu", &gerr)};
 		struct policy_gnn_hook hook = {.record = reach_record, .ctx = &c};
-		struct policy *p = new_policy("gnn", rnd, &err);
-		struct sim_opts so;
-		struct sim_stats st;
 
 		assert_non_null(c.model);
-		assert_non_null(p);
-		assert_int_equal(policy_gnn_set_hook(p, &hook), 0);
-		sim_opts_default(&so);
-		assert_int_equal(sim_run(fx.m, p, &so, &st, &err), 0);
-		b = 0;
-		for (uint32_t j = 0; j < fx.m->njobs; j++)
-			b += fx.m->jobs[j].weight *
-			     (double)(fx.m->jobs[j].finish_ns - fx.m->jobs[j].arrival_ns);
+		run_hooked("gnn", rnd, &hook, &b);
 		print_message("random place-feature model: weighted JCT %.6g, again %.6g; scores "
 			      "with and without the place columns differ at %u of %u decisions\n",
 			      a, b, c.differ, c.calls);
@@ -705,7 +691,6 @@ static void test_place_features(void **state)
 		assert_int_equal(c.bad, 0);
 		assert_true(c.calls > 10);
 		assert_true(c.differ > c.calls / 2);
-		policy_free(p);
 		gnn_model_free(c.model);
 	}
 }
@@ -752,25 +737,13 @@ static void test_dagger_labels(void **state)
 					       .dagger = k < 2,
 					       .label_prob = k == 0 ? 1 : 0.5,
 					       .label_rng = &lrng};
-		struct policy *p = new_policy("gnn", fx.good, &err);
-		struct sim_opts so;
-		struct sim_stats st;
-
-		assert_non_null(p);
 		if (k < 2) {
 			hook.teacher = policy_new("wsrjf", &pp, fx.m, &err);
 			assert_non_null(hook.teacher);
 		}
-		assert_int_equal(policy_gnn_set_hook(p, &hook), 0);
-		sim_opts_default(&so);
-		assert_int_equal(sim_run(fx.m, p, &so, &st, &err), 0);
-		labelled = 0;
-		for (uint32_t j = 0; j < fx.m->njobs; j++)
-			labelled += fx.m->jobs[j].weight *
-				    (double)(fx.m->jobs[j].finish_ns - fx.m->jobs[j].arrival_ns);
+		run_hooked("gnn", fx.good, &hook, &labelled);
 		assert_true(labelled == plain);
 		policy_free(hook.teacher);
-		policy_free(p);
 	}
 	print_message("decisions labelled: %u of %u (p = 1), %u (p = 0.5)\n", all.calls, own.calls,
 		      half.calls);

@@ -563,6 +563,26 @@ static int load_inputs(const struct train_args *a, uint32_t rank, struct topo **
 	return 0;
 }
 
+/*
+ * Reinforcement gives rollout k to worker k mod W and an iteration waits for
+ * the busiest worker: say so when --rollouts leaves workers idle or uneven
+ * (rank 0 only; the run goes on).
+ */
+static void warn_uneven_rollouts(const struct learn_opts *o, uint32_t rank, uint32_t workers)
+{
+	if (rank != 0 || o->iters <= o->imitate_iters || workers < 2 || o->rollouts % workers == 0)
+		return;
+	if (o->rollouts < workers)
+		log_warn("--rollouts %u with %u workers: %u of them have nothing to do in "
+			 "reinforcement; make --rollouts a multiple of %u",
+			 o->rollouts, workers, workers - o->rollouts, workers);
+	else
+		log_warn("--rollouts %u with %u workers: %u of them run one rollout more than "
+			 "the others, and each iteration waits for them; make --rollouts a "
+			 "multiple of %u",
+			 o->rollouts, workers, o->rollouts % workers, workers);
+}
+
 int main(int argc, char **argv)
 {
 	struct train_args a = {.hosts = 150, .progress = -1};
@@ -634,6 +654,7 @@ int main(int argc, char **argv)
 			 a.o.iters, a.o.imitate_iters, a.o.teacher,
 			 a.o.dagger ? " on the model's states" : "", a.o.threads,
 			 (unsigned long long)a.o.seed, a.o.out_dir);
+	warn_uneven_rollouts(&a.o, rank, ranks * a.o.threads);
 	r = learn_run(&a.o, &model, &err);
 	stopped = r == -ETIME;
 	if (r < 0 && r != -ETIME) {

@@ -7,7 +7,8 @@
  * that does not fit; a tiny run that writes every output and copies the best
  * model to --save; --time-limit stopping after an iteration with exit 3 and
  * a checkpoint, and --resume finishing it into the same model as an
- * uninterrupted run.
+ * uninterrupted run; a warning when --rollouts leaves workers idle or
+ * uneven.
  *
  * Runs are tiny (two-job episodes, a model of width 8, one thread, a few
  * iterations): each takes about a second. The program comes from
@@ -338,6 +339,42 @@ static void test_time_limit_and_resume(void **state)
 	expect(&r, 1, "past --iters 2");
 }
 
+/*
+ * Workers that --rollouts leaves idle or uneven in reinforcement: a warning
+ * naming the fix, and the run goes on; none when the rollouts divide evenly
+ * or when no iteration is reinforcement.
+ */
+static void test_uneven_rollouts(void **state)
+{
+	static const char *const cases[][4] = {
+		/* threads, rollouts, imitate-iters, expected words (NULL: no warning) */
+		{"3", "2", "0", "1 of them have nothing to do"},
+		{"3", "4", "0", "1 of them run one rollout more"},
+		{"2", "4", "0", NULL},
+		{"3", "2", "1", NULL},
+	};
+	char ob[128];
+	struct result r;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *out = tmp_path(ob, sizeof(ob), i % 2 ? "uneven-b" : "uneven-a");
+
+		train(&r, "--out", out, "--iters", "1", "--imitate-iters", cases[i][2], "--threads",
+		      cases[i][0], "--rollouts", cases[i][1], "--jobs-min", "2", "--jobs-max", "2",
+		      "--eval-every", "0", "--hidden", "8", "--layers", "1", "--emb", "8",
+		      "--heads", "1", "--mlp", "8", NULL);
+		if (r.status != 0)
+			dump_fail(&r, "a run with uneven rollouts: expected exit 0");
+		if (cases[i][3] && (!strstr(r.err, cases[i][3]) ||
+				    !strstr(r.err, "make --rollouts a multiple of 3")))
+			dump_fail(&r, "expected the uneven-rollouts warning naming the fix");
+		if (!cases[i][3] && strstr(r.err, "warn"))
+			dump_fail(&r, "expected no warning");
+		result_free(&r);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -346,6 +383,7 @@ int main(void)
 		cmocka_unit_test(test_missing_input),
 		cmocka_unit_test(test_run_and_save),
 		cmocka_unit_test(test_time_limit_and_resume),
+		cmocka_unit_test(test_uneven_rollouts),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -573,13 +573,13 @@ static void warn_uneven_rollouts(const struct learn_opts *o, uint32_t rank, uint
 	if (rank != 0 || o->iters <= o->imitate_iters || workers < 2 || o->rollouts % workers == 0)
 		return;
 	if (o->rollouts < workers)
-		log_warn("--rollouts %u with %u workers: %u of them have nothing to do in "
+		log_warn("--rollouts %u with %u workers: %u of the workers get no rollout in "
 			 "reinforcement; make --rollouts a multiple of %u",
 			 o->rollouts, workers, workers - o->rollouts, workers);
 	else
-		log_warn("--rollouts %u with %u workers: %u of them run one rollout more than "
-			 "the others, and each iteration waits for them; make --rollouts a "
-			 "multiple of %u",
+		log_warn("--rollouts %u with %u workers: %u of the workers run one rollout more "
+			 "than the others, and every reinforcement iteration waits for those; make "
+			 "--rollouts a multiple of %u",
 			 o->rollouts, workers, o->rollouts % workers, workers);
 }
 

@@ -237,8 +237,8 @@ int loomd_config_check(const struct loomd_config *c, struct loom_err *err)
 	}
 	if (policy_spec_parse(c->policy, &cls, opt, &e2) < 0)
 		return loom_err_set(err, EINVAL, "policy: %s", loom_err_str(&e2));
-	if (policy_class_check_live(cls, &e2) < 0)
-		return loom_err_set(err, EINVAL, "%s", loom_err_str(&e2));
+	if (policy_class_check_live(cls, err) < 0)
+		return -EINVAL;
 	if (policy_class_assign_parse(c->class_assign, &assign) < 0)
 		return loom_err_set(err, EINVAL,
 				    "class_assign: '%s' is not one of conflict, per-host",

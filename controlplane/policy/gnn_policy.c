@@ -441,6 +441,19 @@ static int label(struct gnnp *x, const struct cp_model *m, uint64_t now_ns)
 	return decide_teacher(x, m, now_ns, &x->td);
 }
 
+void policy_graph_gnn_batch(const struct policy_graph *g, struct gnn_batch *b)
+{
+	*b = (struct gnn_batch){
+		.nnodes = g->nnodes,
+		.nfeatures = g->nfeat,
+		.features = g->x,
+		.njobs = g->njobs,
+		.job_start = g->job_start,
+		.nedges = g->nedges,
+		.edges = g->edges,
+	};
+}
+
 static int gnn_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns,
 		      struct policy_decision *d)
 {
@@ -467,15 +480,7 @@ static int gnn_decide(struct policy *p, const struct cp_model *m, uint64_t now_n
 	}
 	if (x->has_hook && x->hook.teacher && !x->hook.dagger)
 		return decide_teacher(x, m, now_ns, d);
-	b = (struct gnn_batch){
-		.nnodes = g->nnodes,
-		.nfeatures = g->nfeat,
-		.features = g->x,
-		.njobs = g->njobs,
-		.job_start = g->job_start,
-		.nedges = g->nedges,
-		.edges = g->edges,
-	};
+	policy_graph_gnn_batch(g, &b);
 	r = gnn_forward(x->model, &b, g->sched, n, x->scores, &gerr);
 	if (r < 0) {
 		log_debug("gnn policy: forward failed: %s", gerr.msg);

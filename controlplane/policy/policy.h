@@ -321,6 +321,7 @@ bool policy_spec_uses_gnn(const char *spec);
 
 struct policy_graph;
 struct gnn_rng;
+struct gnn_batch;
 
 /*
  * Training hooks of the gnn policy (loom-train). With a hook set, every
@@ -360,6 +361,13 @@ int policy_gnn_prior_find(const char *name);
 
 /* Sets (hook non-NULL, copied) or clears the hook of a gnn policy. 0, or -EINVAL otherwise. */
 int policy_gnn_set_hook(struct policy *p, const struct policy_gnn_hook *hook);
+
+/*
+ * The gnn batch of graph g as built: g's own arrays, not copies, and g->nfeat
+ * numbers per node. What the gnn policy scores, and what a hook's record()
+ * can score again.
+ */
+void policy_graph_gnn_batch(const struct policy_graph *g, struct gnn_batch *b);
 
 /* ---- the ensemble (ensemble.c) ---------------------------------------------------------- */
 

@@ -221,16 +221,9 @@ static void cuda_record(void *ctx, const struct policy_graph *g, const uint32_t 
 {
 	struct cuda_cmp *c = ctx;
 	struct gnn_err err = {{0}};
-	struct gnn_batch b = {
-		.nnodes = g->nnodes,
-		.nfeatures = POLICY_NFEATURES,
-		.features = g->x,
-		.njobs = g->njobs,
-		.job_start = g->job_start,
-		.nedges = g->nedges,
-		.edges = g->edges,
-	};
+	struct gnn_batch b;
 
+	policy_graph_gnn_batch(g, &b);
 	c->decisions++;
 	if (n != g->nsched || n > sizeof(c->ref) / sizeof(c->ref[0])) {
 		cuda_cmp_fail(c, "decision at %" PRIu64 " ns: %u ranked of %u", now_ns, n,
@@ -587,15 +580,7 @@ static void reach_record(void *ctx, const struct policy_graph *g, const uint32_t
 	struct place_reach *c = ctx;
 	static float x[64 * POLICY_NFEATURES_RANKS], a[64], b[64];
 	struct gnn_err err = {{0}};
-	struct gnn_batch bt = {
-		.nnodes = g->nnodes,
-		.nfeatures = g->nfeat,
-		.features = x,
-		.njobs = g->njobs,
-		.job_start = g->job_start,
-		.nedges = g->nedges,
-		.edges = g->edges,
-	};
+	struct gnn_batch bt;
 
 	(void)perm;
 	(void)now_ns;
@@ -604,7 +589,9 @@ static void reach_record(void *ctx, const struct policy_graph *g, const uint32_t
 		return;
 	}
 	c->calls++;
+	policy_graph_gnn_batch(g, &bt);
 	memcpy(x, g->x, (size_t)g->nnodes * g->nfeat * sizeof(float));
+	bt.features = x; /* a copy whose place columns can be cleared */
 	if (gnn_forward(c->model, &bt, g->sched, n, a, &err) < 0) {
 		c->bad++;
 		return;

@@ -16,6 +16,12 @@
 #ifndef FLUID_DRAIN_REL
 #define FLUID_DRAIN_REL 0.1
 #endif
+/*
+ * A demand whose rbits / drate exceeds a step by this fraction cannot drain
+ * in it: rbits <= drate x step x (1 + FLUID_T_REL) holds for none (a few
+ * roundings of 1e-16 each).
+ */
+#define FLUID_SAFE_REL 1e-12
 /* Releases due within this many seconds of now happen now (the engine counts whole ns). */
 #define FLUID_T_ABS 1e-9
 /* An event's work beyond its passes over the live demands (work_left's units). */
@@ -52,8 +58,9 @@ int policy_fluid_init(struct policy_fluid *f, const struct cp_model *m)
 	f->bs_load = calloc(np ? np : 1, sizeof(double));
 	f->bs_pfirst = calloc(np + 1, sizeof(uint32_t));
 	f->bs_fill = calloc(np ? np : 1, sizeof(uint32_t));
+	f->bs_ports = calloc(np ? np : 1, sizeof(uint32_t));
 	if (!f->cap_bps || !f->thr_bps || !f->free_bps || !f->acc || !f->port_stamp || !f->local ||
-	    !f->bs_load || !f->bs_pfirst || !f->bs_fill) {
+	    !f->bs_load || !f->bs_pfirst || !f->bs_fill || !f->bs_ports) {
 		policy_fluid_done(f);
 		return -ENOMEM;
 	}
@@ -104,6 +111,8 @@ void policy_fluid_done(struct policy_fluid *f)
 	free(f->rnow);
 	free(f->state);
 	free(f->moving);
+	free(f->timed);
+	free(f->tdrain);
 	free(f->jlb_s);
 	free(f->parents);
 	free(f->ready_s);
@@ -121,6 +130,7 @@ void policy_fluid_done(struct policy_fluid *f)
 	free(f->bs_load);
 	free(f->bs_pfirst);
 	free(f->bs_fill);
+	free(f->bs_ports);
 	free(f->bs_coflow);
 	free(f->bs_bits);
 	free(f->bs_w);
@@ -159,6 +169,8 @@ static int size_coflows(struct policy_fluid *f, uint32_t n, uint32_t nj)
 		RE(rnow);
 		RE(state);
 		RE(moving);
+		RE(timed);
+		RE(tdrain);
 		RE(parents);
 		RE(ready_s);
 		RE(rel0_s);
@@ -455,6 +467,34 @@ static void act_insert(struct policy_fluid *f, uint32_t i)
 }
 
 /*
+ * Seconds until coflow i's last demand drains at the current rates (INFINITY:
+ * never); lowers *drain to the time its first demand drains.
+ */
+static double time_left_s(const struct policy_fluid *f, uint32_t i, double *drain)
+{
+	const double *restrict rbits = f->rbits, *restrict drate = f->drate;
+	double t = 0, dmin = *drain;
+
+	if (!f->moving[i]) /* no rate: never, unless nothing is left */
+		return f->dend[i] > f->dstart[i] ? INFINITY : 0;
+	for (uint32_t e = f->dstart[i], end = f->dend[i]; e < end; e++) {
+		double d;
+
+		if (!(drate[e] > 0)) {
+			t = INFINITY;
+			continue;
+		}
+		d = rbits[e] / drate[e];
+		if (d > t)
+			t = d;
+		if (d < dmin)
+			dmin = d;
+	}
+	*drain = dmin;
+	return t;
+}
+
+/*
  * Rates for the schedulable list, in order: MADD (every port demand of a
  * coflow finishes at its bottleneck time on the capacity left; a coflow with
  * a saturated port gets nothing), then backfill in the same order: each
@@ -463,123 +503,134 @@ static void act_insert(struct policy_fluid *f, uint32_t i)
  * one downlink), as the engine's greedy per-flow backfill does in sum. On a
  * fabric with racks the backfill is left out (it cannot be balanced port by
  * port there), which only makes the model more pessimistic.
+ *
+ * Then each schedulable coflow's time left at these rates (f->tleft, as
+ * time_left_s() gives it) and the time its first demand drains (f->tdrain);
+ * returns the least of those.
+ * A backfilled coflow's is taken in its backfill pass, once its rates are
+ * final (the rates of coflows later in the order do not change them).
+ *
+ * The arrays are read through restrict copies: the stores to the uint8_t
+ * moving[] would otherwise make the compiler reload every pointer of f.
  */
-static void allocate(struct policy_fluid *f)
+static double allocate(struct policy_fluid *f)
 {
+	const uint32_t *restrict act = f->act, *restrict dstart = f->dstart,
+			      *restrict dend = f->dend, *restrict rport = f->rport;
+	const uint8_t *restrict rside = f->rside;
+	const double *restrict rbits = f->rbits, *restrict thr = f->thr_bps;
+	double *restrict drate = f->drate, *restrict freeb = f->free_bps,
+		       *restrict tleft = f->tleft, *restrict tdrain = f->tdrain;
+	uint8_t *restrict moving = f->moving, *restrict timed = f->timed;
+	const uint32_t nact = f->nact;
 	/* ports with capacity left (all, host uplinks, host downlinks): none left, nothing moves */
-	uint32_t nfree = 0, nfree_up = 0, nfree_down = 0;
+	uint32_t nfree = f->nfree0, nfree_up = f->nfree_up0, nfree_down = f->nfree_down0;
+	double drain = INFINITY;
 
-	memcpy(f->free_bps, f->cap_bps, f->nports * sizeof(double));
-	nfree = f->nfree0;
-	nfree_up = f->nfree_up0;
-	nfree_down = f->nfree_down0;
-	for (uint32_t a = 0; a < f->nact; a++) {
-		uint32_t i = f->act[a];
+	memcpy(freeb, f->cap_bps, f->nports * sizeof(double));
+	for (uint32_t a = 0; a < nact; a++) {
+		uint32_t i = act[a], e0 = dstart[i], e1 = dend[i];
 		double g = 0; /* seconds to finish at the bottleneck */
 		bool blocked = false;
 
-		f->moving[i] = 0;
+		moving[i] = 0;
+		timed[i] = 0;
 		if (nfree == 0)
 			continue; /* a coflow with bits left would be blocked */
-		for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++) {
-			uint32_t p = f->rport[e];
+		for (uint32_t e = e0; e < e1; e++) {
+			uint32_t p = rport[e];
 
-			if (f->free_bps[p] <= f->thr_bps[p]) {
+			if (freeb[p] <= thr[p]) {
 				blocked = true;
 				break;
 			}
-			if (f->rbits[e] > g * f->free_bps[p]) /* divide only on a new max */
-				g = f->rbits[e] / f->free_bps[p];
+			if (rbits[e] > g * freeb[p]) /* divide only on a new max */
+				g = rbits[e] / freeb[p];
 		}
 		if (blocked || !(g > 0))
 			continue;
 		g = 1 / g;
-		f->moving[i] = 1;
-		for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++) {
-			uint32_t p = f->rport[e];
-			bool had = f->free_bps[p] > f->thr_bps[p];
+		moving[i] = 1;
+		for (uint32_t e = e0; e < e1; e++) {
+			uint32_t p = rport[e];
+			bool had = freeb[p] > thr[p];
 
-			f->drate[e] = f->rbits[e] * g;
-			f->free_bps[p] -= f->drate[e];
-			if (f->free_bps[p] < 0)
-				f->free_bps[p] = 0;
-			if (had && f->free_bps[p] <= f->thr_bps[p]) {
+			drate[e] = rbits[e] * g;
+			freeb[p] -= drate[e];
+			if (freeb[p] < 0)
+				freeb[p] = 0;
+			if (had && freeb[p] <= thr[p]) {
 				nfree--;
-				nfree_up -= f->rside[e] == 0;
-				nfree_down -= f->rside[e] == 1;
+				nfree_up -= rside[e] == 0;
+				nfree_down -= rside[e] == 1;
 			}
 		}
 	}
-	if (f->racks)
-		return;
-	for (uint32_t a = 0; a < f->nact && nfree_up > 0 && nfree_down > 0; a++) {
-		uint32_t i = f->act[a];
-		double up = 0, down = 0, su, sd;
+	for (uint32_t a = 0; !f->racks && a < nact && nfree_up > 0 && nfree_down > 0; a++) {
+		uint32_t i = act[a], e0 = dstart[i], e1 = dend[i];
+		double up = 0, down = 0, su, sd, t = 0, dmin = INFINITY;
 
-		for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++) {
-			uint32_t p = f->rport[e];
+		for (uint32_t e = e0; e < e1; e++) {
+			uint32_t p = rport[e];
+			/* adding +0 leaves a sum as it is: no branch on the port's state */
+			double fr = freeb[p] > thr[p] ? freeb[p] : 0;
 
-			if (f->free_bps[p] <= f->thr_bps[p])
-				continue;
-			if (f->rside[e] == 0)
-				up += f->free_bps[p];
-			else if (f->rside[e] == 1)
-				down += f->free_bps[p];
+			up += rside[e] == 0 ? fr : 0;
+			down += rside[e] == 1 ? fr : 0;
 		}
 		if (!(up > 0) || !(down > 0))
 			continue;
 		su = up > down ? down / up : 1;
 		sd = down > up ? up / down : 1;
-		if (!f->moving[i]) {
+		if (!moving[i]) {
 			/* no MADD rate: its rates are stale, start them from 0 */
-			for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++)
-				f->drate[e] = 0;
-			f->moving[i] = 1;
+			for (uint32_t e = e0; e < e1; e++)
+				drate[e] = 0;
+			moving[i] = 1;
 		}
-		for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++) {
-			uint32_t p = f->rport[e];
-			double extra;
+		for (uint32_t e = e0; e < e1; e++) {
+			uint32_t p = rport[e];
+			double d;
 
-			if (f->free_bps[p] <= f->thr_bps[p])
-				continue;
-			extra = f->free_bps[p] * (f->rside[e] == 0 ? su : sd);
-			f->drate[e] += extra;
-			f->free_bps[p] -= extra;
-			if (f->free_bps[p] < 0)
-				f->free_bps[p] = 0;
-			if (f->free_bps[p] <= f->thr_bps[p]) {
-				nfree--;
-				nfree_up -= f->rside[e] == 0;
-				nfree_down -= f->rside[e] == 1;
+			if (freeb[p] > thr[p]) {
+				double extra = freeb[p] * (rside[e] == 0 ? su : sd);
+
+				drate[e] += extra;
+				freeb[p] -= extra;
+				if (freeb[p] < 0)
+					freeb[p] = 0;
+				if (freeb[p] <= thr[p]) {
+					nfree--;
+					nfree_up -= rside[e] == 0;
+					nfree_down -= rside[e] == 1;
+				}
 			}
+			/* its time left, as time_left_s() takes it */
+			if (!(drate[e] > 0)) {
+				t = INFINITY;
+				continue;
+			}
+			d = rbits[e] / drate[e];
+			if (d > t)
+				t = d;
+			if (d < dmin)
+				dmin = d;
 		}
+		tleft[i] = t;
+		tdrain[i] = dmin;
+		timed[i] = 1;
 	}
-}
+	for (uint32_t a = 0; a < nact; a++) {
+		uint32_t i = act[a];
 
-/*
- * Seconds until coflow i's last demand drains at the current rates (INFINITY:
- * never); lowers *drain to the time its first demand drains.
- */
-static double time_left_s(const struct policy_fluid *f, uint32_t i, double *drain)
-{
-	double t = 0;
-
-	if (!f->moving[i]) /* no rate: never, unless nothing is left */
-		return f->dend[i] > f->dstart[i] ? INFINITY : 0;
-	for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++) {
-		double d;
-
-		if (!(f->drate[e] > 0)) {
-			t = INFINITY;
-			continue;
+		if (!timed[i]) {
+			tdrain[i] = INFINITY;
+			tleft[i] = time_left_s(f, i, &tdrain[i]);
 		}
-		d = f->rbits[e] / f->drate[e];
-		if (d > t)
-			t = d;
-		if (d < *drain)
-			*drain = d;
+		if (tdrain[i] < drain)
+			drain = tdrain[i];
 	}
-	return t;
+	return drain;
 }
 
 static void job_coflow_done(struct policy_fluid *f, uint32_t i, double t)
@@ -614,9 +665,22 @@ static void complete(struct policy_fluid *f, uint32_t i, double t)
 				f->ready_s[ch] = f->earliest_s[ch];
 			f->state[ch] = CP_COFLOW_READY;
 			f->nready++;
+			if (f->ready_s[ch] < f->next_ready_s)
+				f->next_ready_s = f->ready_s[ch];
 		}
 	}
 	job_coflow_done(f, i, t);
+}
+
+/* f->next_ready_s: the earliest release of a READY coflow (INFINITY: none). */
+static void find_next_ready(struct policy_fluid *f)
+{
+	double r = INFINITY;
+
+	for (uint32_t i = 0; f->nready > 0 && i < f->n; i++)
+		if (f->state[i] == CP_COFLOW_READY && f->ready_s[i] < r)
+			r = f->ready_s[i];
+	f->next_ready_s = r;
 }
 
 /* Releases every READY coflow due by t; a coflow with nothing to move completes at once. */
@@ -624,6 +688,8 @@ static void release_due(struct policy_fluid *f, double t)
 {
 	bool again = true;
 
+	if (f->nready == 0 || f->next_ready_s > t + FLUID_T_ABS)
+		return; /* nothing due */
 	while (again && f->nready > 0) {
 		again = false;
 		for (uint32_t i = 0; i < f->n; i++) {
@@ -640,6 +706,7 @@ static void release_due(struct policy_fluid *f, double t)
 			act_insert(f, i);
 		}
 	}
+	find_next_ready(f);
 }
 
 /* Seconds coflow i needs alone on the empty fabric for what it has left. */
@@ -703,7 +770,7 @@ static double job_bottleneck_s(struct policy_fluid *f, uint32_t first, uint32_t 
  */
 static void bssi(struct policy_fluid *f)
 {
-	uint32_t left = f->nact, front = 0;
+	uint32_t left = f->nact, front = 0, nused = 0;
 
 	memset(f->bs_pfirst, 0, (f->nports + 1) * sizeof(uint32_t));
 	for (uint32_t a = 0; a < f->nact; a++) {
@@ -716,8 +783,11 @@ static void bssi(struct policy_fluid *f)
 			f->bs_load[f->rport[e]] += f->rbits[e];
 		}
 	}
-	for (uint32_t p = 0; p < f->nports; p++)
+	for (uint32_t p = 0; p < f->nports; p++) {
+		if (f->bs_pfirst[p + 1])
+			f->bs_ports[nused++] = p; /* the ports with demands, ascending */
 		f->bs_pfirst[p + 1] += f->bs_pfirst[p];
+	}
 	memcpy(f->bs_fill, f->bs_pfirst, f->nports * sizeof(uint32_t));
 	for (uint32_t a = 0; a < f->nact; a++) {
 		uint32_t i = f->act[a];
@@ -733,11 +803,23 @@ static void bssi(struct policy_fluid *f)
 		uint32_t b = 0, last = CP_NONE;
 		double best = -1, ratio = INFINITY, dl = 0;
 
-		for (uint32_t p = 0; p < f->nports; p++)
+		/*
+		 * The first most loaded port. A port with no demand, or none left,
+		 * has no load: it leaves the list (the rest keep their order).
+		 */
+		for (uint32_t q = 0, w = 0, n = nused; q < n; q++) {
+			uint32_t p = f->bs_ports[q];
+
+			if (!(f->bs_load[p] > 0)) {
+				nused--;
+				continue;
+			}
+			f->bs_ports[w++] = p;
 			if (f->bs_load[p] > best) {
 				best = f->bs_load[p];
 				b = p;
 			}
+		}
 		if (!(best > 0))
 			break;
 		for (uint32_t k = f->bs_pfirst[b]; k < f->bs_pfirst[b + 1]; k++) {
@@ -940,6 +1022,7 @@ static void reset(struct policy_fluid *f)
 		f->rel_s[i] = f->rel0_s[i];
 		f->nready += f->state[i] == CP_COFLOW_READY;
 	}
+	find_next_ready(f);
 }
 
 uint32_t policy_fluid_order(struct policy_fluid *f, enum policy_fluid_rule rule,
@@ -964,7 +1047,8 @@ static double cost_floor(const struct policy_fluid *f, double t, double end)
 
 	for (uint32_t j = 0; j < f->nj; j++)
 		if (f->jfinish_s[j] < 0)
-			c += f->jweight[j] * fmin(end, fmax(t, f->jlb_s[j]));
+			c += f->jweight[j] * (f->jlb_s[j] > t ? (f->jlb_s[j] < end ? f->jlb_s[j] : end) :
+							       (t < end ? t : end));
 	return c;
 }
 
@@ -1004,15 +1088,11 @@ double policy_fluid_run(struct policy_fluid *f, enum policy_fluid_rule rule, dou
 		f->work_left -= work;
 		if (resort)
 			rerank(f, rule);
-		allocate(f);
-		for (uint32_t a = 0; a < f->nact; a++) {
-			uint32_t i = f->act[a];
-
-			/* a demand that drains frees its port's capacity for the others */
-			f->tleft[i] = time_left_s(f, i, &drain);
-			if (f->tleft[i] < dt)
-				dt = f->tleft[i];
-		}
+		/* a demand that drains frees its port's capacity for the others */
+		drain = allocate(f);
+		for (uint32_t a = 0; a < f->nact; a++)
+			if (f->tleft[f->act[a]] < dt)
+				dt = f->tleft[f->act[a]];
 		/*
 		 * Drains close together are taken as one event: the step runs a little
 		 * past the first of them, whose capacity idles for the difference
@@ -1020,9 +1100,9 @@ double policy_fluid_run(struct policy_fluid *f, enum policy_fluid_rule rule, dou
 		 */
 		if (drain * (1 + FLUID_DRAIN_REL) < dt)
 			dt = drain * (1 + FLUID_DRAIN_REL);
-		for (uint32_t i = 0; f->nready > 0 && i < f->n; i++)
-			if (f->state[i] == CP_COFLOW_READY && f->ready_s[i] - t < dt)
-				dt = f->ready_s[i] > t ? f->ready_s[i] - t : 0;
+		/* the earliest due release (f->next_ready_s: the least of READY ready_s) */
+		if (f->nready > 0 && f->next_ready_s - t < dt)
+			dt = f->next_ready_s > t ? f->next_ready_s - t : 0;
 		if (!isfinite(dt))
 			break; /* nothing can move and nothing is due: leave the rest unfinished */
 		/* Completions are decided on durations, not on the clock (no drift at large t). */
@@ -1038,6 +1118,20 @@ double policy_fluid_run(struct policy_fluid *f, enum policy_fluid_rule rule, dou
 				continue;
 			}
 			if (!f->moving[i]) {
+				f->live_act += f->dend[i] - f->dstart[i];
+				f->act[w++] = i;
+				continue;
+			}
+			if (f->tdrain[i] > dt * (1 + FLUID_T_REL) * (1 + FLUID_SAFE_REL)) {
+				/*
+				 * None drains (each rbits / drate is past the step by more than
+				 * rounding): as below, without the test (a rate of 0 takes 0)
+				 */
+				double *restrict rbits = f->rbits;
+				const double *restrict drate = f->drate;
+
+				for (uint32_t e = f->dstart[i], e1 = f->dend[i]; e < e1; e++)
+					rbits[e] -= drate[e] * dt;
 				f->live_act += f->dend[i] - f->dstart[i];
 				f->act[w++] = i;
 				continue;

@@ -119,6 +119,8 @@ struct policy_fluid {
 	double *rnow;    /* n: rank in the rollout (inherited on release unless own_rank) */
 	uint8_t *state;  /* n */
 	uint8_t *moving; /* n: the last allocation gave coflow i a rate (else its drate is stale) */
+	uint8_t *timed;  /* n: scratch of the allocation: tleft[i] taken in the backfill */
+	double *tdrain;  /* n: seconds until coflow i's first demand drains at the current rates */
 	double *jlb_s;   /* nj: the snapshot's lower bound on each job's finish, s from now */
 	double done_cost; /* the run so far: sum of weight x finish over its finished jobs */
 	uint32_t *parents;
@@ -128,6 +130,7 @@ struct policy_fluid {
 	uint32_t nact;
 	uint32_t *jleft;
 	uint32_t nready, jobs_open; /* READY coflows, unfinished jobs */
+	double next_ready_s;        /* the earliest ready_s of a READY coflow; INFINITY: none */
 	double *jfinish_s;          /* nj: completion, s from now; < 0 while unfinished */
 	double first_s;    /* the last run's first interval: when its first event came, s */
 	uint32_t live_act; /* live demands of the schedulable coflows */
@@ -162,6 +165,7 @@ struct policy_fluid {
 	double *bs_load;     /* nports */
 	uint32_t *bs_pfirst; /* nports + 1: schedulable demands grouped by port */
 	uint32_t *bs_fill;   /* nports */
+	uint32_t *bs_ports;  /* nports: the ports with schedulable demands */
 	uint32_t *bs_coflow; /* demand entries, grouped by port: coflow */
 	double *bs_bits;     /* and its bits there */
 	double *bs_w;        /* n: scaled weights */

@@ -516,11 +516,11 @@ static double time_left_s(const struct policy_fluid *f, uint32_t i, double *drai
 static double allocate(struct policy_fluid *f)
 {
 	const uint32_t *restrict act = f->act, *restrict dstart = f->dstart,
-			      *restrict dend = f->dend, *restrict rport = f->rport;
+				 *restrict dend = f->dend, *restrict rport = f->rport;
 	const uint8_t *restrict rside = f->rside;
 	const double *restrict rbits = f->rbits, *restrict thr = f->thr_bps;
 	double *restrict drate = f->drate, *restrict freeb = f->free_bps,
-		       *restrict tleft = f->tleft, *restrict tdrain = f->tdrain;
+			 *restrict tleft = f->tleft, *restrict tdrain = f->tdrain;
 	uint8_t *restrict moving = f->moving, *restrict timed = f->timed;
 	const uint32_t nact = f->nact;
 	/* ports with capacity left (all, host uplinks, host downlinks): none left, nothing moves */
@@ -1047,8 +1047,9 @@ static double cost_floor(const struct policy_fluid *f, double t, double end)
 
 	for (uint32_t j = 0; j < f->nj; j++)
 		if (f->jfinish_s[j] < 0)
-			c += f->jweight[j] * (f->jlb_s[j] > t ? (f->jlb_s[j] < end ? f->jlb_s[j] : end) :
-							       (t < end ? t : end));
+			c += f->jweight[j] * (f->jlb_s[j] > t ?
+						      (f->jlb_s[j] < end ? f->jlb_s[j] : end) :
+						      (t < end ? t : end));
 	return c;
 }
 

@@ -27,6 +27,20 @@
 /* An event's work beyond its passes over the live demands (work_left's units). */
 #define FLUID_EVENT_WORK 16
 
+/*
+ * x where c holds, else +0, without a branch (the ports' states vary from
+ * demand to demand, so a branch on them is mispredicted often).
+ */
+static inline double keep_if(double x, bool c)
+{
+	uint64_t u;
+
+	memcpy(&u, &x, sizeof(u));
+	u &= -(uint64_t)c;
+	memcpy(&x, &u, sizeof(x));
+	return x;
+}
+
 /* Port classes for the backfill's conservation rule. */
 static inline bool host_up(const struct policy_fluid *f, uint32_t p)
 {
@@ -573,10 +587,10 @@ static double allocate(struct policy_fluid *f)
 		for (uint32_t e = e0; e < e1; e++) {
 			uint32_t p = rport[e];
 			/* adding +0 leaves a sum as it is: no branch on the port's state */
-			double fr = freeb[p] > thr[p] ? freeb[p] : 0;
+			double fr = keep_if(freeb[p], freeb[p] > thr[p]);
 
-			up += rside[e] == 0 ? fr : 0;
-			down += rside[e] == 1 ? fr : 0;
+			up += keep_if(fr, rside[e] == 0);
+			down += keep_if(fr, rside[e] == 1);
 		}
 		if (!(up > 0) || !(down > 0))
 			continue;
@@ -804,24 +818,29 @@ static void bssi(struct policy_fluid *f)
 		double best = -1, ratio = INFINITY, dl = 0;
 
 		/*
-		 * The first most loaded port. A port with no demand, or none left,
-		 * has no load: it leaves the list (the rest keep their order).
+		 * The first most loaded port: the most load, then the first port
+		 * with it. A port with no load left leaves the list (the rest keep
+		 * their order); a port with no demand was never in it.
 		 */
-		for (uint32_t q = 0, w = 0, n = nused; q < n; q++) {
-			uint32_t p = f->bs_ports[q];
+		uint32_t w = 0;
 
-			if (!(f->bs_load[p] > 0)) {
-				nused--;
-				continue;
-			}
-			f->bs_ports[w++] = p;
-			if (f->bs_load[p] > best) {
-				best = f->bs_load[p];
-				b = p;
-			}
+		for (uint32_t q = 0; q < nused; q++) {
+			uint32_t p = f->bs_ports[q];
+			double l = f->bs_load[p];
+
+			/* without branches: the loads are in no order */
+			f->bs_ports[w] = p;
+			w += l > 0;
+			best = l > best ? l : best;
 		}
+		nused = w;
 		if (!(best > 0))
 			break;
+		for (uint32_t q = 0; q < nused; q++)
+			if (f->bs_load[f->bs_ports[q]] == best) {
+				b = f->bs_ports[q];
+				break;
+			}
 		for (uint32_t k = f->bs_pfirst[b]; k < f->bs_pfirst[b + 1]; k++) {
 			uint32_t i = f->bs_coflow[k];
 			double v;

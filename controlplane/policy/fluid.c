@@ -902,6 +902,29 @@ static int cmp_keys(const void *a, const void *b, void *arg)
 	return i < j ? -1 : i > j;
 }
 
+/*
+ * Sorts the schedulable list by cmp_keys(), a total order, so any sort gives
+ * the same list. A short list is sorted in place by insertion: it is nearly
+ * in order already (the last event's order, by the same keys but for the
+ * coflows the event changed), so that costs little more than one pass.
+ */
+static void sort_act(struct policy_fluid *f)
+{
+	if (f->nact > 64) {
+		qsort_r(f->act, f->nact, sizeof(*f->act), cmp_keys, f);
+		return;
+	}
+	for (uint32_t a = 1; a < f->nact; a++) {
+		uint32_t i = f->act[a], b = a;
+
+		while (b > 0 && cmp_keys(&i, &f->act[b - 1], f) < 0) {
+			f->act[b] = f->act[b - 1];
+			b--;
+		}
+		f->act[b] = i;
+	}
+}
+
 static void rerank(struct policy_fluid *f, enum policy_fluid_rule rule);
 
 /*
@@ -945,7 +968,7 @@ static void rerank(struct policy_fluid *f, enum policy_fluid_rule rule)
 		return;
 	if (rule == POLICY_FLUID_BLEND) {
 		blend(f);
-		qsort_r(f->act, f->nact, sizeof(*f->act), cmp_keys, f);
+		sort_act(f);
 		return;
 	}
 	if (rule == POLICY_FLUID_SRJF || rule == POLICY_FLUID_WSRJF || rule == POLICY_FLUID_CPF ||
@@ -959,7 +982,7 @@ static void rerank(struct policy_fluid *f, enum policy_fluid_rule rule)
 		for (uint32_t a = 0; a < f->nact; a++)
 			f->key2[f->act[a]] = 0;
 		bssi(f);
-		qsort_r(f->act, f->nact, sizeof(*f->act), cmp_keys, f);
+		sort_act(f);
 		return;
 	}
 	for (uint32_t a = 0; a < f->nact; a++) {
@@ -1015,7 +1038,7 @@ static void rerank(struct policy_fluid *f, enum policy_fluid_rule rule)
 			break;
 		}
 	}
-	qsort_r(f->act, f->nact, sizeof(*f->act), cmp_keys, f);
+	sort_act(f);
 }
 
 /* Puts the rollout state back to the snapshot; the schedulable list by rank. */

@@ -526,6 +526,8 @@ static double time_left_s(const struct policy_fluid *f, uint32_t i, double *drai
  *
  * The arrays are read through restrict copies: the stores to the uint8_t
  * moving[] would otherwise make the compiler reload every pointer of f.
+ * A port's capacity left at or below its threshold (none, as in
+ * policy_madd) is stored as 0, so every test of a port is against 0.
  */
 static double allocate(struct policy_fluid *f)
 {
@@ -554,7 +556,7 @@ static double allocate(struct policy_fluid *f)
 		for (uint32_t e = e0; e < e1; e++) {
 			uint32_t p = rport[e];
 
-			if (freeb[p] <= thr[p]) {
+			if (!(freeb[p] > 0)) { /* at or below its threshold */
 				blocked = true;
 				break;
 			}
@@ -567,16 +569,17 @@ static double allocate(struct policy_fluid *f)
 		moving[i] = 1;
 		for (uint32_t e = e0; e < e1; e++) {
 			uint32_t p = rport[e];
-			bool had = freeb[p] > thr[p];
+			bool had = freeb[p] > 0;
 
 			drate[e] = rbits[e] * g;
 			freeb[p] -= drate[e];
-			if (freeb[p] < 0)
+			if (freeb[p] <= thr[p]) {
 				freeb[p] = 0;
-			if (had && freeb[p] <= thr[p]) {
-				nfree--;
-				nfree_up -= rside[e] == 0;
-				nfree_down -= rside[e] == 1;
+				if (had) {
+					nfree--;
+					nfree_up -= rside[e] == 0;
+					nfree_down -= rside[e] == 1;
+				}
 			}
 		}
 	}
@@ -586,8 +589,8 @@ static double allocate(struct policy_fluid *f)
 
 		for (uint32_t e = e0; e < e1; e++) {
 			uint32_t p = rport[e];
-			/* adding +0 leaves a sum as it is: no branch on the port's state */
-			double fr = keep_if(freeb[p], freeb[p] > thr[p]);
+			/* a full port's is +0, which leaves a sum as it is */
+			double fr = freeb[p];
 
 			up += keep_if(fr, rside[e] == 0);
 			down += keep_if(fr, rside[e] == 1);
@@ -606,14 +609,13 @@ static double allocate(struct policy_fluid *f)
 			uint32_t p = rport[e];
 			double d;
 
-			if (freeb[p] > thr[p]) {
+			if (freeb[p] > 0) {
 				double extra = freeb[p] * (rside[e] == 0 ? su : sd);
 
 				drate[e] += extra;
 				freeb[p] -= extra;
-				if (freeb[p] < 0)
-					freeb[p] = 0;
 				if (freeb[p] <= thr[p]) {
+					freeb[p] = 0;
 					nfree--;
 					nfree_up -= rside[e] == 0;
 					nfree_down -= rside[e] == 1;

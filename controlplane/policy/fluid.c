@@ -73,8 +73,11 @@ int policy_fluid_init(struct policy_fluid *f, const struct cp_model *m)
 	f->bs_pfirst = calloc(np + 1, sizeof(uint32_t));
 	f->bs_fill = calloc(np ? np : 1, sizeof(uint32_t));
 	f->bs_ports = calloc(np ? np : 1, sizeof(uint32_t));
+	f->bs_cidx = calloc(np ? np : 1, sizeof(uint32_t));
+	f->bs_pl = calloc(np ? np : 1, sizeof(double));
 	if (!f->cap_bps || !f->thr_bps || !f->free_bps || !f->acc || !f->port_stamp || !f->local ||
-	    !f->bs_load || !f->bs_pfirst || !f->bs_fill || !f->bs_ports) {
+	    !f->bs_load || !f->bs_pfirst || !f->bs_fill || !f->bs_ports || !f->bs_cidx ||
+	    !f->bs_pl) {
 		policy_fluid_done(f);
 		return -ENOMEM;
 	}
@@ -145,6 +148,8 @@ void policy_fluid_done(struct policy_fluid *f)
 	free(f->bs_pfirst);
 	free(f->bs_fill);
 	free(f->bs_ports);
+	free(f->bs_cidx);
+	free(f->bs_pl);
 	free(f->bs_coflow);
 	free(f->bs_bits);
 	free(f->bs_w);
@@ -781,6 +786,29 @@ static double job_bottleneck_s(struct policy_fluid *f, uint32_t first, uint32_t 
 }
 
 /*
+ * The largest of x[0 .. n), -1 if n is 0 (x >= 0, no NaN). The maximum is
+ * exact in any order, so four running maxima share the work without
+ * branches (the loads are in no order).
+ */
+static double max_of(const double *x, uint32_t n)
+{
+	double m0 = -1, m1 = -1, m2 = -1, m3 = -1;
+	uint32_t q = 0;
+
+	for (; q + 4 <= n; q += 4) {
+		m0 = x[q] > m0 ? x[q] : m0;
+		m1 = x[q + 1] > m1 ? x[q + 1] : m1;
+		m2 = x[q + 2] > m2 ? x[q + 2] : m2;
+		m3 = x[q + 3] > m3 ? x[q + 3] : m3;
+	}
+	for (; q < n; q++)
+		m0 = x[q] > m0 ? x[q] : m0;
+	m0 = m1 > m0 ? m1 : m0;
+	m2 = m3 > m2 ? m3 : m2;
+	return m2 > m0 ? m2 : m0;
+}
+
+/*
  * Sincronia's BSSI over the schedulable list (controlplane/policy/sincronia.c
  * on the fluid state): fills the order from the back; key[i] = position.
  */
@@ -800,8 +828,12 @@ static void bssi(struct policy_fluid *f)
 		}
 	}
 	for (uint32_t p = 0; p < f->nports; p++) {
-		if (f->bs_pfirst[p + 1])
-			f->bs_ports[nused++] = p; /* the ports with demands, ascending */
+		if (f->bs_pfirst[p + 1]) {
+			/* the ports with demands, ascending, and their loads */
+			f->bs_cidx[p] = nused;
+			f->bs_pl[nused] = f->bs_load[p];
+			f->bs_ports[nused++] = p;
+		}
 		f->bs_pfirst[p + 1] += f->bs_pfirst[p];
 	}
 	memcpy(f->bs_fill, f->bs_pfirst, f->nports * sizeof(uint32_t));
@@ -821,25 +853,16 @@ static void bssi(struct policy_fluid *f)
 
 		/*
 		 * The first most loaded port: the most load, then the first port
-		 * with it. A port with no load left leaves the list (the rest keep
-		 * their order); a port with no demand was never in it.
+		 * with it (bs_ports ascending; a port with no demand has no load).
+		 * Ports at the end with no load left leave the list.
 		 */
-		uint32_t w = 0;
-
-		for (uint32_t q = 0; q < nused; q++) {
-			uint32_t p = f->bs_ports[q];
-			double l = f->bs_load[p];
-
-			/* without branches: the loads are in no order */
-			f->bs_ports[w] = p;
-			w += l > 0;
-			best = l > best ? l : best;
-		}
-		nused = w;
+		while (nused > 0 && !(f->bs_pl[nused - 1] > 0))
+			nused--;
+		best = max_of(f->bs_pl, nused);
 		if (!(best > 0))
 			break;
 		for (uint32_t q = 0; q < nused; q++)
-			if (f->bs_load[f->bs_ports[q]] == best) {
+			if (f->bs_pl[q] == best) {
 				b = f->bs_ports[q];
 				break;
 			}
@@ -874,6 +897,7 @@ static void bssi(struct policy_fluid *f)
 			f->bs_load[f->rport[e]] -= f->rbits[e];
 			if (f->bs_load[f->rport[e]] < 0)
 				f->bs_load[f->rport[e]] = 0;
+			f->bs_pl[f->bs_cidx[f->rport[e]]] = f->bs_load[f->rport[e]];
 		}
 		f->key[last] = --left;
 	}

@@ -166,6 +166,8 @@ struct policy_fluid {
 	uint32_t *bs_pfirst; /* nports + 1: schedulable demands grouped by port */
 	uint32_t *bs_fill;   /* nports */
 	uint32_t *bs_ports;  /* nports: the ports with schedulable demands */
+	uint32_t *bs_cidx;   /* nports: a port's place in bs_ports */
+	double *bs_pl;       /* nports: the load of bs_ports[q] */
 	uint32_t *bs_coflow; /* demand entries, grouped by port: coflow */
 	double *bs_bits;     /* and its bits there */
 	double *bs_w;        /* n: scaled weights */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The lookahead policy and its forward model (controlplane/policy/fluid.h):
+ *   - at the snapshot, each fluid rule orders as its base policy does;
  *   - the fluid model predicts the flow-level engine exactly where it should
  *     (one flow per coflow: MADD gives each flow its bottleneck's capacity
  *     and no backfill is possible) and within a stated error on generated
@@ -45,6 +46,7 @@ struct rand_opts {
 	uint32_t hosts, jobs, max_coflows, max_flows;
 	bool delays;        /* compute delays on edges and release offsets */
 	uint64_t spread_ns; /* jobs arrive uniformly in [0, spread_ns), else all at 0 */
+	uint64_t bytes;     /* every flow this size, else random */
 };
 
 /*
@@ -79,10 +81,12 @@ static struct cp_model *rand_model(struct loom_rng *rng, const struct rand_opts 
 				uint32_t dst = (uint32_t)loom_rng_below(rng, o->hosts - 1);
 
 				dst += dst >= src;
-				assert_int_equal(
-					cp_builder_add_flow(b, cid, src, dst,
-							    100 + loom_rng_below(rng, 5000), &err),
-					0);
+				assert_int_equal(cp_builder_add_flow(
+							 b, cid, src, dst,
+							 o->bytes ? o->bytes :
+								    100 + loom_rng_below(rng, 5000),
+							 &err),
+						 0);
 			}
 			for (uint64_t p = first; p < cid; p++)
 				if (loom_rng_below(rng, 3) == 0)
@@ -237,6 +241,65 @@ static void test_fluid_exact_single_flows(void **state)
 		cp_model_free(m);
 	}
 	topo_free(t);
+}
+
+/*
+ * At the snapshot each rule's order is its base policy's, coflow for
+ * coflow, on wide coflows too (the order needs no model of the fabric).
+ * Flows of one size on equal ports make keys and BSSI's port loads tie, so
+ * the tie rules (the first most loaded port, release then index) are
+ * checked as well as the keys.
+ */
+static void test_fluid_order_is_base_order(void **state)
+{
+	struct rand_opts o = {.hosts = 6, .jobs = 8, .max_coflows = 4, .max_flows = 3};
+	struct loom_rng rng;
+
+	(void)state;
+	loom_rng_seed(&rng, 31);
+	for (int inst = 0; inst < 24; inst++) {
+		/* even instances: equal ports and equal flows, where keys and loads tie */
+		struct topo *t = inst % 2 ? rand_fabric(&rng, o.hosts) :
+					    topo_new_bigswitch(o.hosts, PORT_BPS);
+		struct cp_model *m;
+		struct policy_fluid f;
+		struct policy_decision d;
+		uint32_t *order;
+
+		assert_non_null(t);
+		o.bytes = inst % 2 ? 0 : 1000;
+		m = rand_model(&rng, &o, t);
+		order = calloc(m->ncoflows, sizeof(*order));
+		assert_non_null(order);
+		arrive_all(m);
+		assert_int_equal(policy_fluid_init(&f, m), 0);
+		assert_true(policy_fluid_build(&f, m, 0) >= 0);
+		assert_int_equal(policy_decision_init(&d, m), 0);
+		for (size_t b = 0; b < NEXACT; b++) {
+			struct loom_err err;
+			struct policy *p = policy_new(exact[b].base, NULL, m, &err);
+			uint32_t n;
+
+			if (!p)
+				fail_msg("%s: %s", exact[b].base, loom_err_str(&err));
+			policy_decision_clear(&d);
+			assert_int_equal(policy_decide(p, m, 0, &d), 0);
+			n = policy_fluid_order(&f, exact[b].rule, order);
+			assert_int_equal(n, d.norder);
+			for (uint32_t q = 0; q < n; q++)
+				if (order[q] != d.order[q])
+					fail_msg(
+						"instance %d, %s: place %u is coflow %u in the fluid "
+						"model, %u in the policy",
+						inst, exact[b].base, q, order[q], d.order[q]);
+			policy_free(p);
+		}
+		policy_decision_done(&d);
+		policy_fluid_done(&f);
+		free(order);
+		cp_model_free(m);
+		topo_free(t);
+	}
 }
 
 /*
@@ -804,6 +867,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spec),
 		cmocka_unit_test(test_fluid_exact_single_flows),
+		cmocka_unit_test(test_fluid_order_is_base_order),
 		cmocka_unit_test(test_fluid_close_on_generated),
 		cmocka_unit_test(test_cost_improvement),
 		cmocka_unit_test(test_future_oracle),

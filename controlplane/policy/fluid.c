@@ -786,26 +786,33 @@ static double job_bottleneck_s(struct policy_fluid *f, uint32_t first, uint32_t 
 }
 
 /*
- * The largest of x[0 .. n), -1 if n is 0 (x >= 0, no NaN). The maximum is
- * exact in any order, so four running maxima share the work without
- * branches (the loads are in no order).
+ * The first place of the largest of x[0 .. n) (x >= 0, no NaN; n > 0), in
+ * one pass without branches (the loads are in no order): four lanes keep
+ * each its largest and its first place; of the lanes' the largest wins,
+ * then the first place, as a scan in order would find it.
  */
-static double max_of(const double *x, uint32_t n)
+static uint32_t argmax_first(const double *x, uint32_t n)
 {
-	double m0 = -1, m1 = -1, m2 = -1, m3 = -1;
-	uint32_t q = 0;
+	double m[4] = {-1, -1, -1, -1};
+	uint32_t at[4] = {0, 0, 0, 0}, q = 0, best = 0;
 
-	for (; q + 4 <= n; q += 4) {
-		m0 = x[q] > m0 ? x[q] : m0;
-		m1 = x[q + 1] > m1 ? x[q + 1] : m1;
-		m2 = x[q + 2] > m2 ? x[q + 2] : m2;
-		m3 = x[q + 3] > m3 ? x[q + 3] : m3;
+	for (; q + 4 <= n; q += 4)
+		for (uint32_t l = 0; l < 4; l++) {
+			bool gt = x[q + l] > m[l];
+
+			at[l] = gt ? q + l : at[l];
+			m[l] = gt ? x[q + l] : m[l];
+		}
+	for (; q < n; q++) {
+		bool gt = x[q] > m[0];
+
+		at[0] = gt ? q : at[0];
+		m[0] = gt ? x[q] : m[0];
 	}
-	for (; q < n; q++)
-		m0 = x[q] > m0 ? x[q] : m0;
-	m0 = m1 > m0 ? m1 : m0;
-	m2 = m3 > m2 ? m3 : m2;
-	return m2 > m0 ? m2 : m0;
+	for (uint32_t l = 1; l < 4; l++)
+		if (m[l] > m[best] || (m[l] == m[best] && at[l] < at[best]))
+			best = l;
+	return at[best];
 }
 
 /*
@@ -848,7 +855,7 @@ static void bssi(struct policy_fluid *f)
 		}
 	}
 	while (left > 0) {
-		uint32_t b = 0, last = CP_NONE;
+		uint32_t b = 0, last = CP_NONE, q;
 		double best = -1, ratio = INFINITY, dl = 0;
 
 		/*
@@ -858,14 +865,13 @@ static void bssi(struct policy_fluid *f)
 		 */
 		while (nused > 0 && !(f->bs_pl[nused - 1] > 0))
 			nused--;
-		best = max_of(f->bs_pl, nused);
+		if (nused == 0)
+			break;
+		q = argmax_first(f->bs_pl, nused);
+		best = f->bs_pl[q];
+		b = f->bs_ports[q];
 		if (!(best > 0))
 			break;
-		for (uint32_t q = 0; q < nused; q++)
-			if (f->bs_pl[q] == best) {
-				b = f->bs_ports[q];
-				break;
-			}
 		for (uint32_t k = f->bs_pfirst[b]; k < f->bs_pfirst[b + 1]; k++) {
 			uint32_t i = f->bs_coflow[k];
 			double v;

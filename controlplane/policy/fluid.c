@@ -486,17 +486,17 @@ static void act_insert(struct policy_fluid *f, uint32_t i)
 }
 
 /*
- * Seconds until coflow i's last demand drains at the current rates (INFINITY:
- * never); lowers *drain to the time its first demand drains.
+ * Seconds until the last of demands [e0, e1) drains at their rates
+ * (INFINITY: never, a demand without a rate); lowers *drain to the time
+ * the first drains. The arrays are allocate()'s, which holds them as
+ * restrict pointers: they are passed, not read through f.
  */
-static double time_left_s(const struct policy_fluid *f, uint32_t i, double *drain)
+static double time_left_s(const double *rbits, const double *drate, uint32_t e0, uint32_t e1,
+			  double *drain)
 {
-	const double *restrict rbits = f->rbits, *restrict drate = f->drate;
 	double t = 0, dmin = *drain;
 
-	if (!f->moving[i]) /* no rate: never, unless nothing is left */
-		return f->dend[i] > f->dstart[i] ? INFINITY : 0;
-	for (uint32_t e = f->dstart[i], end = f->dend[i]; e < end; e++) {
+	for (uint32_t e = e0; e < e1; e++) {
 		double d;
 
 		if (!(drate[e] > 0)) {
@@ -523,8 +523,9 @@ static double time_left_s(const struct policy_fluid *f, uint32_t i, double *drai
  * fabric with racks the backfill is left out (it cannot be balanced port by
  * port there), which only makes the model more pessimistic.
  *
- * Then each schedulable coflow's time left at these rates (f->tleft, as
- * time_left_s() gives it) and the time its first demand drains (f->tdrain);
+ * Then each schedulable coflow's time left at these rates (f->tleft: INFINITY
+ * without a rate, unless nothing is left) and the time its first demand
+ * drains (f->tdrain);
  * returns the least of those.
  * A backfilled coflow's is taken in its backfill pass, once its rates are
  * final (the rates of coflows later in the order do not change them).
@@ -645,8 +646,14 @@ static double allocate(struct policy_fluid *f)
 		uint32_t i = act[a];
 
 		if (!timed[i]) {
-			tdrain[i] = INFINITY;
-			tleft[i] = time_left_s(f, i, &tdrain[i]);
+			double dmin = INFINITY;
+
+			/* no rate: never, unless nothing is left */
+			if (!moving[i])
+				tleft[i] = dend[i] > dstart[i] ? INFINITY : 0;
+			else
+				tleft[i] = time_left_s(rbits, drate, dstart[i], dend[i], &dmin);
+			tdrain[i] = dmin;
 		}
 		if (tdrain[i] < drain)
 			drain = tdrain[i];

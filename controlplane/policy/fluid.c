@@ -486,6 +486,25 @@ static void act_insert(struct policy_fluid *f, uint32_t i)
 }
 
 /*
+ * One demand of bits at rate into its coflow's time left *t (the latest
+ * drain; INFINITY once a demand has no rate) and first drain *dmin.
+ */
+static inline void take_time(double bits, double rate, double *t, double *dmin)
+{
+	double d;
+
+	if (!(rate > 0)) {
+		*t = INFINITY;
+		return;
+	}
+	d = bits / rate;
+	if (d > *t)
+		*t = d;
+	if (d < *dmin)
+		*dmin = d;
+}
+
+/*
  * Seconds until the last of demands [e0, e1) drains at their rates
  * (INFINITY: never, a demand without a rate); lowers *drain to the time
  * the first drains. The arrays are allocate()'s, which holds them as
@@ -496,19 +515,8 @@ static double time_left_s(const double *rbits, const double *drate, uint32_t e0,
 {
 	double t = 0, dmin = *drain;
 
-	for (uint32_t e = e0; e < e1; e++) {
-		double d;
-
-		if (!(drate[e] > 0)) {
-			t = INFINITY;
-			continue;
-		}
-		d = rbits[e] / drate[e];
-		if (d > t)
-			t = d;
-		if (d < dmin)
-			dmin = d;
-	}
+	for (uint32_t e = e0; e < e1; e++)
+		take_time(rbits[e], drate[e], &t, &dmin);
 	*drain = dmin;
 	return t;
 }
@@ -613,7 +621,6 @@ static double allocate(struct policy_fluid *f)
 		}
 		for (uint32_t e = e0; e < e1; e++) {
 			uint32_t p = rport[e];
-			double d;
 
 			if (freeb[p] > 0) {
 				double extra = freeb[p] * (rside[e] == 0 ? su : sd);
@@ -627,16 +634,7 @@ static double allocate(struct policy_fluid *f)
 					nfree_down -= rside[e] == 1;
 				}
 			}
-			/* its time left, as time_left_s() takes it */
-			if (!(drate[e] > 0)) {
-				t = INFINITY;
-				continue;
-			}
-			d = rbits[e] / drate[e];
-			if (d > t)
-				t = d;
-			if (d < dmin)
-				dmin = d;
+			take_time(rbits[e], drate[e], &t, &dmin);
 		}
 		tleft[i] = t;
 		tdrain[i] = dmin;

@@ -69,15 +69,13 @@ int policy_fluid_init(struct policy_fluid *f, const struct cp_model *m)
 	f->acc = calloc(np ? np : 1, sizeof(double));
 	f->port_stamp = calloc(np ? np : 1, sizeof(uint32_t));
 	f->local = malloc((m->ncoflows ? m->ncoflows : 1) * sizeof(uint32_t));
-	f->bs_load = calloc(np ? np : 1, sizeof(double));
 	f->bs_pfirst = calloc(np + 1, sizeof(uint32_t));
 	f->bs_fill = calloc(np ? np : 1, sizeof(uint32_t));
 	f->bs_ports = calloc(np ? np : 1, sizeof(uint32_t));
 	f->bs_cidx = calloc(np ? np : 1, sizeof(uint32_t));
 	f->bs_pl = calloc(np ? np : 1, sizeof(double));
 	if (!f->cap_bps || !f->thr_bps || !f->free_bps || !f->acc || !f->port_stamp || !f->local ||
-	    !f->bs_load || !f->bs_pfirst || !f->bs_fill || !f->bs_ports || !f->bs_cidx ||
-	    !f->bs_pl) {
+	    !f->bs_pfirst || !f->bs_fill || !f->bs_ports || !f->bs_cidx || !f->bs_pl) {
 		policy_fluid_done(f);
 		return -ENOMEM;
 	}
@@ -144,7 +142,6 @@ void policy_fluid_done(struct policy_fluid *f)
 	free(f->key2);
 	free(f->jkey);
 	free(f->path);
-	free(f->bs_load);
 	free(f->bs_pfirst);
 	free(f->bs_fill);
 	free(f->bs_ports);
@@ -533,17 +530,17 @@ static double time_left_s(const double *rbits, const double *drate, uint32_t e0,
  *
  * Then each schedulable coflow's time left at these rates (f->tleft: INFINITY
  * without a rate, unless nothing is left) and the time its first demand
- * drains (f->tdrain);
- * returns the least of those.
- * A backfilled coflow's is taken in its backfill pass, once its rates are
- * final (the rates of coflows later in the order do not change them).
+ * drains (f->tdrain); returns the least of the latter, and the least of the
+ * former in *ret_tmin. A backfilled coflow's are taken in its backfill pass,
+ * once its rates are final (the rates of coflows later in the order do not
+ * change them).
  *
  * The arrays are read through restrict copies: the stores to the uint8_t
  * moving[] would otherwise make the compiler reload every pointer of f.
  * A port's capacity left at or below its threshold (none, as in
  * policy_madd) is stored as 0, so every test of a port is against 0.
  */
-static double allocate(struct policy_fluid *f)
+static double allocate(struct policy_fluid *f, double *ret_tmin)
 {
 	const uint32_t *restrict act = f->act, *restrict dstart = f->dstart,
 				 *restrict dend = f->dend, *restrict rport = f->rport;
@@ -555,7 +552,7 @@ static double allocate(struct policy_fluid *f)
 	const uint32_t nact = f->nact;
 	/* ports with capacity left (all, host uplinks, host downlinks): none left, nothing moves */
 	uint32_t nfree = f->nfree0, nfree_up = f->nfree_up0, nfree_down = f->nfree_down0;
-	double drain = INFINITY;
+	double drain = INFINITY, tmin = INFINITY;
 
 	memcpy(freeb, f->cap_bps, f->nports * sizeof(double));
 	for (uint32_t a = 0; a < nact; a++) {
@@ -655,7 +652,10 @@ static double allocate(struct policy_fluid *f)
 		}
 		if (tdrain[i] < drain)
 			drain = tdrain[i];
+		if (tleft[i] < tmin)
+			tmin = tleft[i];
 	}
+	*ret_tmin = tmin;
 	return drain;
 }
 
@@ -834,16 +834,14 @@ static void bssi(struct policy_fluid *f)
 
 		f->bs_w[i] = f->jweight[f->job[i]];
 		f->bs_placed[i] = 0;
-		for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++) {
+		for (uint32_t e = f->dstart[i]; e < f->dend[i]; e++)
 			f->bs_pfirst[f->rport[e] + 1]++;
-			f->bs_load[f->rport[e]] += f->rbits[e];
-		}
 	}
 	for (uint32_t p = 0; p < f->nports; p++) {
 		if (f->bs_pfirst[p + 1]) {
-			/* the ports with demands, ascending, and their loads */
+			/* the ports with demands, ascending; their loads below */
 			f->bs_cidx[p] = nused;
-			f->bs_pl[nused] = f->bs_load[p];
+			f->bs_pl[nused] = 0;
 			f->bs_ports[nused++] = p;
 		}
 		f->bs_pfirst[p + 1] += f->bs_pfirst[p];
@@ -857,26 +855,24 @@ static void bssi(struct policy_fluid *f)
 
 			f->bs_coflow[k] = i;
 			f->bs_bits[k] = f->rbits[e];
+			f->bs_pl[f->bs_cidx[f->rport[e]]] += f->rbits[e];
 		}
 	}
 	while (left > 0) {
-		uint32_t b = 0, last = CP_NONE, q;
-		double best = -1, ratio = INFINITY, dl = 0;
+		uint32_t b, last = CP_NONE;
+		double ratio = INFINITY, dl = 0;
 
 		/*
 		 * The first most loaded port: the most load, then the first port
 		 * with it (bs_ports ascending; a port with no demand has no load).
-		 * Ports at the end with no load left leave the list.
+		 * Ports at the end with no load left leave the list, so the last
+		 * has some: the most is above 0 while any port is left.
 		 */
 		while (nused > 0 && !(f->bs_pl[nused - 1] > 0))
 			nused--;
 		if (nused == 0)
 			break;
-		q = argmax_first(f->bs_pl, nused);
-		best = f->bs_pl[q];
-		b = f->bs_ports[q];
-		if (!(best > 0))
-			break;
+		b = f->bs_ports[argmax_first(f->bs_pl, nused)];
 		for (uint32_t k = f->bs_pfirst[b]; k < f->bs_pfirst[b + 1]; k++) {
 			uint32_t i = f->bs_coflow[k];
 			double v;
@@ -905,10 +901,11 @@ static void bssi(struct policy_fluid *f)
 		}
 		f->bs_placed[last] = 1;
 		for (uint32_t e = f->dstart[last]; e < f->dend[last]; e++) {
-			f->bs_load[f->rport[e]] -= f->rbits[e];
-			if (f->bs_load[f->rport[e]] < 0)
-				f->bs_load[f->rport[e]] = 0;
-			f->bs_pl[f->bs_cidx[f->rport[e]]] = f->bs_load[f->rport[e]];
+			double *l = &f->bs_pl[f->bs_cidx[f->rport[e]]];
+
+			*l -= f->rbits[e];
+			if (*l < 0)
+				*l = 0;
 		}
 		f->key[last] = --left;
 	}
@@ -919,9 +916,6 @@ static void bssi(struct policy_fluid *f)
 		if (!f->bs_placed[i])
 			f->key[i] = (double)front++ - (double)f->nact;
 	}
-	for (uint32_t a = 0; a < f->nact; a++)
-		for (uint32_t e = f->dstart[f->act[a]]; e < f->dend[f->act[a]]; e++)
-			f->bs_load[f->rport[e]] = 0;
 }
 
 static int cmp_keys(const void *a, const void *b, void *arg)
@@ -1155,6 +1149,7 @@ double policy_fluid_run(struct policy_fluid *f, enum policy_fluid_rule rule, dou
 	for (;;) {
 		double dt = end - t;     /* time to the next event */
 		double drain = INFINITY; /* time to the first demand that drains */
+		double tmin;             /* time to the first coflow that completes */
 		uint64_t work;
 		uint32_t w = 0;
 
@@ -1169,10 +1164,9 @@ double policy_fluid_run(struct policy_fluid *f, enum policy_fluid_rule rule, dou
 		if (resort)
 			rerank(f, rule);
 		/* a demand that drains frees its port's capacity for the others */
-		drain = allocate(f);
-		for (uint32_t a = 0; a < f->nact; a++)
-			if (f->tleft[f->act[a]] < dt)
-				dt = f->tleft[f->act[a]];
+		drain = allocate(f, &tmin);
+		if (tmin < dt)
+			dt = tmin;
 		/*
 		 * Drains close together are taken as one event: the step runs a little
 		 * past the first of them, whose capacity idles for the difference

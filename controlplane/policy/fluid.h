@@ -162,12 +162,11 @@ struct policy_fluid {
 	double *jkey;       /* nj */
 	double *path;       /* n: remaining critical path, s (-1: not computed) */
 	/* BSSI scratch */
-	double *bs_load;     /* nports */
 	uint32_t *bs_pfirst; /* nports + 1: schedulable demands grouped by port */
 	uint32_t *bs_fill;   /* nports */
 	uint32_t *bs_ports;  /* nports: the ports with schedulable demands */
 	uint32_t *bs_cidx;   /* nports: a port's place in bs_ports */
-	double *bs_pl;       /* nports: the load of bs_ports[q] */
+	double *bs_pl;       /* nports: the load left on bs_ports[q] */
 	uint32_t *bs_coflow; /* demand entries, grouped by port: coflow */
 	double *bs_bits;     /* and its bits there */
 	double *bs_w;        /* n: scaled weights */

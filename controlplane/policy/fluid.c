@@ -1113,6 +1113,27 @@ uint32_t policy_fluid_order(struct policy_fluid *f, enum policy_fluid_rule rule,
 	return f->nact;
 }
 
+/* The unweighted rule a weighted one becomes when every weight is 1 (else itself). */
+static enum policy_fluid_rule unweighted(enum policy_fluid_rule r)
+{
+	return r == POLICY_FLUID_WSEBF ? POLICY_FLUID_SEBF :
+	       r == POLICY_FLUID_WSRJF ? POLICY_FLUID_SRJF :
+					 r;
+}
+
+bool policy_fluid_rules_alike(const struct policy_fluid *f, enum policy_fluid_rule a,
+			      enum policy_fluid_rule b)
+{
+	if (a == b)
+		return true;
+	if (unweighted(a) != unweighted(b))
+		return false;
+	for (uint32_t j = 0; j < f->nj; j++)
+		if (f->jweight[j] != 1.0)
+			return false;
+	return true;
+}
+
 /* The least the run from t on can cost in all (policy_fluid_run's bound). */
 static double cost_floor(const struct policy_fluid *f, double t, double end)
 {

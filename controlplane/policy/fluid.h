@@ -215,4 +215,14 @@ double policy_fluid_run(struct policy_fluid *f, enum policy_fluid_rule rule, dou
 uint32_t policy_fluid_order(struct policy_fluid *f, enum policy_fluid_rule rule,
 			    uint32_t *ret_order);
 
+/*
+ * Whether rules a and b order the snapshot alike at every event of any run
+ * from it: the same rule, or a weighted rule and its unweighted one (wsebf
+ * and sebf, wsrjf and srjf) when every job of the snapshot weighs 1, so
+ * that the division by the weight is exact. Then the same order run by
+ * either gives the same cost, bit for bit.
+ */
+bool policy_fluid_rules_alike(const struct policy_fluid *f, enum policy_fluid_rule a,
+			      enum policy_fluid_rule b);
+
 #endif

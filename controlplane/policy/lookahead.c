@@ -22,7 +22,11 @@
  *     ratio: bottleneck / job weight), lcf, srjf, wsrjf and bssi, each
  *     completed by its own rule (a rollout over several heuristics: the
  *     result is at least as good, in the model, as the best of them from
- *     here); mix=2 adds blend's vote of them;
+ *     here); mix=2 adds blend's vote of them. A rollout that would repeat
+ *     one already played is skipped: wsebf's is sebf's and wsrjf's is
+ *     srjf's when every job weighs 1 (as loomd's jobs do unless given a
+ *     weight), and a heuristic's is the base's when it is the base's rule
+ *     and order;
  *   - for each of the first `depth` places of the best order so far, its top
  *     k moved up to that place.
  *
@@ -316,6 +320,27 @@ static void count_work(struct la *x)
 		x->work_max = used;
 }
 
+/*
+ * Whether mix candidate q (its order in x->cand) would play a rollout
+ * already played: the base's (rule, its order in x->order), or an earlier
+ * candidate's. Rules alike (fluid.h) order alike at every event, so
+ * their rollouts cost the same and the second could not win (the test is
+ * strict). Skipping it changes no decision, only the work, which a
+ * decision the budget cuts short may spend on a later candidate instead.
+ */
+static bool rolled_before(struct la *x, size_t q, enum policy_fluid_rule rule)
+{
+	uint32_t n = x->bd.norder;
+
+	if (policy_fluid_rules_alike(&x->fl, mix_rules[q], rule) &&
+	    memcmp(x->cand, x->order, n * sizeof(*x->cand)) == 0)
+		return true;
+	for (size_t i = 0; i < q; i++)
+		if (policy_fluid_rules_alike(&x->fl, mix_rules[q], mix_rules[i]))
+			return true;
+	return false;
+}
+
 static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns,
 		     struct policy_decision *d)
 {
@@ -362,9 +387,8 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 		enum policy_fluid_rule h = mix_rules[q];
 		double cost;
 
-		if (policy_fluid_order(&x->fl, h, x->cand) != n ||
-		    (h == rule && memcmp(x->cand, x->order, n * sizeof(*x->cand)) == 0))
-			continue; /* the base's own rollout again */
+		if (policy_fluid_order(&x->fl, h, x->cand) != n || rolled_before(x, q, rule))
+			continue;
 		/* it wins only below both: a rollout that cannot is cut short */
 		cost = rollout(x, m, x->cand, n, h,
 			       fmin(base_cost * (1 - x->margin - 1e-12), best_cost));

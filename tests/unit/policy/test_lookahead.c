@@ -47,12 +47,13 @@ struct rand_opts {
 	bool delays;        /* compute delays on edges and release offsets */
 	uint64_t spread_ns; /* jobs arrive uniformly in [0, spread_ns), else all at 0 */
 	uint64_t bytes;     /* every flow this size, else random */
+	double weight;      /* every job this weight, else random 1..4 (drawn either way) */
 };
 
 /*
  * Random jobs, all arriving at 0 (or spread, o->spread_ns), each a random DAG (edges only from lower
  * to higher coflow numbers) of 1..max_coflows coflows of 1..max_flows flows
- * between random distinct hosts; weights 1..4. Bound to a big switch t.
+ * between random distinct hosts; weights 1..4 (or o->weight). Bound to a big switch t.
  */
 static struct cp_model *rand_model(struct loom_rng *rng, const struct rand_opts *o,
 				   const struct topo *t)
@@ -68,9 +69,10 @@ static struct cp_model *rand_model(struct loom_rng *rng, const struct rand_opts 
 		uint64_t first = cid;
 
 		uint64_t at = o->spread_ns ? loom_rng_below(rng, o->spread_ns) : 0;
+		double w = 1 + (double)loom_rng_below(rng, 4);
 
-		assert_int_equal(
-			cp_builder_add_job(b, j, at, 1 + (double)loom_rng_below(rng, 4), &err), 0);
+		assert_int_equal(cp_builder_add_job(b, j, at, o->weight > 0 ? o->weight : w, &err),
+				 0);
 		for (uint32_t c = 0; c < nc; c++, cid++) {
 			uint32_t nf = 1 + (uint32_t)loom_rng_below(rng, o->max_flows);
 			uint64_t off = o->delays ? loom_rng_below(rng, 3) * NS / 2 : 0;
@@ -467,6 +469,124 @@ static void finishes(const struct cp_model *m, uint64_t *fin)
 {
 	for (uint32_t j = 0; j < m->njobs; j++)
 		fin[j] = m->jobs[j].finish_ns;
+}
+
+/*
+ * Rules alike (policy_fluid_rules_alike): a weighted rule and its unweighted
+ * one order alike and cost the same, bit for bit, when every job weighs 1,
+ * and are not alike otherwise; so the lookahead plays such a rollout once.
+ * That changes no decision: the same jobs weighing 2 each (every weighted
+ * key and every cost scaled by an exact 2, no rule alike, every rollout
+ * played) finish at the same times under each base.
+ */
+static void test_alike_rules_played_once(void **state)
+{
+	static const struct {
+		enum policy_fluid_rule a, b;
+		bool alike;
+	} pairs[] = {
+		{POLICY_FLUID_SEBF, POLICY_FLUID_WSEBF, true},
+		{POLICY_FLUID_WSRJF, POLICY_FLUID_SRJF, true},
+		{POLICY_FLUID_SEBF, POLICY_FLUID_SRJF, false},
+		{POLICY_FLUID_WSEBF, POLICY_FLUID_WSRJF, false},
+		{POLICY_FLUID_LCF, POLICY_FLUID_SEBF, false},
+	};
+	static const char *const bases[] = {"sebf", "srjf", "wsrjf", "sincronia", "lcf"};
+	struct rand_opts o = {.hosts = 8,
+			      .jobs = 6,
+			      .max_coflows = 3,
+			      .max_flows = 5,
+			      .delays = true,
+			      .spread_ns = 4 * NS};
+	uint32_t *oa, *ob;
+	struct topo *t;
+	struct loom_rng rng;
+
+	(void)state;
+	loom_rng_seed(&rng, 37);
+	t = rand_fabric(&rng, o.hosts);
+	for (int inst = 0; inst < 6; inst++) {
+		struct loom_rng again = rng;
+		struct cp_model *m1, *m2, *mr;
+		struct policy_fluid f;
+		uint64_t *fin;
+
+		o.weight = 1;
+		m1 = rand_model(&rng, &o, t);
+		o.weight = 2;
+		m2 = rand_model(&again, &o, t);
+		o.weight = 0;
+		mr = rand_model(&again, &o, t);
+		oa = calloc(m1->ncoflows, sizeof(*oa));
+		ob = calloc(m1->ncoflows, sizeof(*ob));
+		fin = calloc(m1->njobs, sizeof(*fin));
+		assert_true(oa && ob && fin);
+
+		/* the fluid model: weight 1, alike pairs give the same order and cost */
+		arrive_all(m1);
+		assert_int_equal(policy_fluid_init(&f, m1), 0);
+		assert_true(policy_fluid_build(&f, m1, 0) >= 0);
+		for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+			uint32_t n = policy_fluid_order(&f, pairs[i].a, oa);
+			double ca, cb;
+
+			assert_int_equal(policy_fluid_rules_alike(&f, pairs[i].a, pairs[i].b),
+					 pairs[i].alike);
+			assert_true(policy_fluid_rules_alike(&f, pairs[i].a, pairs[i].a));
+			if (!pairs[i].alike)
+				continue;
+			assert_int_equal(policy_fluid_order(&f, pairs[i].b, ob), n);
+			assert_memory_equal(oa, ob, n * sizeof(*oa));
+			for (uint32_t c = 0; c < f.n; c++)
+				f.rank[c] = (double)n;
+			for (uint32_t q = 0; q < n; q++)
+				f.rank[f.local[oa[q]]] = q;
+			ca = policy_fluid_run(&f, pairs[i].a, 0, INFINITY);
+			cb = policy_fluid_run(&f, pairs[i].b, 0, INFINITY);
+			assert_memory_equal(&ca, &cb, sizeof(ca));
+		}
+		policy_fluid_done(&f);
+		/* any weight but 1 (here 2, or drawn from 1..4): no pair is alike */
+		for (int w = 0; w < 2; w++) {
+			struct cp_model *mw = w ? m2 : mr;
+			bool all1 = true;
+
+			for (uint32_t j = 0; j < mw->njobs; j++)
+				all1 &= mw->jobs[j].weight == 1;
+			arrive_all(mw);
+			assert_int_equal(policy_fluid_init(&f, mw), 0);
+			assert_true(policy_fluid_build(&f, mw, 0) >= 0);
+			assert_int_equal(policy_fluid_rules_alike(&f, POLICY_FLUID_SEBF,
+								  POLICY_FLUID_WSEBF),
+					 all1);
+			policy_fluid_done(&f);
+		}
+
+		/* the policy: the same finishes with every rollout played */
+		for (size_t b = 0; b < sizeof(bases) / sizeof(bases[0]); b++) {
+			char spec[POLICY_SPEC_MAX];
+
+			snprintf(spec, sizeof(spec), "lookahead:base=%s", bases[b]);
+			run_wjct(m2, spec, SIM_MODE_IDEAL);
+			finishes(m2, fin);
+			run_wjct(m1, spec, SIM_MODE_IDEAL);
+			for (uint32_t j = 0; j < m1->njobs; j++)
+				if (m1->jobs[j].finish_ns != fin[j])
+					fail_msg(
+						"instance %d, %s: job %u finishes at %llu with weight "
+						"1, at %llu with weight 2",
+						inst, spec, j,
+						(unsigned long long)m1->jobs[j].finish_ns,
+						(unsigned long long)fin[j]);
+		}
+		free(oa);
+		free(ob);
+		free(fin);
+		cp_model_free(m1);
+		cp_model_free(m2);
+		cp_model_free(mr);
+	}
+	topo_free(t);
 }
 
 /*
@@ -872,6 +992,7 @@ int main(void)
 		cmocka_unit_test(test_cost_improvement),
 		cmocka_unit_test(test_future_oracle),
 		cmocka_unit_test(test_k1_is_base),
+		cmocka_unit_test(test_alike_rules_played_once),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_every_base_runs),
 		cmocka_unit_test(test_rates_option),

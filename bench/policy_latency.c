@@ -8,9 +8,10 @@
  * do, and reports the p50 and p99 in microseconds.
  *
  * The workload is deterministic (seed 1): jobs of 1..4 coflows as chains or
- * fan-ins, so DAG-aware policies see parents and children; 1..30 flows per
- * coflow (mostly narrow), log-uniform in 10 KiB .. 1 GiB, between distinct
- * random hosts. Every job arrives at time 0 and its sources are released,
+ * fan-ins, so DAG-aware policies see parents and children, each of weight
+ * 1..4 (--unweighted: 1, as loomd gives a job registered without one);
+ * 1..30 flows per coflow (mostly narrow), log-uniform in 10 KiB .. 1 GiB,
+ * between distinct random hosts. Every job arrives at time 0 and its sources are released,
  * with the events passed to the policy: exactly N sources, the rest wait on
  * parents, nothing sent yet. Single-threaded: pin it (taskset -c 0).
  */
@@ -47,7 +48,8 @@ struct bench_args {
 	const char *csv;
 	uint32_t sizes[MAX_SIZES];
 	uint32_t nsizes;
-	uint32_t reps; /* 0: 1000 for N <= 100, else 200 */
+	uint32_t reps;   /* 0: 1000 for N <= 100, else 200 */
+	bool unweighted; /* every job weighs 1 (else 1..4) */
 };
 
 /* The events of one job's arrival and releases, held for the policy. */
@@ -85,8 +87,11 @@ static int add_coflow(struct cp_builder *b, struct loom_rng *rng, uint64_t id, u
 	return r;
 }
 
-/* Returns a model with exactly n source coflows, or NULL with errno and err. */
-static struct cp_model *workload_new(uint32_t n, struct loom_err *err)
+/*
+ * Returns a model with exactly n source coflows, or NULL with errno and err;
+ * unweighted: the same jobs, each of weight 1.
+ */
+static struct cp_model *workload_new(uint32_t n, bool unweighted, struct loom_err *err)
 {
 	struct cp_builder *b = cp_builder_new(NHOSTS);
 	struct loom_rng rng;
@@ -100,8 +105,9 @@ static struct cp_model *workload_new(uint32_t n, struct loom_err *err)
 		uint32_t k = 1 + (uint32_t)loom_rng_below(&rng, 4);
 		bool fanin = k >= 3 && loom_rng_below(&rng, 2) && k - 1 <= left;
 		uint64_t first = id;
+		double w = 1.0 + (double)loom_rng_below(&rng, 4);
 
-		r = cp_builder_add_job(b, job, 0, 1.0 + (double)loom_rng_below(&rng, 4), err);
+		r = cp_builder_add_job(b, job, 0, unweighted ? 1.0 : w, err);
 		for (uint32_t i = 0; r == 0 && i < k; i++)
 			r = add_coflow(b, &rng, id++, job, err);
 		/* chain: c0 -> c1 -> ...; fan-in: c0 .. c(k-2) -> c(k-1) */
@@ -222,6 +228,7 @@ static void usage(FILE *f)
 		"  -r, --reps R        timed calls per (policy, N) (default 1000 for N <= 100,\n"
 		"                      200 above)\n"
 		"  -c, --csv FILE      also write policy,n,p50_us,p99_us,reps to FILE\n"
+		"  -u, --unweighted    every job of weight 1 (default: 1..4, drawn per job)\n"
 		"  -h, --help          this text\n"
 		"\n"
 		"Single-threaded; run it as 'taskset -c 0 loom_policy_latency' for stable numbers.\n",
@@ -252,14 +259,18 @@ static int parse_sizes(char *s, struct bench_args *a)
 static int parse_args(int argc, char **argv, struct bench_args *a)
 {
 	static const struct option opts[] = {
-		{"policy", required_argument, NULL, 'p'}, {"sizes", required_argument, NULL, 's'},
-		{"reps", required_argument, NULL, 'r'},   {"csv", required_argument, NULL, 'c'},
-		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+		{"policy", required_argument, NULL, 'p'},
+		{"sizes", required_argument, NULL, 's'},
+		{"reps", required_argument, NULL, 'r'},
+		{"csv", required_argument, NULL, 'c'},
+		{"unweighted", no_argument, NULL, 'u'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	unsigned long long v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "p:s:r:c:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:s:r:c:uh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': {
 			double opt[POLICY_MAX_OPTS];
@@ -285,6 +296,9 @@ static int parse_args(int argc, char **argv, struct bench_args *a)
 			break;
 		case 'c':
 			a->csv = optarg;
+			break;
+		case 'u':
+			a->unweighted = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -343,7 +357,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	for (uint32_t i = 0; i < a.nsizes; i++) {
-		models[i] = workload_new(a.sizes[i], &err);
+		models[i] = workload_new(a.sizes[i], a.unweighted, &err);
 		if (!models[i] || cp_model_bind(models[i], t) < 0) {
 			log_err("N=%u: cannot build the workload: %s", a.sizes[i],
 				models[i] ? "bind failed" : loom_err_str(&err));

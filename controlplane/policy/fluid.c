@@ -390,6 +390,7 @@ int policy_fluid_build(struct policy_fluid *f, const struct cp_model *m, uint64_
 	n = 0;
 	nj = 0;
 	f->dstart[0] = 0;
+	f->unit_weights = true;
 	for (uint32_t j = 0; j < m->njobs; j++) {
 		const struct cp_job *jb = &m->jobs[j];
 		bool future = jb->state == CP_JOB_PENDING;
@@ -397,6 +398,7 @@ int policy_fluid_build(struct policy_fluid *f, const struct cp_model *m, uint64_
 		if (!in_snapshot(f, jb, now_ns))
 			continue;
 		f->jweight[nj] = jb->weight;
+		f->unit_weights &= jb->weight == 1.0;
 		f->jleft0[nj] = 0;
 		for (uint32_t c = jb->first_coflow; c < jb->first_coflow + jb->ncoflows; c++) {
 			const struct cp_coflow *cf = &m->coflows[c];
@@ -1124,14 +1126,7 @@ static enum policy_fluid_rule unweighted(enum policy_fluid_rule r)
 bool policy_fluid_rules_alike(const struct policy_fluid *f, enum policy_fluid_rule a,
 			      enum policy_fluid_rule b)
 {
-	if (a == b)
-		return true;
-	if (unweighted(a) != unweighted(b))
-		return false;
-	for (uint32_t j = 0; j < f->nj; j++)
-		if (f->jweight[j] != 1.0)
-			return false;
-	return true;
+	return a == b || (f->unit_weights && unweighted(a) == unweighted(b));
 }
 
 /* The least the run from t on can cost in all (policy_fluid_run's bound). */

@@ -111,6 +111,7 @@ struct policy_fluid {
 	double *earliest_s; /* n: job arrival + release offset, s from now (may be < 0) */
 	uint32_t *jleft0;   /* nj: unfinished coflows at the snapshot */
 	double *jweight;    /* nj */
+	bool unit_weights;  /* every jweight is 1 (policy_fluid_rules_alike()) */
 	size_t ncap, ndcap, nkcap, njcap; /* capacities */
 
 	/* rollout state */

@@ -321,17 +321,15 @@ static void count_work(struct la *x)
 }
 
 /*
- * Whether mix candidate q (its order in x->cand) would play a rollout
- * already played: the base's (rule, its order in x->order), or an earlier
- * candidate's. Rules alike (fluid.h) order alike at every event, so
+ * Whether mix candidate q (its order of n coflows in x->cand) would play a
+ * rollout already played: the base's (rule, its order in x->order), or an
+ * earlier candidate's. Rules alike (fluid.h) order alike at every event, so
  * their rollouts cost the same and the second could not win (the test is
  * strict). Skipping it changes no decision, only the work, which a
  * decision the budget cuts short may spend on a later candidate instead.
  */
-static bool rolled_before(struct la *x, size_t q, enum policy_fluid_rule rule)
+static bool rolled_before(const struct la *x, size_t q, enum policy_fluid_rule rule, uint32_t n)
 {
-	uint32_t n = x->bd.norder;
-
 	if (policy_fluid_rules_alike(&x->fl, mix_rules[q], rule) &&
 	    memcmp(x->cand, x->order, n * sizeof(*x->cand)) == 0)
 		return true;
@@ -387,7 +385,7 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 		enum policy_fluid_rule h = mix_rules[q];
 		double cost;
 
-		if (policy_fluid_order(&x->fl, h, x->cand) != n || rolled_before(x, q, rule))
+		if (policy_fluid_order(&x->fl, h, x->cand) != n || rolled_before(x, q, rule, n))
 			continue;
 		/* it wins only below both: a rollout that cannot is cut short */
 		cost = rollout(x, m, x->cand, n, h,

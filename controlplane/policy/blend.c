@@ -28,7 +28,7 @@ enum {
 	OPT_RATES = BLEND_NH,
 };
 
-static const char *const rates_choices[] = {"priority", "madd", NULL};
+static const char *const rates_choices[] = {"priority", "madd", "fill", NULL};
 
 static const struct policy_opt_def blend_opts[] = {
 	{"sincronia", "weight of Sincronia's (BSSI) place", POLICY_OPT_NUM, 1, 0, 1e6, NULL},
@@ -38,7 +38,8 @@ static const struct policy_opt_def blend_opts[] = {
 	{"lcf", "weight of lcf's place", POLICY_OPT_NUM, 0.3, 0, 1e6, NULL},
 	[OPT_RATES] = {"rates",
 		       "priority: strict priority per coflow in the order (as sincronia); madd: "
-		       "Varys' MADD in the order, then backfill",
+		       "Varys' MADD in the order, then backfill; fill: MADD, then max-min per "
+		       "coflow in the order",
 		       POLICY_OPT_ENUM, 0, 0, 0, rates_choices},
 };
 
@@ -137,8 +138,12 @@ static int blend_decide(struct policy *p, const struct cp_model *m, uint64_t now
 		first = false;
 	}
 	d->norder = policy_sort_active(m, d->order, x->s.key, x->s.key2);
-	if (p->opt[OPT_RATES] != 0) {
+	if (p->opt[OPT_RATES] == 1) {
 		policy_madd(m, d->order, d->norder, x->s.free_bps, x->s.port_load, d->rate_bps);
+		d->has_rates = true;
+	} else if (p->opt[OPT_RATES] == 2) {
+		policy_madd_fill(m, d->order, d->norder, x->s.free_bps, x->s.port_load,
+				 d->rate_bps);
 		d->has_rates = true;
 	}
 	return 0;

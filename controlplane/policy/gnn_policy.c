@@ -43,7 +43,7 @@ enum {
 };
 
 static const char *const backend_choices[] = {"cpu", "cuda", "naive", NULL};
-static const char *const rates_choices[] = {"auto", "madd", "priority", NULL};
+static const char *const rates_choices[] = {"auto", "madd", "priority", "fill", NULL};
 
 static const struct policy_opt_def gnn_opts[] = {
 	[OPT_BACKEND] = {"backend", "gnn/ backend (cuda falls back to cpu without a GPU)",
@@ -53,8 +53,9 @@ static const struct policy_opt_def gnn_opts[] = {
 			POLICY_OPT_BOOL, 0, 0, 1, NULL},
 	[OPT_RATES] = {"rates",
 		       "madd: Varys' MADD in the order, then backfill; priority: strict priority "
-		       "per coflow in the order (the fabric's, as sincronia); auto: priority for a "
-		       "model whose prior is sincronia, else madd",
+		       "per coflow in the order (the fabric's, as sincronia); fill: MADD, then "
+		       "max-min per coflow in the order; auto: priority for a model whose prior "
+		       "is sincronia or blend, else madd",
 		       POLICY_OPT_ENUM, 0, 0, 0, rates_choices},
 };
 
@@ -69,6 +70,7 @@ struct gnnp {
 	bool own_model;
 	bool invert;
 	bool madd;            /* rates=madd */
+	bool fill;            /* rates=fill */
 	struct policy *prior; /* the residual prior's heuristic, or NULL */
 	float prior_scale;
 	struct policy_decision pd; /* the prior's decision */
@@ -160,6 +162,7 @@ static int gnn_init(struct policy *p, const struct cp_model *m)
 		return -ENOMEM;
 	x->invert = p->opt[OPT_INVERT] == 1;
 	x->madd = p->opt[OPT_RATES] == 1;
+	x->fill = p->opt[OPT_RATES] == 3;
 	if (p->params.gnn_model) {
 		x->model = p->params.gnn_model;
 	} else {
@@ -513,7 +516,10 @@ static int gnn_decide(struct policy *p, const struct cp_model *m, uint64_t now_n
 	for (uint32_t i = 0; i < n; i++)
 		d->order[i] = g->node_coflow[g->sched[x->perm[i]]];
 	d->norder = n;
-	if (x->madd) {
+	if (x->fill) {
+		policy_madd_fill(m, d->order, n, x->s.free_bps, x->s.port_load, d->rate_bps);
+		d->has_rates = true;
+	} else if (x->madd) {
 		policy_madd(m, d->order, n, x->s.free_bps, x->s.port_load, d->rate_bps);
 		d->has_rates = true;
 	}

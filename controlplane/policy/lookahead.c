@@ -40,7 +40,9 @@
  * and every job is known the run costs no more than the base's
  * (test_lookahead checks it on random instances).
  *
- * A changed order gets MADD rates (what the rollouts modelled) and a wake-up
+ * A changed order gets MADD rates (what the rollouts modelled), what they
+ * leave filled max-min per coflow in the order (rates=fill, the default;
+ * rates=madd leaves it to the fabric's greedy backfill), and a wake-up
  * at the end of its rollout's first interval: if the fabric brings no event
  * by then, the policy decides again then, as the rollout assumed. The
  * base's classes, wake-ups and watches are kept. Only jobs that have arrived
@@ -110,7 +112,7 @@ static const enum policy_fluid_rule mix_rules[] = {
 	POLICY_FLUID_WSRJF, POLICY_FLUID_BSSI,  POLICY_FLUID_BLEND, /* mix=2 only */
 };
 
-static const char *const rates_choices[] = {"madd", "base", NULL};
+static const char *const rates_choices[] = {"madd", "base", "fill", NULL};
 
 static const struct policy_opt_def la_opts[] = {
 	[OPT_BASE] = {"base", "policy whose order is improved (and completes the rollouts)",
@@ -140,9 +142,11 @@ static const struct policy_opt_def la_opts[] = {
 			"best so far stands (0: no limit)",
 			POLICY_OPT_NUM, 20, 0, 1e6, NULL},
 	[OPT_RATES] = {"rates",
-		       "rates of a changed order: madd (what the rollouts model) or base (as the "
-		       "base gives its own: none, strict priority, when it gives none)",
-		       POLICY_OPT_ENUM, 0, 0, 0, rates_choices},
+		       "rates of a changed order: fill (MADD, as the rollouts model, then what is "
+		       "left shared per coflow in the order), madd (MADD, then the simulator's "
+		       "greedy backfill) or base (as the base gives its own: none, strict "
+		       "priority, when it gives none)",
+		       POLICY_OPT_ENUM, 2, 0, 0, rates_choices},
 	[OPT_FUTURE] = {"future",
 			"research oracle: rollouts also hold the jobs that arrive within this "
 			"many seconds (the simulator knows them; a live controller does not)",
@@ -162,6 +166,7 @@ struct la {
 	uint32_t *best;            /* ncoflows: the best whole order so far */
 	uint32_t mix;              /* mix= */
 	bool base_rates;           /* rates=base */
+	bool fill;                 /* rates=fill */
 	uint64_t budget;           /* demand-steps per decision; POLICY_FLUID_WORK_ANY: none */
 	double *job_rank;          /* njobs */
 	/* for the summary at the end (log level debug) */
@@ -199,6 +204,7 @@ static int la_init(struct policy *p, const struct cp_model *m)
 	x->margin = p->opt[OPT_MARGIN];
 	x->mix = (uint32_t)p->opt[OPT_MIX];
 	x->base_rates = p->opt[OPT_RATES] == 1;
+	x->fill = p->opt[OPT_RATES] == 2;
 	x->budget = p->opt[OPT_BUDGET] > 0 ? (uint64_t)(p->opt[OPT_BUDGET] * 1e6) :
 					     POLICY_FLUID_WORK_ANY;
 	if (p->opt[OPT_COMPLETE] == 0)
@@ -457,9 +463,15 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 		if (at < d->wakeup_ns)
 			d->wakeup_ns = at;
 	}
-	/* The rollouts modelled MADD with backfill: that is what the fabric gets. */
+	/*
+	 * The rollouts modelled MADD with backfill: that is what the fabric gets,
+	 * the backfill max-min per coflow in the order (fill) or the fabric's own.
+	 */
 	d->has_rates = true;
-	policy_madd(m, d->order, n, x->s.free_bps, x->s.port_load, d->rate_bps);
+	if (x->fill)
+		policy_madd_fill(m, d->order, n, x->s.free_bps, x->s.port_load, d->rate_bps);
+	else
+		policy_madd(m, d->order, n, x->s.free_bps, x->s.port_load, d->rate_bps);
 	return 0;
 }
 

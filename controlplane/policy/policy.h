@@ -278,6 +278,23 @@ static inline void policy_on_event(struct policy *p, const struct cp_model *m,
 void policy_madd(const struct cp_model *m, const uint32_t *order, uint32_t n, double *free_bps,
 		 double *port_load, double *rate_bps);
 
+/*
+ * MADD as policy_madd(), then the capacity left filled coflow by coflow in
+ * the same order, shared among each coflow's flows by progressive filling
+ * (each round gives every flow that still has bytes and free capacity on all
+ * its ports the smallest of those ports' equal shares among such flows; a
+ * round saturates at least one port; at most POLICY_FILL_ROUNDS rounds a
+ * coflow): an approximation of max-min, instead of the flow-by-flow greedy
+ * backfill the simulator gives MADD rates (a coflow's first flow on a port
+ * taking all of it). A flow's rate is never below its MADD rate, no port is
+ * oversubscribed, and (within the rounds) every flow of an ordered coflow
+ * that still has bytes ends with a saturated port. Same scratch contract as
+ * policy_madd().
+ */
+#define POLICY_FILL_ROUNDS 16
+void policy_madd_fill(const struct cp_model *m, const uint32_t *order, uint32_t n, double *free_bps,
+		      double *port_load, double *rate_bps);
+
 /* Registered policy classes. */
 extern const struct policy_class policy_fifo;
 extern const struct policy_class policy_fair;

@@ -662,17 +662,72 @@ static void test_budget(void **state)
 
 struct rate_count {
 	uint32_t decisions, with_rates;
+	uint32_t madd_exact; /* decisions with rates that are MADD's, bit for bit */
+	uint32_t filled;     /* ... that are at least MADD's and leave every flow a full port */
 };
 
+/*
+ * Counts decisions, and classifies the rates of those that carry them against
+ * policy_madd() on the same order: MADD's exactly, or MADD's filled (no flow
+ * below its MADD rate, no port over its capacity, every flow of the order
+ * with bytes left crossing a full port).
+ */
 static void count_rates(void *ctx, const struct cp_model *m, uint64_t now_ns,
 			const struct policy_decision *d)
 {
 	struct rate_count *rc = ctx;
+	uint32_t np = m->topo->nports;
+	double *free_bps, *load, *used, *madd;
+	bool same = true, filled = true;
 
-	(void)m;
 	(void)now_ns;
 	rc->decisions++;
-	rc->with_rates += d->has_rates;
+	if (!d->has_rates)
+		return;
+	rc->with_rates++;
+	free_bps = calloc(np, sizeof(*free_bps));
+	load = calloc(np, sizeof(*load));
+	used = calloc(np, sizeof(*used));
+	madd = calloc(m->nflows, sizeof(*madd));
+	assert_non_null(free_bps);
+	assert_non_null(load);
+	assert_non_null(used);
+	assert_non_null(madd);
+	policy_madd(m, d->order, d->norder, free_bps, load, madd);
+	for (uint32_t i = 0; i < d->norder; i++) {
+		const struct cp_coflow *cf = &m->coflows[d->order[i]];
+
+		for (uint32_t k = 0; k < cf->flows_left; k++) {
+			uint32_t f = m->flow_slot[cf->first_flow + k];
+
+			same = same && d->rate_bps[f] == madd[f];
+			filled = filled && d->rate_bps[f] >= madd[f];
+			for (uint32_t q = 0; q < m->flows[f].nports; q++)
+				used[m->flows[f].ports[q]] += d->rate_bps[f];
+		}
+	}
+	for (uint32_t p = 0; p < np; p++)
+		filled = filled && used[p] <= (double)m->topo->port_bps[p] * (1 + 1e-9);
+	for (uint32_t i = 0; i < d->norder; i++) {
+		const struct cp_coflow *cf = &m->coflows[d->order[i]];
+
+		for (uint32_t k = 0; k < cf->flows_left; k++) {
+			const struct cp_flow *fl = &m->flows[m->flow_slot[cf->first_flow + k]];
+			bool full = !(fl->remaining_bytes > 0);
+
+			for (uint32_t q = 0; q < fl->nports; q++)
+				full = full ||
+				       used[fl->ports[q]] >=
+					       (double)m->topo->port_bps[fl->ports[q]] * (1 - 1e-9);
+			filled = filled && full;
+		}
+	}
+	rc->madd_exact += same;
+	rc->filled += filled;
+	free(free_bps);
+	free(load);
+	free(used);
+	free(madd);
 }
 
 /* Runs spec on m in ideal mode, counting decisions and those that carry rates. */
@@ -696,9 +751,10 @@ static struct rate_count run_counting(struct cp_model *m, const char *spec)
 }
 
 /*
- * rates=: a changed order gets MADD rates by default; with rates=base it is
- * served as the base serves its own orders (a base without rates: none,
- * strict priority), while the orders still change.
+ * rates=: a changed order gets MADD rates, then what is left max-min per
+ * coflow in the order, by default (rates=fill); MADD's own with rates=madd;
+ * with rates=base it is served as the base serves its own orders (a base
+ * without rates: none, strict priority), while the orders still change.
  */
 static void test_rates_option(void **state)
 {
@@ -706,7 +762,7 @@ static void test_rates_option(void **state)
 		.hosts = 8, .jobs = 6, .max_coflows = 3, .max_flows = 6, .delays = true};
 	struct topo *t = topo_new_bigswitch(o.hosts, PORT_BPS);
 	struct loom_rng rng;
-	uint32_t madd_changed = 0, base_changed = 0;
+	uint32_t madd_changed = 0, base_changed = 0, fill_changed = 0, fill_not_madd = 0;
 
 	(void)state;
 	assert_non_null(t);
@@ -723,7 +779,12 @@ static void test_rates_option(void **state)
 		assert_int_equal(rc.with_rates, 0); /* the base gives none */
 		finishes(m, base);
 		rc = run_counting(m, "lookahead:base=sincronia");
+		fill_changed += rc.with_rates;
+		fill_not_madd += rc.with_rates - rc.madd_exact;
+		assert_int_equal(rc.filled, rc.with_rates);
+		rc = run_counting(m, "lookahead:base=sincronia:rates=madd");
 		madd_changed += rc.with_rates;
+		assert_int_equal(rc.madd_exact, rc.with_rates);
 		rc = run_counting(m, "lookahead:base=sincronia:rates=base");
 		assert_int_equal(rc.with_rates, 0);
 		finishes(m, fin);
@@ -732,7 +793,12 @@ static void test_rates_option(void **state)
 		free(fin);
 		cp_model_free(m);
 	}
-	/* the rollouts did change orders: with MADD rates, and with the base's */
+	/*
+	 * the rollouts did change orders: with filled MADD rates (some of them
+	 * not MADD's alone), with MADD's, and with the base's
+	 */
+	assert_true(fill_changed > 0);
+	assert_true(fill_not_madd > 0);
 	assert_true(madd_changed > 0);
 	assert_true(base_changed > 0);
 	topo_free(t);

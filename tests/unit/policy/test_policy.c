@@ -5,8 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/rng.h"
 #include "controlplane/policy/policy.h"
 
 struct fixture {
@@ -127,6 +129,146 @@ static void test_madd_equal_finish(void **state)
 		assert_true(load[i] == 0);
 }
 
+/* Releases every job of m at its arrival and binds it to a fresh big switch. */
+static struct topo *bind_all(struct cp_model *m, uint32_t hosts)
+{
+	struct topo *t = topo_new_bigswitch(hosts, 8000);
+
+	assert_non_null(t);
+	assert_int_equal(cp_model_bind(m, t), 0);
+	for (uint32_t j = 0; j < m->njobs; j++) {
+		cp_model_job_arrive(m, j, m->jobs[j].arrival_ns);
+		for (uint32_t c = m->jobs[j].first_coflow;
+		     c < m->jobs[j].first_coflow + m->jobs[j].ncoflows; c++)
+			cp_model_coflow_release(m, c, m->jobs[j].arrival_ns);
+	}
+	return t;
+}
+
+/*
+ * MADD then max-min fill: the capacity MADD leaves on a coflow's shared port
+ * is split between its flows there, not given to the first of them as the
+ * simulator's greedy backfill would.
+ *   f1 h0->h1 3000 B: the bottleneck (3 s at 1000 B/s), full rate;
+ *   f2 h2->h3 100 B, f3 h2->h4 200 B: MADD rates 266.7 and 533.3 bit/s, which
+ *   leave 7200 bit/s on h2's uplink: 3600 more each.
+ */
+static void test_madd_fill_shares(void **state)
+{
+	struct cp_builder *b = cp_builder_new(5);
+	struct loom_err err;
+	struct cp_model *m;
+	struct topo *t;
+	double free_bps[10], load[10] = {0}, madd[3] = {0}, fill[3] = {0};
+	uint32_t order[1] = {0};
+
+	(void)state;
+	cp_builder_add_job(b, 1, 0, 1.0, NULL);
+	cp_builder_add_coflow(b, 1, 1, 0, NULL);
+	cp_builder_add_flow(b, 1, 0, 1, 3000, NULL);
+	cp_builder_add_flow(b, 1, 2, 3, 100, NULL);
+	cp_builder_add_flow(b, 1, 2, 4, 200, NULL);
+	m = cp_builder_finish(b, &err);
+	assert_non_null(m);
+	t = bind_all(m, 5);
+	policy_madd(m, order, 1, free_bps, load, madd);
+	policy_madd_fill(m, order, 1, free_bps, load, fill);
+	for (uint32_t k = 0; k < 3; k++) {
+		uint32_t f = m->flow_slot[k];
+		const struct cp_flow *fl = &m->flows[f];
+
+		if (fl->src == 0) {
+			assert_true(fabs(fill[f] - 8000) < 1e-6);
+		} else {
+			assert_true(fabs(madd[f] - fl->remaining_bytes * 8.0 / 3.0) < 1e-6);
+			assert_true(fabs(fill[f] - madd[f] - 3600) < 1e-6);
+		}
+	}
+	for (int i = 0; i < 10; i++)
+		assert_true(load[i] == 0);
+	cp_model_free(m);
+	topo_free(t);
+}
+
+/*
+ * On random instances (6 hosts, up to 8 coflows of up to 6 flows, random
+ * orders): no flow below its MADD rate, no port oversubscribed, and every
+ * flow of the order ends with a saturated port (max-min: no flow could take
+ * more without taking it from another).
+ */
+static void test_madd_fill_random(void **state)
+{
+	enum {
+		H = 6,
+		P = 2 * H
+	};
+	struct loom_rng rng;
+
+	(void)state;
+	loom_rng_seed(&rng, 11);
+	for (int inst = 0; inst < 200; inst++) {
+		struct cp_builder *b = cp_builder_new(H);
+		uint32_t nc = 1 + (uint32_t)loom_rng_below(&rng, 8), order[8];
+		double free_bps[P], load[P] = {0}, used[P] = {0}, *madd, *fill;
+		struct loom_err err;
+		struct cp_model *m;
+		struct topo *t;
+
+		for (uint32_t c = 0; c < nc; c++) {
+			uint32_t nf = 1 + (uint32_t)loom_rng_below(&rng, 6);
+
+			cp_builder_add_job(b, c + 1, 0, 1.0, NULL);
+			cp_builder_add_coflow(b, c + 1, c + 1, 0, NULL);
+			for (uint32_t k = 0; k < nf; k++)
+				cp_builder_add_flow(b, c + 1, (uint32_t)loom_rng_below(&rng, H),
+						    (uint32_t)loom_rng_below(&rng, H),
+						    1 + loom_rng_below(&rng, 5000), NULL);
+		}
+		m = cp_builder_finish(b, &err);
+		assert_non_null(m);
+		t = bind_all(m, H);
+		madd = calloc(m->nflows, sizeof(*madd));
+		fill = calloc(m->nflows, sizeof(*fill));
+		assert_non_null(madd);
+		assert_non_null(fill);
+		for (uint32_t c = 0; c < nc; c++)
+			order[c] = c;
+		for (uint32_t c = nc; c > 1; c--) {
+			uint32_t j = (uint32_t)loom_rng_below(&rng, c), x = order[c - 1];
+
+			order[c - 1] = order[j];
+			order[j] = x;
+		}
+		policy_madd(m, order, nc, free_bps, load, madd);
+		policy_madd_fill(m, order, nc, free_bps, load, fill);
+		for (uint32_t f = 0; f < m->nflows; f++) {
+			const struct cp_flow *fl = &m->flows[f];
+
+			assert_true(fill[f] >= madd[f]);
+			for (uint32_t q = 0; q < fl->nports; q++)
+				used[fl->ports[q]] += fill[f];
+		}
+		for (uint32_t p = 0; p < P; p++) {
+			assert_true(used[p] <= (double)t->port_bps[p] * (1 + 1e-9));
+			assert_true(load[p] == 0);
+		}
+		for (uint32_t f = 0; f < m->nflows; f++) {
+			const struct cp_flow *fl = &m->flows[f];
+			bool saturated = false;
+
+			for (uint32_t q = 0; q < fl->nports; q++)
+				if (used[fl->ports[q]] >=
+				    (double)t->port_bps[fl->ports[q]] * (1 - 1e-9))
+					saturated = true;
+			assert_true(saturated);
+		}
+		free(madd);
+		free(fill);
+		cp_model_free(m);
+		topo_free(t);
+	}
+}
+
 static void test_fair_one_class(void **state)
 {
 	struct fixture *fx = *state;
@@ -184,6 +326,8 @@ int main(void)
 		cmocka_unit_test(test_registry),
 		cmocka_unit_test(test_fifo_order_and_madd),
 		cmocka_unit_test(test_madd_equal_finish),
+		cmocka_unit_test(test_madd_fill_shares),
+		cmocka_unit_test(test_madd_fill_random),
 		cmocka_unit_test(test_fair_one_class),
 		cmocka_unit_test(test_validate),
 	};

@@ -224,6 +224,9 @@ struct sim_opts {
 /* Fills defaults: ideal mode, K = 8, quantise CONFLICT, no epochs, no re-evaluation, no checks. */
 void sim_opts_default(struct sim_opts *o);
 
+/* Units in the last place of a flow's bytes that the residual check allows (sim_stats). */
+#define SIM_RESID_ULPS 64
+
 struct sim_stats {
 	uint64_t events;    /* model events processed */
 	uint64_t steps;     /* distinct event times (allocations) */
@@ -232,9 +235,11 @@ struct sim_stats {
 	/* filled when opts.check: */
 	double max_port_load; /* max over steps and ports of allocated / capacity */
 	/*
-	 * max over flow completions of |bytes left| (0 ideally), in nanoseconds
-	 * of transfer at the flow's rate: completions are rounded up to whole
-	 * nanoseconds, which bounds it by 1
+	 * max over flow completions of |bytes left| (0 ideally), less
+	 * SIM_RESID_ULPS units in the last place of the flow's bytes (the
+	 * rounding of the doubles that count them), in nanoseconds of transfer
+	 * at the flow's rate: completions are rounded up to whole nanoseconds,
+	 * which bounds it by 1
 	 */
 	double max_residual_ns;
 	uint64_t checked_steps;

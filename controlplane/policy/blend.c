@@ -38,8 +38,8 @@ static const struct policy_opt_def blend_opts[] = {
 	{"lcf", "weight of lcf's place", POLICY_OPT_NUM, 0.3, 0, 1e6, NULL},
 	[OPT_RATES] = {"rates",
 		       "priority: strict priority per coflow in the order (as sincronia); madd: "
-		       "Varys' MADD in the order, then backfill; fill: MADD, then max-min per "
-		       "coflow in the order",
+		       "Varys' MADD in the order, then backfill; fill: MADD, then the rest "
+		       "shared per coflow in the order, in equal-share rounds",
 		       POLICY_OPT_ENUM, 0, 0, 0, rates_choices},
 };
 

@@ -41,7 +41,7 @@
  * (test_lookahead checks it on random instances).
  *
  * A changed order gets MADD rates (what the rollouts modelled), what they
- * leave filled max-min per coflow in the order (rates=fill, the default;
+ * leave shared per coflow in the order in equal-share rounds (rates=fill, the default;
  * rates=madd leaves it to the fabric's greedy backfill), and a wake-up
  * at the end of its rollout's first interval: if the fabric brings no event
  * by then, the policy decides again then, as the rollout assumed. The
@@ -465,7 +465,7 @@ static int la_decide(struct policy *p, const struct cp_model *m, uint64_t now_ns
 	}
 	/*
 	 * The rollouts modelled MADD with backfill: that is what the fabric gets,
-	 * the backfill max-min per coflow in the order (fill) or the fabric's own.
+	 * the backfill per coflow in the order (fill) or the fabric's own.
 	 */
 	d->has_rates = true;
 	if (x->fill)

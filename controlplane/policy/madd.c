@@ -78,7 +78,7 @@ static inline bool fill_open(const struct topo *t, const struct cp_flow *fl, con
 }
 
 /*
- * One round of progressive filling for the flows of cf: each open flow gets
+ * One equal-share round for the flows of cf: each open flow gets
  * the smallest, over its ports, of the port's free capacity divided by the
  * open flows of cf there. No port is oversubscribed (a port's flows each take
  * at most its share), and the port with the smallest share saturates.

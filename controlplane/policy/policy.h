@@ -280,13 +280,15 @@ void policy_madd(const struct cp_model *m, const uint32_t *order, uint32_t n, do
 
 /*
  * MADD as policy_madd(), then the capacity left filled coflow by coflow in
- * the same order, shared among each coflow's flows by progressive filling
+ * the same order, shared among each coflow's flows in equal-share rounds
  * (each round gives every flow that still has bytes and free capacity on all
  * its ports the smallest of those ports' equal shares among such flows; a
  * round saturates at least one port; at most POLICY_FILL_ROUNDS rounds a
- * coflow): an approximation of max-min, instead of the flow-by-flow greedy
- * backfill the simulator gives MADD rates (a coflow's first flow on a port
- * taking all of it). A flow's rate is never below its MADD rate, no port is
+ * coflow), instead of the flow-by-flow greedy backfill the simulator gives
+ * MADD rates (a coflow's first flow on a port taking all of it). Not exact
+ * max-min: a flow held to the share of a port it shares with a flow limited
+ * elsewhere keeps less than max-min would give it (which also takes fewer
+ * rounds than exact water-filling, one saturated port a round, would). A flow's rate is never below its MADD rate, no port is
  * oversubscribed, and (within the rounds) every flow of an ordered coflow
  * that still has bytes ends with a saturated port. Same scratch contract as
  * policy_madd().

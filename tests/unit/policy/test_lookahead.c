@@ -751,7 +751,7 @@ static struct rate_count run_counting(struct cp_model *m, const char *spec)
 }
 
 /*
- * rates=: a changed order gets MADD rates, then what is left max-min per
+ * rates=: a changed order gets MADD rates, then what is left shared per
  * coflow in the order, by default (rates=fill); MADD's own with rates=madd;
  * with rates=base it is served as the base serves its own orders (a base
  * without rates: none, strict priority), while the orders still change.
@@ -785,6 +785,13 @@ static void test_rates_option(void **state)
 		rc = run_counting(m, "lookahead:base=sincronia:rates=madd");
 		madd_changed += rc.with_rates;
 		assert_int_equal(rc.madd_exact, rc.with_rates);
+		/* blend's and gnn's rates=fill: every decision filled MADD */
+		rc = run_counting(m, "blend:rates=fill");
+		assert_int_equal(rc.with_rates, rc.decisions);
+		assert_int_equal(rc.filled, rc.decisions);
+		rc = run_counting(m, "gnn:rates=fill");
+		assert_int_equal(rc.with_rates, rc.decisions);
+		assert_int_equal(rc.filled, rc.decisions);
 		rc = run_counting(m, "lookahead:base=sincronia:rates=base");
 		assert_int_equal(rc.with_rates, 0);
 		finishes(m, fin);

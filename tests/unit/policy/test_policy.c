@@ -146,7 +146,7 @@ static struct topo *bind_all(struct cp_model *m, uint32_t hosts)
 }
 
 /*
- * MADD then max-min fill: the capacity MADD leaves on a coflow's shared port
+ * MADD then the fill: the capacity MADD leaves on a coflow's shared port
  * is split between its flows there, not given to the first of them as the
  * simulator's greedy backfill would.
  *   f1 h0->h1 3000 B: the bottleneck (3 s at 1000 B/s), full rate;
@@ -193,7 +193,7 @@ static void test_madd_fill_shares(void **state)
 /*
  * On random instances (6 hosts, up to 8 coflows of up to 6 flows, random
  * orders): no flow below its MADD rate, no port oversubscribed, and every
- * flow of the order ends with a saturated port (max-min: no flow could take
+ * flow of the order ends with a saturated port (Pareto: no flow could take
  * more without taking it from another).
  */
 static void test_madd_fill_random(void **state)

@@ -51,13 +51,12 @@ static const struct policy_opt_def gnn_opts[] = {
 	[OPT_INVERT] = {"invert",
 			"reverse the learned order (a deliberately bad policy, for checks)",
 			POLICY_OPT_BOOL, 0, 0, 1, NULL},
-	[OPT_RATES] =
-		{"rates",
-		 "madd: Varys' MADD in the order, then backfill; priority: strict priority "
-		 "per coflow in the order (the fabric's, as sincronia); fill: MADD, then "
-		 "the rest shared per coflow in the order, in equal-share rounds; auto: priority for a model whose prior "
-		 "is sincronia or blend, else madd",
-		 POLICY_OPT_ENUM, 0, 0, 0, rates_choices},
+	[OPT_RATES] = {"rates",
+		       "madd: Varys' MADD in the order, then backfill; priority: strict priority "
+		       "per coflow in the order (the fabric's, as sincronia); fill: MADD, then "
+		       "the rest shared per coflow in the order, in equal-share rounds; auto: "
+		       "priority for a model whose prior is sincronia or blend, else madd",
+		       POLICY_OPT_ENUM, 0, 0, 0, rates_choices},
 };
 
 struct rank_ent {

@@ -41,10 +41,10 @@
  * (test_lookahead checks it on random instances).
  *
  * A changed order gets MADD rates (what the rollouts modelled), what they
- * leave shared per coflow in the order in equal-share rounds (rates=fill, the default;
- * rates=madd leaves it to the fabric's greedy backfill), and a wake-up
- * at the end of its rollout's first interval: if the fabric brings no event
- * by then, the policy decides again then, as the rollout assumed. The
+ * leave shared per coflow in the order in equal-share rounds (rates=fill,
+ * the default; rates=madd leaves it to the fabric's greedy backfill), and a
+ * wake-up at the end of its rollout's first interval: if the fabric brings
+ * no event by then, the policy decides again then, as the rollout assumed. The
  * base's classes, wake-ups and watches are kept. Only jobs that have arrived
  * are rolled out: the policy knows what a live controller knows.
  * Deterministic: no randomness is drawn.

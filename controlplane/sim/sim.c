@@ -517,9 +517,13 @@ static void flow_finished(struct engine *e, uint32_t f, double rate, double resi
 	 * in the last place of its bytes: 2.3e-6 B of a 162 MB flow, where one
 	 * nanosecond at 44 Mbit/s moves 5.5e-3 B).
 	 */
-	resid = fmax(0, resid - SIM_RESID_ULPS * DBL_EPSILON * (double)fl->bytes);
-	if (e->o->check && rate > 0 && resid * 8e9 / rate > e->st->max_residual_ns)
-		e->st->max_residual_ns = resid * 8e9 / rate;
+	if (e->o->check && rate > 0) {
+		double ns = fmax(0, resid - SIM_RESID_ULPS * DBL_EPSILON * (double)fl->bytes) *
+			    8e9 / rate;
+
+		if (ns > e->st->max_residual_ns)
+			e->st->max_residual_ns = ns;
+	}
 	coflow_sync(e, fl->coflow);
 	cf->rate_bps -= rate;
 	e->job_rate[cf->job] -= rate;

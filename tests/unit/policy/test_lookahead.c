@@ -36,6 +36,7 @@
 #include "controlplane/policy/policy.h"
 #include "controlplane/sim/sim.h"
 #include "tests/gen_fixture.h"
+#include "tests/unit/policy/fill_check.h"
 
 #define PORT_BPS 8000ULL /* 1000 bytes/s: bytes read as milliseconds */
 #define NS       1000000000ULL
@@ -676,58 +677,15 @@ static void count_rates(void *ctx, const struct cp_model *m, uint64_t now_ns,
 			const struct policy_decision *d)
 {
 	struct rate_count *rc = ctx;
-	uint32_t np = m->topo->nports;
-	double *free_bps, *load, *used, *madd;
-	bool same = true, filled = true;
+	bool same;
 
 	(void)now_ns;
 	rc->decisions++;
 	if (!d->has_rates)
 		return;
 	rc->with_rates++;
-	free_bps = calloc(np, sizeof(*free_bps));
-	load = calloc(np, sizeof(*load));
-	used = calloc(np, sizeof(*used));
-	madd = calloc(m->nflows, sizeof(*madd));
-	assert_non_null(free_bps);
-	assert_non_null(load);
-	assert_non_null(used);
-	assert_non_null(madd);
-	policy_madd(m, d->order, d->norder, free_bps, load, madd);
-	for (uint32_t i = 0; i < d->norder; i++) {
-		const struct cp_coflow *cf = &m->coflows[d->order[i]];
-
-		for (uint32_t k = 0; k < cf->flows_left; k++) {
-			uint32_t f = m->flow_slot[cf->first_flow + k];
-
-			same = same && d->rate_bps[f] == madd[f];
-			filled = filled && d->rate_bps[f] >= madd[f];
-			for (uint32_t q = 0; q < m->flows[f].nports; q++)
-				used[m->flows[f].ports[q]] += d->rate_bps[f];
-		}
-	}
-	for (uint32_t p = 0; p < np; p++)
-		filled = filled && used[p] <= (double)m->topo->port_bps[p] * (1 + 1e-9);
-	for (uint32_t i = 0; i < d->norder; i++) {
-		const struct cp_coflow *cf = &m->coflows[d->order[i]];
-
-		for (uint32_t k = 0; k < cf->flows_left; k++) {
-			const struct cp_flow *fl = &m->flows[m->flow_slot[cf->first_flow + k]];
-			bool full = !(fl->remaining_bytes > 0);
-
-			for (uint32_t q = 0; q < fl->nports; q++)
-				full = full ||
-				       used[fl->ports[q]] >=
-					       (double)m->topo->port_bps[fl->ports[q]] * (1 - 1e-9);
-			filled = filled && full;
-		}
-	}
+	rc->filled += fill_check(m, d->order, d->norder, d->rate_bps, &same);
 	rc->madd_exact += same;
-	rc->filled += filled;
-	free(free_bps);
-	free(load);
-	free(used);
-	free(madd);
 }
 
 /* Runs spec on m in ideal mode, counting decisions and those that carry rates. */

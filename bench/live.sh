@@ -19,8 +19,9 @@
 #     loom_enforce_seconds (a change to its classes in force at every
 #     affected agent);
 #  4. replays the scaled trace that was played (loom-run's trace.loom and
-#     topology.json) with loom-replay --mode classes --classes 8, every
-#     policy: the prediction;
+#     topology.json) with loom-replay --mode classes --classes 8
+#     --stats-ms 10 (the policy sees the bytes as of the agents' last
+#     report, every 10 ms, as loomd does), every policy: the prediction;
 #     and again with --start-latency-ms, the fixed cost of a coflow in a
 #     live run, measured from these runs (the median live CCT of the
 #     coflows the first prediction finishes within 1 ms, every policy but
@@ -37,6 +38,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir=build-release readme=0 scale=0.002 swq=32 repeat=1
+stats_ms=10 # the agents' --stats-interval, and the prediction's --stats-ms
 policies=fair,sebf,sincronia,gnn,lookahead:base=gnn
 jobs=20 hosts=8 rate=100000000 load=0.7 seed=1
 while [ $# -gt 0 ]; do
@@ -101,7 +103,8 @@ cleanup() { scripts/loom-cluster down --name "$name" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 scripts/loom-cluster up --name "$name" --hosts "$hosts" --rate "${rate}bit" --classes 8 \
-	--switch-queues "$swq" --build "$dir" --policy fair >"$out/up.log" 2>&1 || {
+	--switch-queues "$swq" --stats-interval "$stats_ms" --build "$dir" --policy fair \
+	>"$out/up.log" 2>&1 || {
 	cat "$out/up.log" >&2
 	exit 1
 }
@@ -155,14 +158,14 @@ for l in $(cut -f1 "$out/policies.txt"); do
 		{ echo "live.sh: the runs played different traces" >&2; exit 1; }
 done
 "$bin/sim/loom-replay" --trace "$out/live/$first/trace.loom" --topo "$out/live/$first/topology.json" \
-	--policy "$policies" --mode classes --classes 8 --jobs 0 --no-progress --no-plots \
-	--out "$out/sim" >"$out/sim.txt" 2>"$out/sim.log" || { cat "$out/sim.log" >&2; exit 1; }
+	--policy "$policies" --mode classes --classes 8 --stats-ms "$stats_ms" --jobs 0 \
+	--no-progress --no-plots --out "$out/sim" >"$out/sim.txt" 2>"$out/sim.log" || { cat "$out/sim.log" >&2; exit 1; }
 # the same with the fixed cost of a coflow in a live run (announcing, classes
 # reaching the hosts, connecting) measured from these runs: see live_report.py
 python3 bench/live_report.py --out "$out" --measure-latency >"$out/latency_ms"
 "$bin/sim/loom-replay" --trace "$out/live/$first/trace.loom" --topo "$out/live/$first/topology.json" \
-	--policy "$policies" --mode classes --classes 8 --jobs 0 --no-progress --no-plots \
-	--start-latency-ms "$(cat "$out/latency_ms")" --out "$out/sim-lat" >"$out/sim-lat.txt" \
+	--policy "$policies" --mode classes --classes 8 --stats-ms "$stats_ms" --jobs 0 \
+	--no-progress --no-plots --start-latency-ms "$(cat "$out/latency_ms")" --out "$out/sim-lat" >"$out/sim-lat.txt" \
 	2>"$out/sim-lat.log" || { cat "$out/sim-lat.log" >&2; exit 1; }
 log "replayed (and with a start latency of $(cat "$out/latency_ms") ms)"
 

@@ -55,6 +55,7 @@ struct replay_args {
 	uint64_t rate_bps;
 	uint64_t epoch_ns;
 	uint64_t reeval_ns;
+	uint64_t stats_ns;
 	uint64_t start_latency_ns;
 	uint64_t seed;
 	const char *weights; /* gnn / ensemble model; NULL: the shipped one */
@@ -99,6 +100,9 @@ static void usage(FILE *f)
 		"  -e, --epoch-ms E       admit arrivals only every E ms, at the next multiple\n"
 		"                         (default 0 = at once)\n"
 		"  -R, --reeval-ms R      also re-run the policy every R ms (default 0 = on events only)\n"
+		"      --stats-ms S       the policy sees the bytes sent as of the last multiple of\n"
+		"                         S ms, as loomd sees them from its agents' reports\n"
+		"                         (loom-agent --stats-interval); default 0 = exact\n"
 		"      --start-latency-ms L  every coflow starts L ms after its release would\n"
 		"                         allow (a fixed per-coflow cost of a live run: announcing\n"
 		"                         its flows, the classes reaching the hosts, connecting;\n"
@@ -183,7 +187,8 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 		OPT_CHECK,
 		OPT_PROGRESS,
 		OPT_NO_PROGRESS,
-		OPT_START_LATENCY
+		OPT_START_LATENCY,
+		OPT_STATS
 	};
 	static const struct option opts[] = {
 		{"trace", required_argument, NULL, 't'},
@@ -196,6 +201,7 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 		{"quantize", required_argument, NULL, 'q'},
 		{"epoch-ms", required_argument, NULL, 'e'},
 		{"reeval-ms", required_argument, NULL, 'R'},
+		{"stats-ms", required_argument, NULL, OPT_STATS},
 		{"seed", required_argument, NULL, 's'},
 		{"weights", required_argument, NULL, 'w'},
 		{"out", required_argument, NULL, 'o'},
@@ -270,6 +276,11 @@ static int parse_args(int argc, char **argv, struct replay_args *a)
 			if (parse_ms_flag("--reeval-ms", optarg, &a->reeval_ns))
 				return -EINVAL;
 			a->engine_flag = "--reeval-ms";
+			break;
+		case OPT_STATS:
+			if (parse_ms_flag("--stats-ms", optarg, &a->stats_ns))
+				return -EINVAL;
+			a->engine_flag = "--stats-ms";
 			break;
 		case 's':
 			if (sim_cli_u64("--seed", optarg, 0, UINT64_MAX, &a->seed))
@@ -651,6 +662,7 @@ static int run_one(struct cp_model *m, const char *name, const struct replay_arg
 	o.quantize = a->quantize;
 	o.epoch_ns = a->epoch_ns;
 	o.reeval_ns = a->reeval_ns;
+	o.stats_ns = a->stats_ns;
 	o.check = a->check;
 	if (mode == SIM_MODE_CLASSES)
 		snprintf(label, sizeof(label), "%s/K%u", name, a->classes);

@@ -95,6 +95,12 @@ struct engine {
 	uint32_t ndirty;
 	bool *is_dirty;
 	uint32_t *done; /* flows finishing in the current step */
+	/* opts.stats_ns: the bytes at the last report, swapped in while the policy decides */
+	double *rep_rem;   /* per flow: remaining bytes */
+	double *rep_cf;    /* per coflow: sent bytes */
+	double *rep_job;   /* per job: sent bytes */
+	uint32_t *rep_gen; /* per job: swap_reports()'s stamp, so a job swaps once */
+	uint32_t rep_stamp;
 
 	struct release *rheap; /* pending releases by time */
 	uint32_t nrheap;
@@ -284,6 +290,10 @@ static void engine_done(struct engine *e)
 	free(e->dirty);
 	free(e->is_dirty);
 	free(e->done);
+	free(e->rep_rem);
+	free(e->rep_cf);
+	free(e->rep_job);
+	free(e->rep_gen);
 	free(e->rheap);
 	free(e->evs);
 	cp_model_set_emit(e->m, NULL, NULL);
@@ -315,6 +325,16 @@ static int engine_init(struct engine *e, struct cp_model *m)
 	    !e->is_dirty || !e->done || !e->rheap)
 		return -ENOMEM;
 	memset(e->hpos, 0xff, nf * sizeof(*e->hpos));
+	if (e->o->stats_ns) {
+		e->rep_rem = malloc(nf * sizeof(*e->rep_rem));
+		e->rep_cf = calloc(nc, sizeof(*e->rep_cf));
+		e->rep_job = calloc(nj, sizeof(*e->rep_job));
+		e->rep_gen = calloc(nj, sizeof(*e->rep_gen));
+		if (!e->rep_rem || !e->rep_cf || !e->rep_job || !e->rep_gen)
+			return -ENOMEM;
+		for (uint32_t f = 0; f < m->nflows; f++)
+			e->rep_rem[f] = (double)m->flows[f].bytes;
+	}
 	return 0;
 }
 
@@ -577,6 +597,59 @@ static uint32_t retire_due(struct engine *e)
 	return n;
 }
 
+/* opts.stats_ns: an agents' report: the bytes of every schedulable coflow now. */
+static void take_reports(struct engine *e)
+{
+	struct cp_model *m = e->m;
+
+	sync_all(e);
+	for (uint32_t a = 0; a < m->nactive; a++) {
+		uint32_t c = m->active[a];
+		const struct cp_coflow *cf = &m->coflows[c];
+		const uint32_t *slot = &m->flow_slot[cf->first_flow];
+
+		for (uint32_t k = 0; k < cf->flows_left; k++)
+			e->rep_rem[slot[k]] = m->flows[slot[k]].remaining_bytes;
+		e->rep_cf[c] = cf->sent_bytes;
+		e->rep_job[cf->job] = m->jobs[cf->job].sent_bytes;
+	}
+}
+
+static inline void swap_d(double *a, double *b)
+{
+	double t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/*
+ * Swaps the reported bytes and the model's (of every schedulable coflow, its
+ * unfinished flows and its job): before the policy decides, and again after.
+ */
+static void swap_reports(struct engine *e)
+{
+	struct cp_model *m = e->m;
+
+	if (++e->rep_stamp == 0) {
+		memset(e->rep_gen, 0, m->njobs * sizeof(*e->rep_gen));
+		e->rep_stamp = 1;
+	}
+	for (uint32_t a = 0; a < m->nactive; a++) {
+		uint32_t c = m->active[a];
+		struct cp_coflow *cf = &m->coflows[c];
+		const uint32_t *slot = &m->flow_slot[cf->first_flow];
+
+		for (uint32_t k = 0; k < cf->flows_left; k++)
+			swap_d(&e->rep_rem[slot[k]], &m->flows[slot[k]].remaining_bytes);
+		swap_d(&e->rep_cf[c], &cf->sent_bytes);
+		if (e->rep_gen[cf->job] != e->rep_stamp) {
+			e->rep_gen[cf->job] = e->rep_stamp;
+			swap_d(&e->rep_job[cf->job], &m->jobs[cf->job].sent_bytes);
+		}
+	}
+}
+
 static int decide(struct engine *e, struct loom_err *err)
 {
 	struct cp_model *m = e->m;
@@ -584,7 +657,11 @@ static int decide(struct engine *e, struct loom_err *err)
 
 	sync_all(e);
 	policy_decision_clear(&e->d);
+	if (e->o->stats_ns)
+		swap_reports(e);
 	r = policy_decide(e->p, m, e->now, &e->d);
+	if (e->o->stats_ns)
+		swap_reports(e);
 	e->st->decisions++;
 	if (r < 0)
 		return loom_err_set(err, -r, "policy '%s' failed at t=%llu ns", e->p->cls->name,
@@ -614,6 +691,7 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 	struct sim_stats st = {0};
 	uint64_t next_watch = CP_TIME_NEVER;
 	uint64_t next_tick = o->reeval_ns ? o->reeval_ns : CP_TIME_NEVER;
+	uint64_t next_report = o->stats_ns ? o->stats_ns : CP_TIME_NEVER;
 	uint32_t next_job = 0;
 	int r = 0;
 
@@ -640,8 +718,10 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 			t = min_u64(t, e.fheap[0].eta_ns);
 		t = min_u64(t, next_watch);
 		t = min_u64(t, wake);
-		if (m->nactive)
+		if (m->nactive) {
 			t = min_u64(t, next_tick);
+			t = min_u64(t, next_report);
+		}
 		if (t == CP_TIME_NEVER) {
 			r = loom_err_set(err, EDEADLK,
 					 "policy '%s' left %u schedulable coflows without "
@@ -662,6 +742,10 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 		if (e.emit_err) {
 			r = loom_err_set(err, -e.emit_err, "out of memory");
 			goto out;
+		}
+		if (next_report <= e.now) {
+			take_reports(&e);
+			next_report = (e.now / o->stats_ns + 1) * o->stats_ns;
 		}
 		if (next_tick <= e.now) {
 			e.significant = true;

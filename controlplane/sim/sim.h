@@ -188,7 +188,15 @@ struct sim_opts {
 	enum sim_quantize quantize;
 	uint64_t epoch_ns;  /* admit job arrivals only at multiples of this; 0 = at once */
 	uint64_t reeval_ns; /* also re-decide every reeval_ns; 0 = only on events */
-	bool check;         /* verify capacities and byte conservation at every step */
+	/*
+	 * The policy sees the bytes as loomd does, from reports its agents send
+	 * every stats_ns: each unfinished flow's remaining bytes and each
+	 * coflow's and job's sent bytes as they were at the last multiple of
+	 * stats_ns (a flow released since then: nothing sent). Completions,
+	 * arrivals and releases it sees at once. 0: the exact bytes, now.
+	 */
+	uint64_t stats_ns;
+	bool check; /* verify capacities and byte conservation at every step */
 	/*
 	 * Tests: after completions, re-fill every class from scratch and compare
 	 * every pair's rate (the simple way the incremental update must equal).

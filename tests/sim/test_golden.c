@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "controlplane/sim/sim.h"
@@ -39,8 +40,8 @@ static void golden_free(struct golden *g)
 	topo_free(g->t);
 }
 
-static void run(struct golden *g, const char *policy, enum sim_mode mode, uint32_t k,
-		enum sim_quantize q)
+static void run_stats(struct golden *g, const char *policy, enum sim_mode mode, uint32_t k,
+		      enum sim_quantize q, uint64_t stats_ns)
 {
 	struct policy_params pp = {.classes = k, .seed = 1};
 	struct loom_err err = {{0}};
@@ -53,6 +54,7 @@ static void run(struct golden *g, const char *policy, enum sim_mode mode, uint32
 	o.classes = k;
 	o.quantize = q;
 	o.check = true;
+	o.stats_ns = stats_ns;
 	p = policy_new(policy, &pp, g->m, &err);
 	assert_non_null(p);
 	assert_int_equal(sim_run(g->m, p, &o, &st, &err), 0);
@@ -60,6 +62,12 @@ static void run(struct golden *g, const char *policy, enum sim_mode mode, uint32
 	assert_true(cp_model_all_done(g->m));
 	assert_true(st.max_port_load <= 1.0 + 1e-9);
 	assert_true(st.max_residual_ns <= 1.0 + 1e-6);
+}
+
+static void run(struct golden *g, const char *policy, enum sim_mode mode, uint32_t k,
+		enum sim_quantize q)
+{
+	run_stats(g, policy, mode, k, q, 0);
 }
 
 /* CCT of the coflow with external id ext, in ns. */
@@ -571,6 +579,51 @@ static void test_conflict_quantisation(void **state)
 	golden_free(&g);
 }
 
+/*
+ * The policy sees the bytes of the last report (sim_opts.stats_ns).
+ * A: h0->h2, 2 GB at 0 s; B: h1->h2, 1.2 GB at 1 s; lcf, least bytes left
+ * first. Exact: at 1 s A has 1 GB left: A first, done at 2 s (CCT 2), B
+ * 2..3.2 s (CCT 2.2). Seen from a report before 0.8 s, A has more left than
+ * B: B first, 1..2.2 s (CCT 1.2), then A's last GB, 2.2..3.2 s (CCT 3.2).
+ * Reports every 0.3 s (the last at 0.9 s: A 1.1 GB) and every 0.5 s (one at
+ * 1 s, taken before the decision at that instant) give the exact order;
+ * every 0.6 s (0.6 s: A 1.4 GB), 0.75 s, or none before 1 s do not.
+ */
+static void test_stale_reports(void **state)
+{
+	static const struct {
+		double stats_s;
+		bool exact;
+	} cases[] = {
+		{0, true},     {0.3, true},  {0.5, true},  {0.6, false},
+		{0.75, false}, {1.2, false}, {100, false},
+	};
+	struct golden g;
+	struct cp_builder *b = cp_builder_new(3);
+
+	(void)state;
+	add_single(b, 1, 0, 0, 2, 2 * GB);
+	add_single(b, 2, 1, 1, 2, 6 * GB / 5);
+	golden_finish(&g, b, 3);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		long long want_a = (long long)S(cases[i].exact ? 2 : 3.2);
+		long long want_b = (long long)S(cases[i].exact ? 2.2 : 1.2);
+
+		for (int mode = 0; mode < 2; mode++) {
+			run_stats(&g, "lcf", mode ? SIM_MODE_CLASSES : SIM_MODE_IDEAL, 8,
+				  SIM_QUANT_TOP, S(cases[i].stats_s));
+			/* each report syncs the bytes: a nanosecond of rounding at most */
+			if (llabs((long long)cct(&g, 1) - want_a) > 1 ||
+			    llabs((long long)cct(&g, 2) - want_b) > 1)
+				fail_msg("stats %g s, %s: CCT A %llu ns, B %llu ns",
+					 cases[i].stats_s, mode ? "classes" : "ideal",
+					 (unsigned long long)cct(&g, 1),
+					 (unsigned long long)cct(&g, 2));
+		}
+	}
+	golden_free(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -587,6 +640,7 @@ int main(void)
 		cmocka_unit_test(test_per_host_quantisation),
 		cmocka_unit_test(test_conflict_quantisation),
 		cmocka_unit_test(test_policy_classes_kept),
+		cmocka_unit_test(test_stale_reports),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -91,25 +91,10 @@ static int teardown(void **state)
 static void test_help(void **state)
 {
 	static const char *const words[] = {
-		"--trace",
-		"--format",
-		"--topo",
-		"--rate-bps",
-		"--policy",
-		"--mode",
-		"--classes",
-		"--quantize",
-		"--epoch-ms",
-		"--reeval-ms",
-		"--seed",
-		"--out",
-		"--no-plots",
-		"--check",
-		"--progress",
-		"--no-progress",
-		"--verbose",
-		"--help",
-		"Usage: loom-replay",
+		"--trace",    "--format",      "--topo",     "--rate-bps", "--policy",
+		"--mode",     "--classes",     "--quantize", "--epoch-ms", "--reeval-ms",
+		"--stats-ms", "--seed",        "--out",      "--no-plots", "--check",
+		"--progress", "--no-progress", "--verbose",  "--help",     "Usage: loom-replay",
 	};
 	struct result r;
 
@@ -176,6 +161,8 @@ static void test_bad_flags(void **state)
 	expect_usage(&r, "--epoch-ms: '-1'");
 	replay(&r, "-t", t, "-o", o, "--reeval-ms", "soon", NULL);
 	expect_usage(&r, "--reeval-ms: 'soon'");
+	replay(&r, "-t", t, "-o", o, "--stats-ms", "-5", NULL);
+	expect_usage(&r, "--stats-ms: '-5'");
 	replay(&r, "-t", t, "-o", o, "--seed", "x", NULL);
 	expect_usage(&r, "--seed: 'x'");
 	replay(&r, "-t", t, "-o", o, "--rate-bps", "0", NULL);
@@ -642,6 +629,8 @@ static void test_compat(void **state)
 	expect_usage(&r, "--compat coflowsim: --rate-bps does not apply");
 	replay(&r, "-t", t, "-o", o, "--epoch-ms", "100", "--compat", "coflowsim", NULL);
 	expect_usage(&r, "--compat coflowsim: --epoch-ms does not apply");
+	replay(&r, "-t", t, "-o", o, "--stats-ms", "10", "--compat", "coflowsim", NULL);
+	expect_usage(&r, "--compat coflowsim: --stats-ms does not apply");
 	replay(&r, "-t", t, "-o", o, "--compat", "coflowsim", "--check", NULL);
 	expect_usage(&r, "--check does not apply");
 	replay(&r, "-t", t, "-o", o, "--compat", "coflowsim", "-p", "sebf,sincronia", NULL);

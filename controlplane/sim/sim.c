@@ -597,7 +597,12 @@ static uint32_t retire_due(struct engine *e)
 	return n;
 }
 
-/* opts.stats_ns: an agents' report: the bytes of every schedulable coflow now. */
+/*
+ * opts.stats_ns: the agents' report: the bytes of every schedulable coflow
+ * now, and of every job that has arrived and not finished (a job's count
+ * includes its finished coflows', as loomd's registry adds every report to
+ * the job).
+ */
 static void take_reports(struct engine *e)
 {
 	struct cp_model *m = e->m;
@@ -611,8 +616,11 @@ static void take_reports(struct engine *e)
 		for (uint32_t k = 0; k < cf->flows_left; k++)
 			e->rep_rem[slot[k]] = m->flows[slot[k]].remaining_bytes;
 		e->rep_cf[c] = cf->sent_bytes;
-		e->rep_job[cf->job] = m->jobs[cf->job].sent_bytes;
 	}
+	/* a job without a schedulable coflow has no rate: its count is current */
+	for (uint32_t j = 0; j < m->njobs; j++)
+		if (m->jobs[j].arrival_ns <= e->now && m->jobs[j].finish_ns == CP_TIME_NEVER)
+			e->rep_job[j] = m->jobs[j].sent_bytes;
 }
 
 static inline void swap_d(double *a, double *b)
@@ -718,10 +726,8 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 			t = min_u64(t, e.fheap[0].eta_ns);
 		t = min_u64(t, next_watch);
 		t = min_u64(t, wake);
-		if (m->nactive) {
+		if (m->nactive)
 			t = min_u64(t, next_tick);
-			t = min_u64(t, next_report);
-		}
 		if (t == CP_TIME_NEVER) {
 			r = loom_err_set(err, EDEADLK,
 					 "policy '%s' left %u schedulable coflows without "
@@ -729,6 +735,9 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 					 p->cls->name, m->nactive);
 			goto out;
 		}
+		/* a report changes nothing that moves: not counted above */
+		if (m->nactive)
+			t = min_u64(t, next_report);
 
 		e.now = t;
 		e.nevs = 0;
@@ -746,6 +755,9 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 		if (next_report <= e.now) {
 			take_reports(&e);
 			next_report = (e.now / o->stats_ns + 1) * o->stats_ns;
+			/* loomd checks a decision's watches at every report, on its counts */
+			if (e.d.nwatch)
+				e.significant = true;
 		}
 		if (next_tick <= e.now) {
 			e.significant = true;
@@ -768,7 +780,7 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 		}
 		if (o->check)
 			check_ports(&e);
-		next_watch = e.d.nwatch ? watch_time(&e) : CP_TIME_NEVER;
+		next_watch = e.d.nwatch && !o->stats_ns ? watch_time(&e) : CP_TIME_NEVER;
 		if (o->progress && o->progress_every && st.steps % o->progress_every == 0) {
 			struct sim_progress pr = {e.now, m->jobs_done, m->njobs, st.events};
 

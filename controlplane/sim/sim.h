@@ -192,7 +192,8 @@ struct sim_opts {
 	 * The policy sees the bytes as loomd does, from reports its agents send
 	 * every stats_ns: each unfinished flow's remaining bytes and each
 	 * coflow's and job's sent bytes as they were at the last multiple of
-	 * stats_ns (a flow released since then: nothing sent). Completions,
+	 * stats_ns (a flow released since then: nothing sent); a decision's
+	 * watches are checked at those instants, on those counts. Completions,
 	 * arrivals and releases it sees at once. 0: the exact bytes, now.
 	 */
 	uint64_t stats_ns;

@@ -40,8 +40,9 @@ static void golden_free(struct golden *g)
 	topo_free(g->t);
 }
 
-static void run_stats(struct golden *g, const char *policy, enum sim_mode mode, uint32_t k,
-		      enum sim_quantize q, uint64_t stats_ns)
+/* Returns the policy's decisions. */
+static uint64_t run_stats(struct golden *g, const char *policy, enum sim_mode mode, uint32_t k,
+			  enum sim_quantize q, uint64_t stats_ns)
 {
 	struct policy_params pp = {.classes = k, .seed = 1};
 	struct loom_err err = {{0}};
@@ -62,6 +63,7 @@ static void run_stats(struct golden *g, const char *policy, enum sim_mode mode, 
 	assert_true(cp_model_all_done(g->m));
 	assert_true(st.max_port_load <= 1.0 + 1e-9);
 	assert_true(st.max_residual_ns <= 1.0 + 1e-6);
+	return st.decisions;
 }
 
 static void run(struct golden *g, const char *policy, enum sim_mode mode, uint32_t k,
@@ -620,6 +622,21 @@ static void test_stale_reports(void **state)
 					 (unsigned long long)cct(&g, 1),
 					 (unsigned long long)cct(&g, 2));
 		}
+	}
+	/*
+	 * Byte thresholds are checked at reports, on the reported bytes: dclas
+	 * (whose queues are watches) decides at each report while it watches,
+	 * and not at every nanosecond after the exact bytes crossed one that
+	 * the reported bytes have not. 3.2 s of reports every 0.1 s: about 32.
+	 */
+	for (int mode = 0; mode < 2; mode++) {
+		uint64_t n = run_stats(&g, mode ? "dclas-job:first=100M" : "dclas:first=100M",
+				       SIM_MODE_IDEAL, 8, SIM_QUANT_TOP, S(0.1));
+
+		if (n > 100)
+			fail_msg("%s with reports every 0.1 s: %llu decisions",
+				 mode ? "dclas-job" : "dclas", (unsigned long long)n);
+		assert_true(n >= 10);
 	}
 	golden_free(&g);
 }

@@ -641,6 +641,45 @@ static void test_stale_reports(void **state)
 	golden_free(&g);
 }
 
+/*
+ * A job's reported bytes include its finished coflows': job X is X1 (h0->h2,
+ * 2 GB at 0 s) then X2 (h0->h2, 1 GB) 0.5 s after X1 ends; job Y is one
+ * 1 GB coflow (h1->h2) at 2.6 s; job Z (h3->h4, 5 GB at 0 s) shares no
+ * port with them and keeps the engine stepping. dclas-job with a first
+ * queue up to 1.5e9 bytes a job. Exact: at 2.6 s job X has sent 2.1 GB
+ * (second queue), Y nothing (first): Y runs 2.6..3.6 (CCT 1), X2 has 0.9 GB
+ * left, 3.6..4.5 (CCT 2). With reports every 2.4 s the only one before
+ * 2.6 s falls between X1 and X2, when job X has no schedulable coflow: its
+ * 2 GB must be in it, or X2 would sit in the first queue, ahead of Y by
+ * job arrival (X2 CCT 1, Y 1.9).
+ */
+static void test_stale_job_bytes(void **state)
+{
+	struct cp_builder *b = cp_builder_new(5);
+	struct golden g;
+
+	(void)state;
+	assert_int_equal(cp_builder_add_job(b, 1, 0, 1.0, NULL), 0);
+	assert_int_equal(cp_builder_add_coflow(b, 10, 1, 0, NULL), 0);
+	assert_int_equal(cp_builder_add_coflow(b, 11, 1, 0, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 10, 0, 2, 2 * GB, NULL), 0);
+	assert_int_equal(cp_builder_add_flow(b, 11, 0, 2, GB, NULL), 0);
+	assert_int_equal(cp_builder_add_edge(b, 10, 11, S(0.5), NULL), 0);
+	add_single(b, 2, 2.6, 1, 2, GB);
+	add_single(b, 3, 0, 3, 4, 5 * GB);
+	golden_finish(&g, b, 5);
+	for (int stale = 0; stale < 2; stale++) {
+		run_stats(&g, "dclas-job:first=1500000000", SIM_MODE_IDEAL, 8, SIM_QUANT_TOP,
+			  stale ? S(2.4) : 0);
+		if (llabs((long long)cct(&g, 11) - (long long)S(2)) > 1 ||
+		    llabs((long long)cct(&g, 2) - (long long)S(1)) > 1)
+			fail_msg("reports every %s: CCT X2 %llu ns, Y %llu ns",
+				 stale ? "2.4 s" : "instant (exact)",
+				 (unsigned long long)cct(&g, 11), (unsigned long long)cct(&g, 2));
+	}
+	golden_free(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -658,6 +697,7 @@ int main(void)
 		cmocka_unit_test(test_conflict_quantisation),
 		cmocka_unit_test(test_policy_classes_kept),
 		cmocka_unit_test(test_stale_reports),
+		cmocka_unit_test(test_stale_job_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

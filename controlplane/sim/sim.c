@@ -96,11 +96,9 @@ struct engine {
 	bool *is_dirty;
 	uint32_t *done; /* flows finishing in the current step */
 	/* opts.stats_ns: the bytes at the last report, swapped in while the policy decides */
-	double *rep_rem;   /* per flow: remaining bytes */
-	double *rep_cf;    /* per coflow: sent bytes */
-	double *rep_job;   /* per job: sent bytes */
-	uint32_t *rep_gen; /* per job: swap_reports()'s stamp, so a job swaps once */
-	uint32_t rep_stamp;
+	double *rep_rem; /* per flow: remaining bytes */
+	double *rep_cf;  /* per coflow: sent bytes */
+	double *rep_job; /* per job: sent bytes */
 
 	struct release *rheap; /* pending releases by time */
 	uint32_t nrheap;
@@ -293,7 +291,6 @@ static void engine_done(struct engine *e)
 	free(e->rep_rem);
 	free(e->rep_cf);
 	free(e->rep_job);
-	free(e->rep_gen);
 	free(e->rheap);
 	free(e->evs);
 	cp_model_set_emit(e->m, NULL, NULL);
@@ -329,8 +326,7 @@ static int engine_init(struct engine *e, struct cp_model *m)
 		e->rep_rem = malloc(nf * sizeof(*e->rep_rem));
 		e->rep_cf = calloc(nc, sizeof(*e->rep_cf));
 		e->rep_job = calloc(nj, sizeof(*e->rep_job));
-		e->rep_gen = calloc(nj, sizeof(*e->rep_gen));
-		if (!e->rep_rem || !e->rep_cf || !e->rep_job || !e->rep_gen)
+		if (!e->rep_rem || !e->rep_cf || !e->rep_job)
 			return -ENOMEM;
 		for (uint32_t f = 0; f < m->nflows; f++)
 			e->rep_rem[f] = (double)m->flows[f].bytes;
@@ -597,6 +593,12 @@ static uint32_t retire_due(struct engine *e)
 	return n;
 }
 
+/* opts.stats_ns: the jobs whose bytes are reported (and swapped in). */
+static inline bool job_reported(const struct cp_job *jb, uint64_t now)
+{
+	return jb->arrival_ns <= now && jb->finish_ns == CP_TIME_NEVER;
+}
+
 /*
  * opts.stats_ns: the agents' report: the bytes of every schedulable coflow
  * now, and of every job that has arrived and not finished (a job's count
@@ -619,7 +621,7 @@ static void take_reports(struct engine *e)
 	}
 	/* a job without a schedulable coflow has no rate: its count is current */
 	for (uint32_t j = 0; j < m->njobs; j++)
-		if (m->jobs[j].arrival_ns <= e->now && m->jobs[j].finish_ns == CP_TIME_NEVER)
+		if (job_reported(&m->jobs[j], e->now))
 			e->rep_job[j] = m->jobs[j].sent_bytes;
 }
 
@@ -632,17 +634,17 @@ static inline void swap_d(double *a, double *b)
 }
 
 /*
- * Swaps the reported bytes and the model's (of every schedulable coflow, its
- * unfinished flows and its job): before the policy decides, and again after.
+ * Swaps the reported bytes and the model's (of every schedulable coflow and
+ * its unfinished flows, and of every reported job): before the policy
+ * decides, and again after.
  */
 static void swap_reports(struct engine *e)
 {
 	struct cp_model *m = e->m;
 
-	if (++e->rep_stamp == 0) {
-		memset(e->rep_gen, 0, m->njobs * sizeof(*e->rep_gen));
-		e->rep_stamp = 1;
-	}
+	for (uint32_t j = 0; j < m->njobs; j++)
+		if (job_reported(&m->jobs[j], e->now))
+			swap_d(&e->rep_job[j], &m->jobs[j].sent_bytes);
 	for (uint32_t a = 0; a < m->nactive; a++) {
 		uint32_t c = m->active[a];
 		struct cp_coflow *cf = &m->coflows[c];
@@ -651,10 +653,6 @@ static void swap_reports(struct engine *e)
 		for (uint32_t k = 0; k < cf->flows_left; k++)
 			swap_d(&e->rep_rem[slot[k]], &m->flows[slot[k]].remaining_bytes);
 		swap_d(&e->rep_cf[c], &cf->sent_bytes);
-		if (e->rep_gen[cf->job] != e->rep_stamp) {
-			e->rep_gen[cf->job] = e->rep_stamp;
-			swap_d(&e->rep_job[cf->job], &m->jobs[cf->job].sent_bytes);
-		}
 	}
 }
 

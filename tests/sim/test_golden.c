@@ -82,6 +82,12 @@ static uint64_t cct(const struct golden *g, uint64_t ext)
 	return 0;
 }
 
+/* Whether it took want_s, give or take the nanosecond a report's sync of the bytes may add. */
+static bool cct_near(const struct golden *g, uint64_t ext, double want_s)
+{
+	return llabs((long long)cct(g, ext) - (long long)S(want_s)) <= 1;
+}
+
 static void add_single(struct cp_builder *b, uint64_t id, double arrival_s, uint32_t src,
 		       uint32_t dst, uint64_t bytes)
 {
@@ -608,15 +614,11 @@ static void test_stale_reports(void **state)
 	add_single(b, 2, 1, 1, 2, 6 * GB / 5);
 	golden_finish(&g, b, 3);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		long long want_a = (long long)S(cases[i].exact ? 2 : 3.2);
-		long long want_b = (long long)S(cases[i].exact ? 2.2 : 1.2);
-
 		for (int mode = 0; mode < 2; mode++) {
 			run_stats(&g, "lcf", mode ? SIM_MODE_CLASSES : SIM_MODE_IDEAL, 8,
 				  SIM_QUANT_TOP, S(cases[i].stats_s));
-			/* each report syncs the bytes: a nanosecond of rounding at most */
-			if (llabs((long long)cct(&g, 1) - want_a) > 1 ||
-			    llabs((long long)cct(&g, 2) - want_b) > 1)
+			if (!cct_near(&g, 1, cases[i].exact ? 2 : 3.2) ||
+			    !cct_near(&g, 2, cases[i].exact ? 2.2 : 1.2))
 				fail_msg("stats %g s, %s: CCT A %llu ns, B %llu ns",
 					 cases[i].stats_s, mode ? "classes" : "ideal",
 					 (unsigned long long)cct(&g, 1),
@@ -629,13 +631,13 @@ static void test_stale_reports(void **state)
 	 * and not at every nanosecond after the exact bytes crossed one that
 	 * the reported bytes have not. 3.2 s of reports every 0.1 s: about 32.
 	 */
-	for (int mode = 0; mode < 2; mode++) {
-		uint64_t n = run_stats(&g, mode ? "dclas-job:first=100M" : "dclas:first=100M",
+	for (int job = 0; job < 2; job++) {
+		uint64_t n = run_stats(&g, job ? "dclas-job:first=100M" : "dclas:first=100M",
 				       SIM_MODE_IDEAL, 8, SIM_QUANT_TOP, S(0.1));
 
 		if (n > 100)
 			fail_msg("%s with reports every 0.1 s: %llu decisions",
-				 mode ? "dclas-job" : "dclas", (unsigned long long)n);
+				 job ? "dclas-job" : "dclas", (unsigned long long)n);
 		assert_true(n >= 10);
 	}
 	golden_free(&g);
@@ -671,8 +673,7 @@ static void test_stale_job_bytes(void **state)
 	for (int stale = 0; stale < 2; stale++) {
 		run_stats(&g, "dclas-job:first=1500000000", SIM_MODE_IDEAL, 8, SIM_QUANT_TOP,
 			  stale ? S(2.4) : 0);
-		if (llabs((long long)cct(&g, 11) - (long long)S(2)) > 1 ||
-		    llabs((long long)cct(&g, 2) - (long long)S(1)) > 1)
+		if (!cct_near(&g, 11, 2) || !cct_near(&g, 2, 1))
 			fail_msg("reports every %s: CCT X2 %llu ns, Y %llu ns",
 				 stale ? "2.4 s" : "instant (exact)",
 				 (unsigned long long)cct(&g, 11), (unsigned long long)cct(&g, 2));

@@ -25,7 +25,9 @@
 #     and again with --start-latency-ms, the fixed cost of a coflow in a
 #     live run, measured from these runs (the median live CCT of the
 #     coflows the first prediction finishes within 1 ms, every policy but
-#     fair);
+#     fair); and again with --stats-ms 10, 20, .. 100: how firm the
+#     prediction is (a policy whose order hinges on a near-tie changes its
+#     schedule as the byte counts it sees age);
 #  5. bench/live_report.py prints the table (live, predicted, ratio,
 #     speed-up over plain TCP), writes it to OUT/tables.md and the JCT CDF
 #     plot (live and predicted per policy) to OUT/live_jct_cdf.png; with
@@ -39,6 +41,7 @@ cd "$(dirname "$0")/.."
 
 dir=build-release readme=0 scale=0.002 swq=32 repeat=1
 stats_ms=10 # the agents' --stats-interval, and the prediction's --stats-ms
+ages_ms="10 20 30 40 50 60 70 80 90 100" # the report ages of the firmness replays
 policies=fair,sebf,sincronia,gnn,lookahead:base=gnn
 jobs=20 hosts=8 rate=100000000 load=0.7 seed=1
 while [ $# -gt 0 ]; do
@@ -167,7 +170,16 @@ python3 bench/live_report.py --out "$out" --measure-latency >"$out/latency_ms"
 	--policy "$policies" --mode classes --classes 8 --stats-ms "$stats_ms" --jobs 0 \
 	--no-progress --no-plots --start-latency-ms "$(cat "$out/latency_ms")" --out "$out/sim-lat" >"$out/sim-lat.txt" \
 	2>"$out/sim-lat.log" || { cat "$out/sim-lat.log" >&2; exit 1; }
-log "replayed (and with a start latency of $(cat "$out/latency_ms") ms)"
+# how firm the prediction is: the same replay with the policy seeing older
+# byte counts (a report every S ms), S = 10 .. 100; a policy whose order
+# hinges on a near-tie changes its schedule within that range
+for s in $ages_ms; do
+	"$bin/sim/loom-replay" --trace "$out/live/$first/trace.loom" --topo "$out/live/$first/topology.json" \
+		--policy "$policies" --mode classes --classes 8 --stats-ms "$s" --jobs 0 \
+		--no-progress --no-plots --out "$out/sim-age/$s" >/dev/null 2>"$out/sim-age.log" ||
+		{ cat "$out/sim-age.log" >&2; exit 1; }
+done
+log "replayed (and with a start latency of $(cat "$out/latency_ms") ms, and with byte counts reported every $(echo $ages_ms | tr ' ' ,) ms)"
 
 args=(--out "$out")
 [ "$readme" = 1 ] && args+=(--readme bench/README.md --plots bench/results)

@@ -8,7 +8,8 @@ and .metrics1 (loomd's /metrics before and after the run), .wall_ms, .runs
 (with live.sh --repeat: each run's avg weighted JCT; LABEL is the median),
 OUT/sim/LABEL-K8-{coflows,jobs}.csv (loom-replay's prediction of the same
 scaled trace) and, when there, OUT/sim-lat/ (the prediction with
---start-latency-ms of OUT/latency_ms). --measure-latency prints that
+--start-latency-ms of OUT/latency_ms) and OUT/sim-age/S/ (the prediction
+with --stats-ms S: how firm it is). --measure-latency prints that
 latency instead: the median live CCT, over the runs of every policy but
 fair, of the coflows the prediction finishes within 1 ms (their transfer is
 negligible there; what is left is the fixed cost of a coflow in a live run). Prints the tables, writes them to OUT/tables.md and the JCT
@@ -175,7 +176,71 @@ def target_lines(runs, base, kind, what):
     return lines
 
 
-def tables(out, runs, base, latency_ms):
+def read_ages(out, specs):
+    """{label: [(S, avg weighted JCT)]} of the firmness replays (OUT/sim-age/S/), or {}."""
+    d = os.path.join(out, "sim-age")
+    if not os.path.isdir(d):
+        return {}
+    got = {label: [] for label, _ in specs}
+    for age in sorted((x for x in os.listdir(d) if x.isdigit()), key=int):
+        for label, _ in specs:
+            p = os.path.join(d, age, f"{label}-K8")
+            got[label].append((int(age), figures(p + "-coflows.csv", p + "-jobs.csv")["wjct"]))
+    return got
+
+
+def firm_lines(runs, ages):
+    """The prediction's range as the policies see older byte counts, and the targets on it."""
+    if not ages:
+        return []
+    lo_s, hi_s = min(a for a, _ in next(iter(ages.values()))), \
+        max(a for a, _ in next(iter(ages.values())))
+    head = ["policy", "predicted (10 ms)", f"range over {lo_s}-{hi_s} ms",
+            "report periods that change it by > 1%", "avg wJCT live", "live within 15% of the range"]
+    lines = ["", "**How firm the prediction is** (avg weighted JCT, s, predicted again with "
+             f"the policy seeing byte counts reported every {lo_s} to {hi_s} ms, `loom-replay "
+             "--stats-ms`: a policy whose order hinges on a near-tie between two coflows "
+             "changes its schedule within that range, and a live run, whose policy sees the "
+             "bytes TCP actually moved, can take either)", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rng = {}
+    for label, r in runs.items():
+        vals = ages.get(label)
+        if not vals:
+            return []
+        w = [v for _, v in vals]
+        rng[label] = (min(w), max(w))
+        moved = [str(a) for a, v in vals if abs(v / r["pred"]["wjct"] - 1) > 0.01]
+        live = r["live"]["wjct"]
+        inside = rng[label][0] * (1 - TARGET_RATIO) <= live <= rng[label][1] * (1 + TARGET_RATIO)
+        lines.append("| " + " | ".join([
+            r["spec"], fmt_s(r["pred"]["wjct"]), f"{fmt_s(min(w))} - {fmt_s(max(w))}",
+            ", ".join(moved) if moved else "none", fmt_s(live), "yes" if inside else "no"]) + " |")
+    # a pair is firm when every replay of the range separates it by more than TIE
+    firm = [(x, y) for x in runs for y in runs if x != y and all(
+        vy > (1 + TIE) * vx for (_, vx), (_, vy) in zip(ages[x], ages[y]))]
+    flips = [(x, y) for x, y in firm if runs[y]["live"]["wjct"] <= runs[x]["live"]["wjct"]]
+    outside = [runs[k]["spec"] for k, (lo, hi) in rng.items()
+               if not lo * (1 - TARGET_RATIO) <= runs[k]["live"]["wjct"] <= hi * (1 + TARGET_RATIO)]
+    lines += ["", "Against the range:", "",
+              f"- ranking: {len(firm)} pairs are separated by more than {TIE * 100:.0f}% at every "
+              "report period; " + (
+                  "the live run orders every one of them the same way (target met)."
+                  if not flips else "the live run orders these the other way: " +
+                  ", ".join(f"{runs[x]['spec']} < {runs[y]['spec']}" for x, y in flips) +
+                  " (target missed).") + " Pairs whose order the report period can change: " + (
+                  ", ".join(f"{runs[x]['spec']} / {runs[y]['spec']}" for i, x in enumerate(runs)
+                            for y in list(runs)[i + 1:]
+                            if (x, y) not in firm and (y, x) not in firm
+                            and any(abs(vy / vx - 1) > TIE for (_, vx), (_, vy)
+                                    in zip(ages[x], ages[y]))) or "none") + ".",
+              "- live avg weighted JCT within 15% of the predicted range: " +
+              ("every policy (target met)." if not outside else
+               "missed for " + ", ".join(outside) + ".")]
+    return lines
+
+
+def tables(out, runs, base, latency_ms, ages=None):
     lines = []
     machine = os.path.join(out, "machine.txt")
     if os.path.exists(machine):
@@ -221,6 +286,7 @@ def tables(out, runs, base, latency_ms):
     if lat:
         lines += [""] + target_lines(runs, base, "lat",
                                      f"the prediction with the start latency ({latency_ms:.1f} ms)")
+    lines += firm_lines(runs, ages)
     # control loop
     head = ["policy", "run s", "table pushes", "pushes/s", "per agent /s", "enforce p50 ms",
             "enforce p99 ms", "push-to-ack p50 ms", "p99 ms", "passes"]
@@ -312,7 +378,7 @@ def main():
     base = next((k for k, r in runs.items() if r["spec"] == "fair"), None)
     if base is None:
         die("no fair run: the speed-ups are against it")
-    lines = tables(a.out, runs, base, latency_ms)
+    lines = tables(a.out, runs, base, latency_ms, read_ages(a.out, specs))
     lines += repeats(a.out, specs)
     png = plot(a.out, runs)
     if png:

@@ -26,6 +26,12 @@
 
 struct host;
 
+/* The socket's TCP congestion control; 0 or -1 (errno). */
+static int set_congestion(int fd, const char *name)
+{
+	return setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name));
+}
+
 /* A flow this host sends. */
 struct sflow {
 	struct host *h;
@@ -208,7 +214,8 @@ static int sflow_start(struct host *h, const struct lrun_msg *m)
 	dst.sin_addr.s_addr = m->dst_addr;
 	dst.sin_port = htons(m->dst_port);
 	setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(s->fd, (struct sockaddr *)&src, sizeof(src)) < 0 ||
+	if ((h->cfg->congestion && set_congestion(s->fd, h->cfg->congestion) < 0) ||
+	    bind(s->fd, (struct sockaddr *)&src, sizeof(src)) < 0 ||
 	    (connect(s->fd, (struct sockaddr *)&dst, sizeof(dst)) < 0 && errno != EINPROGRESS)) {
 		r = -errno;
 		close(s->fd);
@@ -339,7 +346,9 @@ static int host_setup(struct host *h)
 	a.sin_addr.s_addr = htonl(INADDR_ANY);
 	a.sin_port = htons(h->cfg->port);
 	setsockopt(h->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(h->lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(h->lfd, 4096) < 0)
+	/* the receiving ends too (accepted sockets inherit it): both ends alike */
+	if ((h->cfg->congestion && set_congestion(h->lfd, h->cfg->congestion) < 0) ||
+	    bind(h->lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(h->lfd, 4096) < 0)
 		return -errno;
 	h->buf = calloc(1, IO_BYTES);
 	h->base = event_base_new();

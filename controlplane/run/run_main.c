@@ -27,6 +27,8 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -57,6 +59,8 @@
 #define RETRY_MIN_MS    50         /* the first wait between two attempts; doubles */
 #define RETRY_MAX_MS    200        /* the longest wait between two attempts */
 #define MAX_HOOKS       4
+#define DEFAULT_CC      "cubic"
+#define CC_AVAILABLE    "/proc/sys/net/ipv4/tcp_available_congestion_control"
 
 /* A command run once a fraction of the jobs has arrived (--hook): fault injection. */
 struct hook {
@@ -66,6 +70,7 @@ struct hook {
 
 struct run_args {
 	const char *trace, *topo, *controller, *netns, *out, *label;
+	const char *congestion; /* TCP congestion control of every flow; NULL: the namespace's */
 	enum sim_trace_format fmt;
 	uint32_t first_addr; /* host order */
 	double bytes_scale, time_scale;
@@ -145,6 +150,12 @@ static void usage(FILE *f)
 		"  -w, --timeout S         bound on the whole run, 1..86400 s (default %u)\n"
 		"  -r, --retry S           how long a request is retried while loomd is\n"
 		"                          unreachable (restarting), 0..3600 s (default %u)\n"
+		"  -C, --congestion NAME   TCP congestion control of both ends of every flow (any of\n"
+		"                          net.ipv4.tcp_available_congestion_control; default\n"
+		"                          " DEFAULT_CC
+		", Linux's default: BBR's bandwidth estimate\n"
+		"                          collapses while a low class is starved, docs/cluster.md);\n"
+		"                          'default': the hosts' namespace default\n"
 		"  -H, --hook F:CMD        run CMD (sh -c, in the background) once a fraction F of\n"
 		"                          the jobs has arrived (is registered), 0 < F < 1; up\n"
 		"                          to %d (fault injection: loom-cluster run --chaos);\n"
@@ -171,6 +182,52 @@ static bool netns_prefix_ok(const char *s)
 		if (!(isalnum((unsigned char)*s) || *s == '-' || *s == '_' || *s == '.'))
 			return false;
 	return true;
+}
+
+/* A name TCP_CONGESTION can take: 1 to 15 of a-z 0-9 _ (TCP_CA_NAME_MAX - 1). */
+static bool cc_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 15)
+		return false;
+	for (; *s; s++)
+		if (!(islower((unsigned char)*s) || isdigit((unsigned char)*s) || *s == '_'))
+			return false;
+	return true;
+}
+
+/*
+ * Whether this kernel lets the flows use congestion control name (root may
+ * set any available one, loading its module): 0, or -1 with the reason
+ * logged. The hosts' namespaces share the kernel's algorithms.
+ */
+static int cc_check(const char *name)
+{
+	char avail[256] = "";
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), r = 0;
+	FILE *f;
+
+	if (fd < 0) {
+		log_err("--congestion: cannot open a TCP socket to try '%s': %s", name,
+			strerror(errno));
+		return -1;
+	}
+	if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, (socklen_t)strlen(name)) < 0) {
+		f = fopen(CC_AVAILABLE, "r");
+		if (f) {
+			if (!fgets(avail, sizeof(avail), f))
+				avail[0] = 0;
+			avail[strcspn(avail, "\n")] = 0;
+			fclose(f);
+		}
+		log_err("--congestion: '%s' cannot be used here: %s (available: %s)", name,
+			errno == ENOENT ? "this kernel has no such algorithm" : strerror(errno),
+			avail[0] ? avail : "unknown");
+		r = -1;
+	}
+	close(fd);
+	return r;
 }
 
 /* --hook F:CMD into the next of a->hooks; 0 or -EINVAL (logged). */
@@ -218,6 +275,7 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 		{"timeout", required_argument, NULL, 'w'},
 		{"retry", required_argument, NULL, 'r'},
 		{"hook", required_argument, NULL, 'H'},
+		{"congestion", required_argument, NULL, 'C'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -226,7 +284,8 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:f:T:c:n:a:o:l:b:s:p:w:r:H:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:f:T:c:n:a:o:l:b:s:p:w:r:H:C:vh", opts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 't':
 			a->trace = optarg;
@@ -295,6 +354,15 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			if (hook_parse(optarg, a) < 0)
 				return -EINVAL;
 			break;
+		case 'C':
+			if (!cc_name_ok(optarg)) {
+				log_err("--congestion: '%s' is not a congestion control name (1 to "
+					"15 of a-z 0-9 _) or 'default'",
+					optarg);
+				return -EINVAL;
+			}
+			a->congestion = strcmp(optarg, "default") ? optarg : NULL;
+			break;
 		case 'v':
 			a->verbose = true;
 			break;
@@ -361,7 +429,12 @@ static int host_spawn(struct driver *d, uint32_t i)
 	}
 	if (pid == 0) {
 		struct lrun_host_cfg cfg = {
-			.host = i, .netns = ns, .addr = host_addr(d, i), .port = d->a->port};
+			.host = i,
+			.netns = ns,
+			.addr = host_addr(d, i),
+			.port = d->a->port,
+			.congestion = d->a->congestion,
+		};
 
 		/* the driver's death ends the hosts; signals are the driver's to handle */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -1173,7 +1246,8 @@ int main(int argc, char **argv)
 			     .time_scale = 1,
 			     .port = DEFAULT_PORT,
 			     .timeout_s = DEFAULT_TIMEOUT,
-			     .retry_s = DEFAULT_RETRY};
+			     .retry_s = DEFAULT_RETRY,
+			     .congestion = DEFAULT_CC};
 	struct driver d = {.a = &a};
 	char out_buf[PATH_MAX], base[NAME_MAX + 1];
 	const char *out;
@@ -1188,6 +1262,8 @@ int main(int argc, char **argv)
 		log_err("must run as root (it enters the hosts' network namespaces)");
 		return 2;
 	}
+	if (a.congestion && cc_check(a.congestion) < 0)
+		return 2;
 	if (a.out) {
 		out = a.out;
 	} else {

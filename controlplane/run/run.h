@@ -83,8 +83,8 @@ struct lrun_host_cfg {
 	const char *netns; /* path of its network namespace (/run/netns/NAME) */
 	uint32_t addr;     /* its IPv4 address, network order */
 	uint16_t port;     /* where it listens */
-	const char
-		*congestion; /* TCP congestion control of its flows, both ends; NULL: the default */
+	/* TCP congestion control of both ends of its flows; NULL: the namespace's default */
+	const char *congestion;
 };
 
 /*

@@ -93,7 +93,7 @@ mkdir -p "$out/live"
 	echo "build: $dir"
 	echo "command: bench/live.sh$([ "$scale" = 0.002 ] || echo " --scale $scale")$([ "$swq" = 32 ] || echo " --switch-queues $swq")$([ "$repeat" = 1 ] || echo " --repeat $repeat")"
 	echo "workload: loom-gen --jobs $jobs --hosts $hosts --rate-bps $rate --load $load --seed $seed --weight-max 4"
-	echo "cluster: $hosts hosts at $((rate / 1000000)) Mbit/s, 8 classes, $swq flow queues per class on each switch port; bytes and times x $scale"
+	echo "cluster: $hosts hosts at $((rate / 1000000)) Mbit/s, 8 classes, $swq flow queues per class on each switch port; bytes and times x $scale; TCP cubic on every flow (loom-run's --congestion)"
 } >"$out/machine.txt"
 
 "$bin/sim/loom-gen" --out "$out/workload.loom" --jobs "$jobs" --hosts "$hosts" \

@@ -173,7 +173,13 @@ python3 bench/live_report.py --out "$out" --measure-latency >"$out/latency_ms"
 # how firm the prediction is: the same replay with the policy seeing older
 # byte counts (a report every S ms), S = 10 .. 100; a policy whose order
 # hinges on a near-tie changes its schedule within that range
+mkdir -p "$out/sim-age"
 for s in $ages_ms; do
+	# the prediction's own period was replayed above
+	if [ "$s" = "$stats_ms" ]; then
+		cp -r "$out/sim" "$out/sim-age/$s"
+		continue
+	fi
 	"$bin/sim/loom-replay" --trace "$out/live/$first/trace.loom" --topo "$out/live/$first/topology.json" \
 		--policy "$policies" --mode classes --classes 8 --stats-ms "$s" --jobs 0 \
 		--no-progress --no-plots --out "$out/sim-age/$s" >/dev/null 2>"$out/sim-age.log" ||

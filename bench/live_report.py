@@ -193,9 +193,9 @@ def firm_lines(runs, ages):
     """The prediction's range as the policies see older byte counts, and the targets on it."""
     if not ages:
         return []
-    lo_s, hi_s = min(a for a, _ in next(iter(ages.values()))), \
-        max(a for a, _ in next(iter(ages.values())))
-    head = ["policy", "predicted (10 ms)", f"range over {lo_s}-{hi_s} ms",
+    periods = [a for a, _ in next(iter(ages.values()))]
+    lo_s, hi_s = min(periods), max(periods)
+    head = ["policy", "predicted", f"range over {lo_s}-{hi_s} ms",
             "report periods that change it by > 1%", "avg wJCT live", "live within 15% of the range"]
     lines = ["", "**How firm the prediction is** (avg weighted JCT, s, predicted again with "
              f"the policy seeing byte counts reported every {lo_s} to {hi_s} ms, `loom-replay "
@@ -203,25 +203,24 @@ def firm_lines(runs, ages):
              "changes its schedule within that range, and a live run, whose policy sees the "
              "bytes TCP actually moved, can take either)", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    rng = {}
+    outside = []
     for label, r in runs.items():
         vals = ages.get(label)
         if not vals:
             return []
-        w = [v for _, v in vals]
-        rng[label] = (min(w), max(w))
+        lo, hi = min(v for _, v in vals), max(v for _, v in vals)
         moved = [str(a) for a, v in vals if abs(v / r["pred"]["wjct"] - 1) > 0.01]
         live = r["live"]["wjct"]
-        inside = rng[label][0] * (1 - TARGET_RATIO) <= live <= rng[label][1] * (1 + TARGET_RATIO)
+        inside = lo * (1 - TARGET_RATIO) <= live <= hi * (1 + TARGET_RATIO)
+        if not inside:
+            outside.append(r["spec"])
         lines.append("| " + " | ".join([
-            r["spec"], fmt_s(r["pred"]["wjct"]), f"{fmt_s(min(w))} - {fmt_s(max(w))}",
+            r["spec"], fmt_s(r["pred"]["wjct"]), f"{fmt_s(lo)} - {fmt_s(hi)}",
             ", ".join(moved) if moved else "none", fmt_s(live), "yes" if inside else "no"]) + " |")
     # a pair is firm when every replay of the range separates it by more than TIE
     firm = [(x, y) for x in runs for y in runs if x != y and all(
         vy > (1 + TIE) * vx for (_, vx), (_, vy) in zip(ages[x], ages[y]))]
     flips = [(x, y) for x, y in firm if runs[y]["live"]["wjct"] <= runs[x]["live"]["wjct"]]
-    outside = [runs[k]["spec"] for k, (lo, hi) in rng.items()
-               if not lo * (1 - TARGET_RATIO) <= runs[k]["live"]["wjct"] <= hi * (1 + TARGET_RATIO)]
     lines += ["", "Against the range:", "",
               f"- ranking: {len(firm)} pairs are separated by more than {TIE * 100:.0f}% at every "
               "report period; " + (

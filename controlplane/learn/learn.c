@@ -199,6 +199,7 @@ enum job_kind {
 	JOB_ROLLOUT,
 	JOB_TRAIN,
 	JOB_EVAL,
+	JOB_EVAL_BASE,
 };
 
 struct learn {
@@ -221,6 +222,7 @@ struct learn {
 	/* evaluation */
 	struct cp_model **eval_m; /* eval_workloads models, bound */
 	double *eval_best_s;      /* best heuristic's avg wJCT per workload */
+	double *eval_base_s;      /* each heuristic's, workload by workload (EVAL_NHEUR each) */
 	double *eval_gnn_s;
 	/* the run, carried from one iteration to the next */
 	struct gnn_adam adam;
@@ -498,6 +500,50 @@ static int train_rollout(struct worker *w, uint32_t k)
 	return 0;
 }
 
+/* The heuristics a validation workload's best is taken over. */
+static const char *const eval_heur[] = {"wsrjf", "sincronia", "sebf"};
+#define EVAL_NHEUR (sizeof(eval_heur) / sizeof(eval_heur[0]))
+
+/* Validation workload i's load: 0.7 and 0.9 alternating. */
+static double eval_load(uint32_t i)
+{
+	return i % 2 ? 0.9 : 0.7;
+}
+
+/*
+ * Heuristic k % EVAL_NHEUR on validation workload k / EVAL_NHEUR, on the
+ * worker's own copy of the workload (a replay gives the same result on any
+ * copy), so that every (workload, heuristic) is a job of its own.
+ */
+static int do_eval_base(struct worker *w, uint32_t k)
+{
+	const struct learn_opts *o = w->L->o;
+	uint32_t i = k / EVAL_NHEUR;
+	struct policy_params pp = {.classes = 8, .seed = 1};
+	struct sim_opts so;
+	struct sim_stats st;
+	struct cp_model *m;
+	struct policy *p;
+	int rc;
+
+	m = make_episode(o, EVAL_SEED_BASE + i, o->eval_jobs, eval_load(i), &w->err);
+	if (!m)
+		return -(errno ? errno : EINVAL);
+	p = policy_new(eval_heur[k % EVAL_NHEUR], &pp, m, &w->err);
+	if (!p) {
+		rc = -(errno ? errno : EINVAL);
+		cp_model_free(m);
+		return rc;
+	}
+	sim_opts_default(&so);
+	rc = sim_run(m, p, &so, &st, &w->err);
+	if (rc == 0)
+		w->L->eval_base_s[k] = avg_wjct_s(m);
+	policy_free(p);
+	cp_model_free(m);
+	return rc;
+}
+
 static int do_eval(struct worker *w, uint32_t i)
 {
 	struct learn *L = w->L;
@@ -532,6 +578,11 @@ static void *worker_main(void *arg)
 	case JOB_EVAL:
 		for (uint32_t i = w->id; i < L->o->eval_workloads && rc == 0; i += L->nworkers)
 			rc = do_eval(w, i);
+		break;
+	case JOB_EVAL_BASE:
+		for (uint32_t k = w->id; k < L->o->eval_workloads * EVAL_NHEUR && rc == 0;
+		     k += L->nworkers)
+			rc = do_eval_base(w, k);
 		break;
 	}
 	w->rc = rc;
@@ -1072,40 +1123,46 @@ static int resume(struct learn *L, double *ema, double *best, uint32_t *next, st
 
 /* ---- evaluation ---------------------------------------------------------------------------- */
 
+/*
+ * The validation workloads, and the best heuristic's result on each: every
+ * (workload, heuristic) replay is a job for the workers (of every rank),
+ * each done by one worker on its own copy; the others add zeros, exactly.
+ */
 static int eval_setup(struct learn *L, struct loom_err *err)
 {
-	static const char *const heur[] = {"wsrjf", "sincronia", "sebf"};
 	const struct learn_opts *o = L->o;
 	uint32_t n = o->eval_workloads;
+	int rc = 0;
 
 	L->eval_m = calloc(n, sizeof(*L->eval_m));
 	L->eval_best_s = calloc(n, sizeof(double));
+	L->eval_base_s = calloc((size_t)n * EVAL_NHEUR, sizeof(double));
 	L->eval_gnn_s = calloc(n, sizeof(double));
-	if (!L->eval_m || !L->eval_best_s || !L->eval_gnn_s)
-		return loom_err_set(err, ENOMEM, "out of memory");
-	for (uint32_t i = 0; i < n; i++) {
-		double load = i % 2 ? 0.9 : 0.7;
-
-		L->eval_m[i] = make_episode(o, EVAL_SEED_BASE + i, o->eval_jobs, load, err);
+	if (!L->eval_m || !L->eval_best_s || !L->eval_base_s || !L->eval_gnn_s)
+		rc = loom_err_set(err, ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < n && rc == 0; i++) {
+		L->eval_m[i] = make_episode(o, EVAL_SEED_BASE + i, o->eval_jobs, eval_load(i), err);
 		if (!L->eval_m[i])
-			return -(errno ? errno : EINVAL);
+			rc = -(errno ? errno : EINVAL);
+	}
+	/* every rank goes on into the workers' collectives, or none does */
+	rc = agree(L, rc, err);
+	if (rc < 0)
+		return rc;
+	L->kind = JOB_EVAL_BASE;
+	rc = run_workers(L, err);
+	if (rc < 0)
+		return rc;
+	if (L->nranks > 1) {
+		rc = learn_mpi_sum(L->eval_base_s, (size_t)n * EVAL_NHEUR);
+		if (rc < 0)
+			return loom_err_set(err, -rc, "too many validation workloads for MPI");
+	}
+	for (uint32_t i = 0; i < n; i++) {
 		L->eval_best_s[i] = INFINITY;
-		for (size_t h = 0; h < sizeof(heur) / sizeof(heur[0]); h++) {
-			struct policy_params pp = {.classes = 8, .seed = 1};
-			struct sim_opts so;
-			struct sim_stats st;
-			struct policy *p = policy_new(heur[h], &pp, L->eval_m[i], err);
-			int rc;
-
-			if (!p)
-				return -(errno ? errno : EINVAL);
-			sim_opts_default(&so);
-			rc = sim_run(L->eval_m[i], p, &so, &st, err);
-			policy_free(p);
-			if (rc < 0)
-				return rc;
-			L->eval_best_s[i] = fmin(L->eval_best_s[i], avg_wjct_s(L->eval_m[i]));
-		}
+		for (size_t h = 0; h < EVAL_NHEUR; h++)
+			L->eval_best_s[i] =
+				fmin(L->eval_best_s[i], L->eval_base_s[i * EVAL_NHEUR + h]);
 	}
 	return 0;
 }
@@ -1268,6 +1325,7 @@ static void learn_free(struct learn *L)
 		cp_model_free(L->eval_m[i]);
 	free(L->eval_m);
 	free(L->eval_best_s);
+	free(L->eval_base_s);
 	free(L->eval_gnn_s);
 	free(L->xbuf);
 	free(L->gbuf);
@@ -1547,9 +1605,10 @@ static int evaluate_and_keep(struct learn *L, uint32_t it, struct loom_err *err)
 }
 
 /*
- * A residual model (one with a prior) starts as its prior's heuristic: it is
- * validated before the first iteration and kept as best.lgw, so that the
- * model a run keeps is never worse on validation than where it started.
+ * A residual model (one with a prior) starts as its prior's heuristic, or as
+ * the --init model: it is validated before the first iteration and kept as
+ * best.lgw, so that the model a run keeps is never worse on validation than
+ * where it started.
  */
 static int evaluate_start(struct learn *L, struct loom_err *err)
 {
@@ -1560,7 +1619,10 @@ static int evaluate_start(struct learn *L, struct loom_err *err)
 	if (rc < 0)
 		return rc;
 	L->best = v;
-	if (L->rank == 0)
+	if (L->rank == 0 && L->o->init_weights)
+		log_info("validation before training: %.4f x the best heuristic (the model of %s)",
+			 v, L->o->init_weights);
+	else if (L->rank == 0)
 		log_info("validation before training: %.4f x the best heuristic (the prior %s)", v,
 			 policy_gnn_prior_name(gnn_model_config(L->w[0].model)->prior));
 	rc = save_best(L, err);

@@ -21,7 +21,8 @@
  * teach it to override its prior; and a lookahead teacher on base=gnn runs
  * the model being trained (expert iteration), deterministically; a
  * hindsight teacher (a searched clairvoyant order) teaches a model without a
- * prior the optimal order.
+ * prior the optimal order. Validation's baselines are the same replays
+ * whatever the number of workers they are shared out among.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -309,6 +310,96 @@ static void test_best_starts_at_prior(void **state)
 	topo_free(t);
 }
 
+/* The progress callback's last validation ratio. */
+static void keep_eval(void *ctx, const struct learn_progress *pr)
+{
+	*(double *)ctx = pr->eval_ratio;
+}
+
+/* Validation's ratio for model, replay by replay: its avg wJCT over the best heuristic's, averaged. */
+static double replayed_ratio(struct gnn_model *model, const struct learn_opts *o,
+			     const struct topo *t)
+{
+	static const char *const heur[] = {"wsrjf", "sincronia", "sebf", "gnn"};
+	struct loom_err err = {{0}};
+	double sum = 0;
+
+	for (uint32_t i = 0; i < o->eval_workloads; i++) {
+		double best = INFINITY, mine = 0;
+
+		for (size_t h = 0; h < sizeof(heur) / sizeof(heur[0]); h++) {
+			struct cp_model *m = tiny_episode(NULL, 1000001 + i, NJOBS, 1, &err);
+			struct policy_params pp = {.classes = 8, .seed = 1};
+			struct sim_opts so;
+			struct sim_stats st;
+			struct policy *p;
+			double s = 0;
+
+			assert_non_null(m);
+			assert_int_equal(cp_model_bind(m, t), 0);
+			if (strcmp(heur[h], "gnn") == 0) {
+				pp.gnn_model = model;
+				pp.gnn_rates = o->gnn_rates;
+			}
+			p = policy_new(heur[h], &pp, m, &err);
+			assert_non_null(p);
+			sim_opts_default(&so);
+			assert_int_equal(sim_run(m, p, &so, &st, &err), 0);
+			policy_free(p);
+			for (uint32_t j = 0; j < m->njobs; j++)
+				s += m->jobs[j].weight *
+				     (double)(m->jobs[j].finish_ns - m->jobs[j].arrival_ns) * 1e-9;
+			s /= m->njobs;
+			if (pp.gnn_model)
+				mine = s;
+			else
+				best = fmin(best, s);
+			cp_model_free(m);
+		}
+		sum += mine / best;
+	}
+	return sum / o->eval_workloads;
+}
+
+/*
+ * Validation's baselines (the best of wsrjf, sincronia and sebf on each
+ * workload) are replays shared out among the workers, a (workload,
+ * heuristic) each: with 1 and with 3 workers, the last validation is the
+ * ratio computed here replay by replay for the model the run ends with (one
+ * taught largest first, so above 1: a baseline left out would count its
+ * workload as 1).
+ */
+static void test_validation_baselines(void **state)
+{
+	struct topo *t = topo_new_bigswitch(4, 1073741824ULL);
+	struct loom_err err = {{0}};
+
+	(void)state;
+	for (uint32_t threads = 1; threads <= 3; threads += 2) {
+		struct gnn_model *final = NULL;
+		struct learn_opts o;
+		double got = NAN, want;
+
+		tiny_opts(&o, t);
+		o.threads = threads;
+		o.teacher = "cpf";
+		o.lr = 3e-3f;
+		o.iters = o.imitate_iters = 40;
+		o.eval_every = o.iters;
+		o.eval_workloads = 4;
+		o.progress = keep_eval;
+		o.progress_ctx = &got;
+		if (learn_run(&o, &final, &err) < 0)
+			fail_msg("learn_run: %s", err.msg);
+		want = replayed_ratio(final, &o, t);
+		print_message("%u workers: validation %.6f, replayed %.6f\n", threads, got, want);
+		assert_true(want > 1.05);
+		assert_true(fabs(got - want) <= 1e-12 * want);
+		gnn_model_free(final);
+	}
+	topo_free(t);
+}
+
 /*
  * --agree-weight 0: decisions the model already gets right weigh nothing, so
  * a residual model on sebf taught by sebf itself does not move at all, while
@@ -540,6 +631,7 @@ int main(void)
 		cmocka_unit_test(test_converges_to_smallest_first),
 		cmocka_unit_test(test_residual_dagger),
 		cmocka_unit_test(test_best_starts_at_prior),
+		cmocka_unit_test(test_validation_baselines),
 		cmocka_unit_test(test_expert_iteration),
 		cmocka_unit_test(test_hindsight_teacher),
 		cmocka_unit_test(test_agree_weight),

@@ -40,6 +40,18 @@ static void golden_free(struct golden *g)
 	topo_free(g->t);
 }
 
+/* Steps a run of these tiny workloads may take: a few hundred; a regression that steps every nanosecond fails here instead of at meson's timeout. */
+#define MAX_STEPS 1000000u
+
+static void step_guard(void *ctx, const struct sim_progress *pr)
+{
+	uint64_t *steps = ctx;
+
+	if (++*steps > MAX_STEPS)
+		fail_msg("over %u simulation steps (simulated time %llu ns)", MAX_STEPS,
+			 (unsigned long long)pr->now_ns);
+}
+
 /* Returns the policy's decisions. */
 static uint64_t run_stats(struct golden *g, const char *policy, enum sim_mode mode, uint32_t k,
 			  enum sim_quantize q, uint64_t stats_ns)
@@ -49,6 +61,7 @@ static uint64_t run_stats(struct golden *g, const char *policy, enum sim_mode mo
 	struct sim_stats st;
 	struct sim_opts o;
 	struct policy *p;
+	uint64_t steps = 0;
 
 	sim_opts_default(&o);
 	o.mode = mode;
@@ -56,6 +69,9 @@ static uint64_t run_stats(struct golden *g, const char *policy, enum sim_mode mo
 	o.quantize = q;
 	o.check = true;
 	o.stats_ns = stats_ns;
+	o.progress = step_guard;
+	o.progress_ctx = &steps;
+	o.progress_every = 1;
 	p = policy_new(policy, &pp, g->m, &err);
 	assert_non_null(p);
 	assert_int_equal(sim_run(g->m, p, &o, &st, &err), 0);

@@ -203,7 +203,7 @@ struct sim_opts {
 	 * every pair's rate (the simple way the incremental update must equal).
 	 */
 	bool full_refill;
-	/* Called about every progress_every events (0 = never). */
+	/* Called every progress_every steps (0 = never), and once at the end. */
 	void (*progress)(void *ctx, const struct sim_progress *pr);
 	void *progress_ctx;
 	uint64_t progress_every;

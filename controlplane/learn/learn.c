@@ -1132,6 +1132,7 @@ static int eval_setup(struct learn *L, struct loom_err *err)
 {
 	const struct learn_opts *o = L->o;
 	uint32_t n = o->eval_workloads;
+	double t0;
 	int rc = 0;
 
 	L->eval_m = calloc(n, sizeof(*L->eval_m));
@@ -1149,6 +1150,12 @@ static int eval_setup(struct learn *L, struct loom_err *err)
 	rc = agree(L, rc, err);
 	if (rc < 0)
 		return rc;
+	if (L->rank == 0)
+		log_info(
+			"validation: %u workloads of %u jobs, the best of wsrjf, sincronia and sebf "
+			"on each (%u replays over %u workers)",
+			n, o->eval_jobs, n * (uint32_t)EVAL_NHEUR, L->nworkers);
+	t0 = (double)loom_clock_mono_ns() * 1e-9;
 	L->kind = JOB_EVAL_BASE;
 	rc = run_workers(L, err);
 	if (rc < 0)
@@ -1158,6 +1165,9 @@ static int eval_setup(struct learn *L, struct loom_err *err)
 		if (rc < 0)
 			return loom_err_set(err, -rc, "too many validation workloads for MPI");
 	}
+	if (L->rank == 0)
+		log_info("validation baselines ready in %.1f s",
+			 (double)loom_clock_mono_ns() * 1e-9 - t0);
 	for (uint32_t i = 0; i < n; i++) {
 		L->eval_best_s[i] = INFINITY;
 		for (size_t h = 0; h < EVAL_NHEUR; h++)

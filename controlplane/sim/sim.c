@@ -656,12 +656,17 @@ static void swap_reports(struct engine *e)
 	}
 }
 
-static int decide(struct engine *e, struct loom_err *err)
+/*
+ * A decision now. synced: sync_all() already ran at this instant (in
+ * take_reports()) and nothing has moved since, so it is not run again.
+ */
+static int decide(struct engine *e, bool synced, struct loom_err *err)
 {
 	struct cp_model *m = e->m;
 	int r;
 
-	sync_all(e);
+	if (!synced)
+		sync_all(e);
 	policy_decision_clear(&e->d);
 	if (e->o->stats_ns)
 		swap_reports(e);
@@ -699,6 +704,7 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 	uint64_t next_tick = o->reeval_ns ? o->reeval_ns : CP_TIME_NEVER;
 	uint64_t next_report = o->stats_ns ? o->stats_ns : CP_TIME_NEVER;
 	uint32_t next_job = 0;
+	bool synced;
 	int r = 0;
 
 	if (!m->topo)
@@ -750,8 +756,10 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 			r = loom_err_set(err, -e.emit_err, "out of memory");
 			goto out;
 		}
+		synced = false;
 		if (next_report <= e.now) {
 			take_reports(&e);
+			synced = true;
 			next_report = (e.now / o->stats_ns + 1) * o->stats_ns;
 			/* loomd checks a decision's watches at every report, on its counts */
 			if (e.d.nwatch)
@@ -770,7 +778,7 @@ int sim_run(struct cp_model *m, struct policy *p, const struct sim_opts *o,
 			break;
 
 		if (e.significant) {
-			r = decide(&e, err);
+			r = decide(&e, synced, err);
 			if (r < 0)
 				goto out;
 		} else if (ndone) {

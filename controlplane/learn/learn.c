@@ -1448,7 +1448,11 @@ static int learn_prepare(struct learn *L, struct loom_err *err)
 	} else if (o->out_dir && L->rank == 0) {
 		rc = remove_stale(o->out_dir, err);
 	}
-	if (rc == 0 && o->eval_every)
+	/* rank 0's file errors, before the ranks go into eval_setup()'s collectives together */
+	rc = agree(L, rc, err);
+	if (rc < 0)
+		return rc;
+	if (o->eval_every)
 		rc = eval_setup(L, err);
 	/* only rank 0 writes files */
 	if (rc == 0 && o->out_dir && L->rank == 0) {

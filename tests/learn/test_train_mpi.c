@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/cli_harness.h"
@@ -213,6 +214,23 @@ static void test_errors(void **state)
 	snprintf(sb, sizeof(sb), "%s/sub", file);
 	run_mpi(&r, sb, NULL, NULL);
 	expect(&r, 1, "--out");
+	/*
+	 * A file error on rank 0 alone (an earlier run's best.lgw it cannot
+	 * remove, here a folder with a file in it) ends both ranks, with
+	 * validation on: none waits in a collective the other has left.
+	 */
+	{
+		char dir[128], best[160], in[192];
+
+		tmp_path(dir, sizeof(dir), "stale");
+		snprintf(best, sizeof(best), "%s/best.lgw", dir);
+		snprintf(in, sizeof(in), "%s/keep", best);
+		assert_int_equal(mkdir(dir, 0700), 0);
+		assert_int_equal(mkdir(best, 0700), 0);
+		write_file(in, "x\n");
+		run_mpi(&r, dir, NULL, NULL);
+		expect(&r, 1, "best.lgw");
+	}
 }
 
 int main(void)

@@ -10,7 +10,8 @@
 #   OUT/loom loom-train --threads 16 ...
 # The other host needs a C library at least as new as this one's; --cuda
 # there needs the CUDA toolkit's libraries (cudart, cuBLAS) on its library
-# path. MPI runs need Open MPI installed there (mpirun is not packed).
+# path. MPI runs need the same Open MPI release installed there (its
+# libraries are packed, its mpirun and components are not).
 set -euo pipefail
 
 usage() {
@@ -18,13 +19,15 @@ usage() {
 	exit 2
 }
 
-build=build-release
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/build-release
 out=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build)
 		[ $# -ge 2 ] || usage
 		build=$2
+		case $build in /*) ;; *) build=$PWD/$build ;; esac
 		shift 2
 		;;
 	-h | --help) usage ;;
@@ -40,8 +43,6 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ -n "$out" ] || usage
-root=$(cd "$(dirname "$0")/.." && pwd)
-case $build in /*) ;; *) build=$root/$build ;; esac
 
 # name: path in the build folder (the first three are required)
 progs=(
@@ -65,34 +66,48 @@ rm -rf "$out/bin" "$out/lib" "$out/data"
 mkdir -p "$out/bin" "$out/lib"
 touch "$out/.loom-bundle"
 
-# The C library's own objects: the other host's are used.
-is_libc() {
+# Left to the other host: the C library's own objects, and (for the cuda
+# module) the CUDA toolkit's and driver's libraries.
+is_host_lib() {
 	case $(basename "$1") in
 	ld-linux*.so* | libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | \
-		libresolv.so* | libutil.so* | libmvec.so*) return 0 ;;
+		libresolv.so* | libutil.so* | libmvec.so* | libcuda.so* | libcudart.so* | \
+		libcublas*.so*) return 0 ;;
 	esac
 	return 1
 }
 
-# Copies every library $1 loads (ldd's resolved paths) into lib/, once.
+# The dynamic loader the programs name (ldd's line without '=>').
+interp=
+
+# Copies every library $1 loads (as ldd resolves it) into lib/, once.
 pack_libs() {
-	local line name path
+	local libs line name path
+	if ! libs=$(ldd "$1"); then
+		echo "bundle: ldd $1 failed" >&2
+		exit 1
+	fi
 	while read -r line; do
 		case $line in
 		*"=> not found"*)
+			is_host_lib "${line%% =>*}" && continue
 			echo "bundle: $1: ${line%% =>*} not found on this machine" >&2
 			exit 1
 			;;
-		*"=> /"*)
+		*"=> "?*" ("*)
 			name=${line%% =>*}
 			path=${line#*=> }
 			path=${path%% (*}
 			;;
+		/*" ("*)
+			[ -n "$interp" ] || interp=${line%% (*}
+			continue
+			;;
 		*) continue ;;
 		esac
-		is_libc "$name" && continue
+		is_host_lib "$name" && continue
 		[ -e "$out/lib/$name" ] || cp -L "$path" "$out/lib/$name"
-	done < <(ldd "$1")
+	done <<<"$libs"
 }
 
 n=0
@@ -107,27 +122,41 @@ done
 mod=$build/gnn/libloom_gnn_cuda.so
 if [ -f "$mod" ]; then
 	cp "$mod" "$out/lib/"
+	pack_libs "$mod"
 fi
 cp -r "$root/data" "$out/data"
+if [ -z "$interp" ]; then
+	echo "bundle: ldd named no dynamic loader for the programs" >&2
+	exit 1
+fi
 
-cat >"$out/loom" <<'EOF'
-#!/bin/sh
-# Runs one of this bundle's programs (ls bin/) with its libraries and data.
+# The wrapper starts a program through the dynamic loader with the bundle's
+# library path, so that what the program starts in turn (gnuplot) does not
+# inherit that path and keeps the other host's own libraries.
+{
+	echo '#!/bin/sh'
+	echo "# Runs one of this bundle's programs (ls bin/) with its libraries and data."
+	echo "interp='$interp'"
+	cat <<'WRAPPER'
 d=$(cd "$(dirname "$0")" && pwd)
-if [ $# -lt 1 ] || [ ! -x "$d/bin/$1" ] || [ "$1" != "$(basename "$1")" ]; then
+case ${1:-} in
+"" | . | .. | */*) prog= ;;
+*) prog=$1 ;;
+esac
+if [ -z "$prog" ] || [ ! -f "$d/bin/$prog" ] || [ ! -x "$d/bin/$prog" ]; then
 	echo "usage: $0 PROGRAM [ARGS...]; PROGRAM one of: $(ls "$d/bin" | tr '\n' ' ')" >&2
 	exit 2
 fi
-prog=$1
 shift
-LD_LIBRARY_PATH=$d/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 LOOM_DATA=${LOOM_DATA:-$d/data}
-export LD_LIBRARY_PATH LOOM_DATA
+export LOOM_DATA
 if [ -z "${LOOM_GNN_CUDA_MODULE:-}" ] && [ -f "$d/lib/libloom_gnn_cuda.so" ]; then
 	LOOM_GNN_CUDA_MODULE=$d/lib/libloom_gnn_cuda.so
 	export LOOM_GNN_CUDA_MODULE
 fi
-exec "$d/bin/$prog" "$@"
-EOF
+exec "$interp" --library-path "$d/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" --argv0 "$prog" \
+	"$d/bin/$prog" "$@"
+WRAPPER
+} >"$out/loom"
 chmod +x "$out/loom"
 echo "bundle: $out: $n programs, $(ls "$out/lib" | wc -l) libraries, $(du -sh "$out" | cut -f1); run them as $out/loom PROGRAM ..."

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * scripts/bundle.sh: the folder it makes holds loom-train, loom-replay and
- * loom-gen with every library they load but the C library's own, and data/;
- * through its wrapper, in an environment with nothing but PATH, the programs find all of
- * those in the folder (ldd under the wrapper's library path resolves every
- * other library there), generate a workload and replay it with the shipped
- * model, and loom-train runs a tiny training. Refusals: a folder that is not
- * a bundle, a build folder without the programs, a program the bundle lacks.
+ * loom-gen with every library they load but the C library's own, and
+ * data/. Through its wrapper, in an environment with nothing but PATH, the
+ * programs find all of those in the folder (ldd under the bundle's library
+ * path resolves every other library there), generate a workload, replay it
+ * with the shipped model, and train a tiny model; the wrapper gives the
+ * library path to the dynamic loader, not to the programs' environment.
+ * Refusals: a folder that is not a bundle, a build folder without the
+ * programs, a program the bundle lacks.
  *
  * The build folder is $LOOM_BUILDDIR, the script $LOOM_SRCDIR/scripts/.
  */
@@ -170,23 +172,31 @@ static void test_bundle_runs(void **state)
 	}
 
 	/*
-	 * The wrapper's environment (this machine's programs would also find
-	 * data/ through the source path compiled into them; another host's
-	 * would not): a program put in bin/ prints it.
+	 * The wrapper's environment, seen by a program put in bin/: LOOM_DATA
+	 * on the bundle's data/ (this machine's programs would also find data/
+	 * through the source path compiled into them; another host's would
+	 * not), and no LD_LIBRARY_PATH, which the programs' own children
+	 * (gnuplot) would inherit: the library path goes to the loader alone.
 	 */
 	{
 		char cmd[2048], want[1200];
 		const char *sh[] = {"-c", cmd, NULL};
-		const char *args[] = {"-i",        "PATH=/usr/bin:/bin", run, "printenv",
-				      "LOOM_DATA", "LD_LIBRARY_PATH",    NULL};
+		const char *data[] = {"-i",       "PATH=/usr/bin:/bin", run,
+				      "printenv", "LOOM_DATA",          NULL};
+		const char *ld[] = {"-i",       "PATH=/usr/bin:/bin", run,
+				    "printenv", "LD_LIBRARY_PATH",    NULL};
 
 		snprintf(cmd, sizeof(cmd), "cp /usr/bin/printenv '%s/bin/'", b);
 		run_argv(&r, "/bin/sh", sh);
 		expect(&r, 0, NULL);
-		run_argv(&r, "/usr/bin/env", args);
-		snprintf(want, sizeof(want), "%s/data\n%s/lib\n", b, b);
+		run_argv(&r, "/usr/bin/env", data);
+		snprintf(want, sizeof(want), "%s/data\n", b);
 		if (r.status != 0 || strcmp(r.out, want) != 0)
-			dump_fail(&r, "LOOM_DATA and LD_LIBRARY_PATH in the bundle");
+			dump_fail(&r, "LOOM_DATA on the bundle's data/");
+		result_free(&r);
+		run_argv(&r, "/usr/bin/env", ld);
+		if (r.status != 1 || r.out[0])
+			dump_fail(&r, "no LD_LIBRARY_PATH in a bundled program's environment");
 		result_free(&r);
 		snprintf(want, sizeof(want), "%s/data/models/gnn-default.lgw", b);
 		assert_int_equal(access(want, R_OK), 0);
@@ -226,6 +236,12 @@ static void test_bundle_refusals(void **state)
 	}
 	{
 		const char *args[] = {"../loom", NULL};
+
+		run_argv(&r, run, args);
+		expect(&r, 2, "PROGRAM one of");
+	}
+	{
+		const char *args[] = {"..", NULL};
 
 		run_argv(&r, run, args);
 		expect(&r, 2, "PROGRAM one of");

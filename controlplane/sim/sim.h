@@ -203,7 +203,10 @@ struct sim_opts {
 	 * every pair's rate (the simple way the incremental update must equal).
 	 */
 	bool full_refill;
-	/* Called every progress_every steps (0 = never), and once at the end. */
+	/*
+	 * Called every progress_every steps (0: at none of them), and once more
+	 * when the run has finished every job (not after an error).
+	 */
 	void (*progress)(void *ctx, const struct sim_progress *pr);
 	void *progress_ctx;
 	uint64_t progress_every;

@@ -84,6 +84,32 @@ static struct cp_model *tiny_episode(void *ctx, uint64_t seed, uint32_t njobs, d
 	return cp_builder_finish(b, err);
 }
 
+/* The tiny family with job weights 1..4 drawn from the seed: weighted and unweighted orders differ. */
+static struct cp_model *weighted_episode(void *ctx, uint64_t seed, uint32_t njobs, double load,
+					 struct loom_err *err)
+{
+	struct cp_builder *b = cp_builder_new(4);
+	uint64_t bytes[NJOBS], ids[NJOBS];
+	struct loom_rng rng;
+
+	(void)ctx;
+	(void)njobs;
+	(void)load;
+	sizes_of(seed, bytes, ids);
+	loom_rng_seed(&rng, seed ^ 0x5eedULL);
+	for (int i = 0; i < NJOBS; i++) {
+		double w = 1 + (double)loom_rng_below(&rng, 4);
+
+		if (cp_builder_add_job(b, ids[i], 0, w, err) < 0 ||
+		    cp_builder_add_coflow(b, ids[i], ids[i], 0, err) < 0 ||
+		    cp_builder_add_flow(b, ids[i], 0, 1 + (uint32_t)i, bytes[i], err) < 0) {
+			cp_builder_free(b);
+			return NULL;
+		}
+	}
+	return cp_builder_finish(b, err);
+}
+
 static void show(void *ctx, const struct learn_progress *pr)
 {
 	(void)ctx;
@@ -316,19 +342,24 @@ static void keep_eval(void *ctx, const struct learn_progress *pr)
 	*(double *)ctx = pr->eval_ratio;
 }
 
-/* Validation's ratio for model, replay by replay: its avg wJCT over the best heuristic's, averaged. */
+/*
+ * Validation's ratio for model, replay by replay: its avg wJCT over the
+ * best heuristic's, averaged. *ret_apart: the workloads on which the
+ * heuristics do not all tie.
+ */
 static double replayed_ratio(struct gnn_model *model, const struct learn_opts *o,
-			     const struct topo *t)
+			     const struct topo *t, uint32_t *ret_apart)
 {
 	static const char *const heur[] = {"wsrjf", "sincronia", "sebf", "gnn"};
 	struct loom_err err = {{0}};
 	double sum = 0;
 
+	*ret_apart = 0;
 	for (uint32_t i = 0; i < o->eval_workloads; i++) {
-		double best = INFINITY, mine = 0;
+		double best = INFINITY, worst = 0, mine = 0;
 
 		for (size_t h = 0; h < sizeof(heur) / sizeof(heur[0]); h++) {
-			struct cp_model *m = tiny_episode(NULL, 1000001 + i, NJOBS, 1, &err);
+			struct cp_model *m = o->episode(NULL, 1000001 + i, NJOBS, 1, &err);
 			struct policy_params pp = {.classes = 8, .seed = 1};
 			struct sim_opts so;
 			struct sim_stats st;
@@ -350,12 +381,15 @@ static double replayed_ratio(struct gnn_model *model, const struct learn_opts *o
 				s += m->jobs[j].weight *
 				     (double)(m->jobs[j].finish_ns - m->jobs[j].arrival_ns) * 1e-9;
 			s /= m->njobs;
-			if (pp.gnn_model)
+			if (pp.gnn_model) {
 				mine = s;
-			else
+			} else {
 				best = fmin(best, s);
+				worst = fmax(worst, s);
+			}
 			cp_model_free(m);
 		}
+		*ret_apart += worst > best;
 		sum += mine / best;
 	}
 	return sum / o->eval_workloads;
@@ -367,7 +401,9 @@ static double replayed_ratio(struct gnn_model *model, const struct learn_opts *o
  * heuristic) each: with 1 and with 3 workers, the last validation is the
  * ratio computed here replay by replay for the model the run ends with (one
  * taught largest first, so above 1: a baseline left out would count its
- * workload as 1).
+ * workload as 1). The jobs are weighted, so that sebf (unweighted) does
+ * worse than the weighted two on some workloads: a baseline taken from the
+ * wrong heuristic changes the ratio too.
  */
 static void test_validation_baselines(void **state)
 {
@@ -379,8 +415,10 @@ static void test_validation_baselines(void **state)
 		struct gnn_model *final = NULL;
 		struct learn_opts o;
 		double got = NAN, want;
+		uint32_t apart;
 
 		tiny_opts(&o, t);
+		o.episode = weighted_episode;
 		o.threads = threads;
 		o.teacher = "cpf";
 		o.lr = 3e-3f;
@@ -391,9 +429,12 @@ static void test_validation_baselines(void **state)
 		o.progress_ctx = &got;
 		if (learn_run(&o, &final, &err) < 0)
 			fail_msg("learn_run: %s", err.msg);
-		want = replayed_ratio(final, &o, t);
-		print_message("%u workers: validation %.6f, replayed %.6f\n", threads, got, want);
+		want = replayed_ratio(final, &o, t, &apart);
+		print_message("%u workers: validation %.6f, replayed %.6f (heuristics apart on %u "
+			      "of %u workloads)\n",
+			      threads, got, want, apart, o.eval_workloads);
 		assert_true(want > 1.05);
+		assert_true(apart > 0);
 		assert_true(fabs(got - want) <= 1e-12 * want);
 		gnn_model_free(final);
 	}

@@ -52,6 +52,15 @@ static void step_guard(void *ctx, const struct sim_progress *pr)
 			 (unsigned long long)pr->now_ns);
 }
 
+/* Bounds a run (every run of this file): o's progress callback counts its steps in *steps. */
+static void guard_steps(struct sim_opts *o, uint64_t *steps)
+{
+	*steps = 0;
+	o->progress = step_guard;
+	o->progress_ctx = steps;
+	o->progress_every = 1;
+}
+
 /* Returns the policy's decisions. */
 static uint64_t run_stats(struct golden *g, const char *policy, enum sim_mode mode, uint32_t k,
 			  enum sim_quantize q, uint64_t stats_ns)
@@ -61,7 +70,7 @@ static uint64_t run_stats(struct golden *g, const char *policy, enum sim_mode mo
 	struct sim_stats st;
 	struct sim_opts o;
 	struct policy *p;
-	uint64_t steps = 0;
+	uint64_t steps;
 
 	sim_opts_default(&o);
 	o.mode = mode;
@@ -69,9 +78,7 @@ static uint64_t run_stats(struct golden *g, const char *policy, enum sim_mode mo
 	o.quantize = q;
 	o.check = true;
 	o.stats_ns = stats_ns;
-	o.progress = step_guard;
-	o.progress_ctx = &steps;
-	o.progress_every = 1;
+	guard_steps(&o, &steps);
 	p = policy_new(policy, &pp, g->m, &err);
 	assert_non_null(p);
 	assert_int_equal(sim_run(g->m, p, &o, &st, &err), 0);
@@ -316,6 +323,7 @@ static void run_k2(struct golden *g, enum sim_quantize q, struct seen_classes *s
 	struct sim_stats st;
 	struct sim_opts o;
 	struct policy *p;
+	uint64_t steps;
 
 	memset(sc, 0, sizeof(*sc));
 	sim_opts_default(&o);
@@ -325,6 +333,7 @@ static void run_k2(struct golden *g, enum sim_quantize q, struct seen_classes *s
 	o.check = true;
 	o.on_classes = record_classes;
 	o.classes_ctx = sc;
+	guard_steps(&o, &steps);
 	p = policy_new("fifo", &pp, g->m, &err);
 	assert_non_null(p);
 	assert_int_equal(sim_run(g->m, p, &o, &st, &err), 0);
@@ -494,6 +503,7 @@ static void test_epochs(void **state)
 	struct sim_opts o;
 	struct policy *p;
 	struct golden g;
+	uint64_t steps;
 
 	(void)state;
 	add_single(b, 1, 0.3, 0, 1, GB);
@@ -501,6 +511,7 @@ static void test_epochs(void **state)
 	golden_finish(&g, b, 4);
 	sim_opts_default(&o);
 	o.epoch_ns = S(1);
+	guard_steps(&o, &steps);
 	p = policy_new("fifo", &pp, g.m, &err);
 	assert_non_null(p);
 	assert_int_equal(sim_run(g.m, p, &o, NULL, &err), 0);
@@ -551,10 +562,12 @@ static void test_invalid_decision(void **state)
 	struct loom_err err = {{0}};
 	struct sim_opts o;
 	struct golden g;
+	uint64_t steps;
 
 	(void)state;
 	build_shared_port(&g);
 	sim_opts_default(&o);
+	guard_steps(&o, &steps);
 	assert_int_equal(sim_run(g.m, &p, &o, NULL, &err), -EPROTO);
 	assert_non_null(strstr(err.msg, "schedulable"));
 	golden_free(&g);

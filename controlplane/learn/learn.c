@@ -222,7 +222,7 @@ struct learn {
 	/* evaluation */
 	struct cp_model **eval_m; /* eval_workloads models, bound */
 	double *eval_best_s;      /* best heuristic's avg wJCT per workload */
-	double *eval_base_s;      /* each heuristic's, workload by workload (EVAL_NHEUR each) */
+	double *eval_base_s;      /* eval_setup()'s: each heuristic's, workload by workload */
 	double *eval_gnn_s;
 	/* the run, carried from one iteration to the next */
 	struct gnn_adam adam;
@@ -293,8 +293,12 @@ static int worker_episode(struct worker *w)
 	return 0;
 }
 
-/* Runs model m under the gnn policy on w's model, with the hook (or greedy without). */
-static int run_episode(struct worker *w, struct cp_model *m, const struct policy_gnn_hook *hook)
+/*
+ * Runs model m under policy spec: "gnn" on w's model, with the hook (or
+ * greedy without), or a heuristic (hook NULL).
+ */
+static int run_policy(struct worker *w, struct cp_model *m, const char *spec,
+		      const struct policy_gnn_hook *hook)
 {
 	struct policy_params pp = {
 		.classes = 8, .seed = 1, .gnn_model = w->model, .gnn_rates = w->L->o->gnn_rates};
@@ -304,7 +308,7 @@ static int run_episode(struct worker *w, struct cp_model *m, const struct policy
 	int r;
 
 	sim_opts_default(&so);
-	p = policy_new("gnn", &pp, m, &w->err);
+	p = policy_new(spec, &pp, m, &w->err);
 	if (!p)
 		return -(errno ? errno : EINVAL);
 	if (hook)
@@ -312,6 +316,12 @@ static int run_episode(struct worker *w, struct cp_model *m, const struct policy
 	r = sim_run(m, p, &so, &st, &w->err);
 	policy_free(p);
 	return r;
+}
+
+/* Runs model m under the gnn policy on w's model, with the hook (or greedy without). */
+static int run_episode(struct worker *w, struct cp_model *m, const struct policy_gnn_hook *hook)
+{
+	return run_policy(w, m, "gnn", hook);
 }
 
 static void rollout_results(struct rollout *r, const struct cp_model *m)
@@ -503,6 +513,7 @@ static int train_rollout(struct worker *w, uint32_t k)
 /* The heuristics a validation workload's best is taken over. */
 static const char *const eval_heur[] = {"wsrjf", "sincronia", "sebf"};
 #define EVAL_NHEUR (sizeof(eval_heur) / sizeof(eval_heur[0]))
+_Static_assert(EVAL_NHEUR == 3, "eval_setup()'s log line names three heuristics");
 
 /* Validation workload i's load: 0.7 and 0.9 alternating. */
 static double eval_load(uint32_t i)
@@ -519,27 +530,15 @@ static int do_eval_base(struct worker *w, uint32_t k)
 {
 	const struct learn_opts *o = w->L->o;
 	uint32_t i = k / EVAL_NHEUR;
-	struct policy_params pp = {.classes = 8, .seed = 1};
-	struct sim_opts so;
-	struct sim_stats st;
 	struct cp_model *m;
-	struct policy *p;
 	int rc;
 
 	m = make_episode(o, EVAL_SEED_BASE + i, o->eval_jobs, eval_load(i), &w->err);
 	if (!m)
 		return -(errno ? errno : EINVAL);
-	p = policy_new(eval_heur[k % EVAL_NHEUR], &pp, m, &w->err);
-	if (!p) {
-		rc = -(errno ? errno : EINVAL);
-		cp_model_free(m);
-		return rc;
-	}
-	sim_opts_default(&so);
-	rc = sim_run(m, p, &so, &st, &w->err);
+	rc = run_policy(w, m, eval_heur[k % EVAL_NHEUR], NULL);
 	if (rc == 0)
 		w->L->eval_base_s[k] = avg_wjct_s(m);
-	policy_free(p);
 	cp_model_free(m);
 	return rc;
 }
@@ -1151,10 +1150,10 @@ static int eval_setup(struct learn *L, struct loom_err *err)
 	if (rc < 0)
 		return rc;
 	if (L->rank == 0)
-		log_info(
-			"validation: %u workloads of %u jobs, the best of wsrjf, sincronia and sebf "
-			"on each (%u replays over %u workers)",
-			n, o->eval_jobs, n * (uint32_t)EVAL_NHEUR, L->nworkers);
+		log_info("validation: %u workloads of %u jobs, the best of %s, %s and %s on each "
+			 "(%u replays over %u workers)",
+			 n, o->eval_jobs, eval_heur[0], eval_heur[1], eval_heur[2],
+			 n * (uint32_t)EVAL_NHEUR, L->nworkers);
 	t0 = (double)loom_clock_mono_ns() * 1e-9;
 	L->kind = JOB_EVAL_BASE;
 	rc = run_workers(L, err);
@@ -1174,6 +1173,8 @@ static int eval_setup(struct learn *L, struct loom_err *err)
 			L->eval_best_s[i] =
 				fmin(L->eval_best_s[i], L->eval_base_s[i * EVAL_NHEUR + h]);
 	}
+	free(L->eval_base_s);
+	L->eval_base_s = NULL;
 	return 0;
 }
 

@@ -63,42 +63,17 @@ static void sizes_of(uint64_t seed, uint64_t *bytes, uint64_t *ids)
 		ids[i] = 1 + loom_rng_below(&rng, 1000) * 10 + (uint64_t)i;
 }
 
-static struct cp_model *tiny_episode(void *ctx, uint64_t seed, uint32_t njobs, double load,
-				     struct loom_err *err)
-{
-	struct cp_builder *b = cp_builder_new(4);
-	uint64_t bytes[NJOBS], ids[NJOBS];
-
-	(void)ctx;
-	(void)njobs;
-	(void)load;
-	sizes_of(seed, bytes, ids);
-	for (int i = 0; i < NJOBS; i++) {
-		if (cp_builder_add_job(b, ids[i], 0, 1, err) < 0 ||
-		    cp_builder_add_coflow(b, ids[i], ids[i], 0, err) < 0 ||
-		    cp_builder_add_flow(b, ids[i], 0, 1 + (uint32_t)i, bytes[i], err) < 0) {
-			cp_builder_free(b);
-			return NULL;
-		}
-	}
-	return cp_builder_finish(b, err);
-}
-
-/* The tiny family with job weights 1..4 drawn from the seed: weighted and unweighted orders differ. */
-static struct cp_model *weighted_episode(void *ctx, uint64_t seed, uint32_t njobs, double load,
-					 struct loom_err *err)
+/* The family's workload of seed: job weights 1, or (weighted) 1..4 drawn from the seed. */
+static struct cp_model *tiny_build(uint64_t seed, bool weighted, struct loom_err *err)
 {
 	struct cp_builder *b = cp_builder_new(4);
 	uint64_t bytes[NJOBS], ids[NJOBS];
 	struct loom_rng rng;
 
-	(void)ctx;
-	(void)njobs;
-	(void)load;
 	sizes_of(seed, bytes, ids);
 	loom_rng_seed(&rng, seed ^ 0x5eedULL);
 	for (int i = 0; i < NJOBS; i++) {
-		double w = 1 + (double)loom_rng_below(&rng, 4);
+		double w = weighted ? 1 + (double)loom_rng_below(&rng, 4) : 1;
 
 		if (cp_builder_add_job(b, ids[i], 0, w, err) < 0 ||
 		    cp_builder_add_coflow(b, ids[i], ids[i], 0, err) < 0 ||
@@ -108,6 +83,25 @@ static struct cp_model *weighted_episode(void *ctx, uint64_t seed, uint32_t njob
 		}
 	}
 	return cp_builder_finish(b, err);
+}
+
+static struct cp_model *tiny_episode(void *ctx, uint64_t seed, uint32_t njobs, double load,
+				     struct loom_err *err)
+{
+	(void)ctx;
+	(void)njobs;
+	(void)load;
+	return tiny_build(seed, false, err);
+}
+
+/* The tiny family with job weights 1..4: weighted and unweighted orders differ. */
+static struct cp_model *weighted_episode(void *ctx, uint64_t seed, uint32_t njobs, double load,
+					 struct loom_err *err)
+{
+	(void)ctx;
+	(void)njobs;
+	(void)load;
+	return tiny_build(seed, true, err);
 }
 
 static void show(void *ctx, const struct learn_progress *pr)
@@ -140,6 +134,24 @@ static void tiny_opts(struct learn_opts *o, const struct topo *t)
 		o->progress = show;
 }
 
+/* Binds m (made by the family) to t and replays it under policy spec with pp. */
+static void run_tiny(struct cp_model *m, const struct topo *t, const char *spec,
+		     const struct policy_params *pp)
+{
+	struct loom_err err = {{0}};
+	struct sim_opts so;
+	struct sim_stats st;
+	struct policy *p;
+
+	assert_non_null(m);
+	assert_int_equal(cp_model_bind(m, t), 0);
+	p = policy_new(spec, pp, m, &err);
+	assert_non_null(p);
+	sim_opts_default(&so);
+	assert_int_equal(sim_run(m, p, &so, &st, &err), 0);
+	policy_free(p);
+}
+
 /* Fraction of fresh episodes where the greedy policy runs smallest first. */
 static double greedy_optimal_share(struct gnn_model *model, const struct topo *t, int n)
 {
@@ -149,18 +161,9 @@ static double greedy_optimal_share(struct gnn_model *model, const struct topo *t
 	for (int e = 0; e < n; e++) {
 		struct cp_model *m = tiny_episode(NULL, 900000 + (uint64_t)e, NJOBS, 1, &err);
 		struct policy_params pp = {.classes = 8, .gnn_model = model};
-		struct sim_opts so;
-		struct sim_stats st;
-		struct policy *p;
 		bool sorted = true;
 
-		assert_non_null(m);
-		assert_int_equal(cp_model_bind(m, t), 0);
-		p = policy_new("gnn", &pp, m, &err);
-		assert_non_null(p);
-		sim_opts_default(&so);
-		assert_int_equal(sim_run(m, p, &so, &st, &err), 0);
-		policy_free(p);
+		run_tiny(m, t, "gnn", &pp);
 		/* smallest first <=> finish times increase with size */
 		for (uint32_t a = 0; a < m->ncoflows; a++)
 			for (uint32_t b = 0; b < m->ncoflows; b++)
@@ -361,22 +364,13 @@ static double replayed_ratio(struct gnn_model *model, const struct learn_opts *o
 		for (size_t h = 0; h < sizeof(heur) / sizeof(heur[0]); h++) {
 			struct cp_model *m = o->episode(NULL, 1000001 + i, NJOBS, 1, &err);
 			struct policy_params pp = {.classes = 8, .seed = 1};
-			struct sim_opts so;
-			struct sim_stats st;
-			struct policy *p;
 			double s = 0;
 
-			assert_non_null(m);
-			assert_int_equal(cp_model_bind(m, t), 0);
 			if (strcmp(heur[h], "gnn") == 0) {
 				pp.gnn_model = model;
 				pp.gnn_rates = o->gnn_rates;
 			}
-			p = policy_new(heur[h], &pp, m, &err);
-			assert_non_null(p);
-			sim_opts_default(&so);
-			assert_int_equal(sim_run(m, p, &so, &st, &err), 0);
-			policy_free(p);
+			run_tiny(m, t, heur[h], &pp);
 			for (uint32_t j = 0; j < m->njobs; j++)
 				s += m->jobs[j].weight *
 				     (double)(m->jobs[j].finish_ns - m->jobs[j].arrival_ns) * 1e-9;

@@ -63,13 +63,21 @@ static void sizes_of(uint64_t seed, uint64_t *bytes, uint64_t *ids)
 		ids[i] = 1 + loom_rng_below(&rng, 1000) * 10 + (uint64_t)i;
 }
 
-/* The family's workload of seed: job weights 1, or (weighted) 1..4 drawn from the seed. */
-static struct cp_model *tiny_build(uint64_t seed, bool weighted, struct loom_err *err)
+/*
+ * The family's workload of seed (an episode callback): job weights 1, or,
+ * when ctx points to true, 1..4 drawn from the seed (weighted and
+ * unweighted orders then differ).
+ */
+static struct cp_model *tiny_episode(void *ctx, uint64_t seed, uint32_t njobs, double load,
+				     struct loom_err *err)
 {
+	bool weighted = ctx && *(const bool *)ctx;
 	struct cp_builder *b = cp_builder_new(4);
 	uint64_t bytes[NJOBS], ids[NJOBS];
 	struct loom_rng rng;
 
+	(void)njobs;
+	(void)load;
 	sizes_of(seed, bytes, ids);
 	loom_rng_seed(&rng, seed ^ 0x5eedULL);
 	for (int i = 0; i < NJOBS; i++) {
@@ -83,25 +91,6 @@ static struct cp_model *tiny_build(uint64_t seed, bool weighted, struct loom_err
 		}
 	}
 	return cp_builder_finish(b, err);
-}
-
-static struct cp_model *tiny_episode(void *ctx, uint64_t seed, uint32_t njobs, double load,
-				     struct loom_err *err)
-{
-	(void)ctx;
-	(void)njobs;
-	(void)load;
-	return tiny_build(seed, false, err);
-}
-
-/* The tiny family with job weights 1..4: weighted and unweighted orders differ. */
-static struct cp_model *weighted_episode(void *ctx, uint64_t seed, uint32_t njobs, double load,
-					 struct loom_err *err)
-{
-	(void)ctx;
-	(void)njobs;
-	(void)load;
-	return tiny_build(seed, true, err);
 }
 
 static void show(void *ctx, const struct learn_progress *pr)
@@ -362,7 +351,8 @@ static double replayed_ratio(struct gnn_model *model, const struct learn_opts *o
 		double best = INFINITY, worst = 0, mine = 0;
 
 		for (size_t h = 0; h < sizeof(heur) / sizeof(heur[0]); h++) {
-			struct cp_model *m = o->episode(NULL, 1000001 + i, NJOBS, 1, &err);
+			struct cp_model *m =
+				o->episode(o->episode_ctx, 1000001 + i, NJOBS, 1, &err);
 			struct policy_params pp = {.classes = 8, .seed = 1};
 			double s = 0;
 
@@ -403,6 +393,7 @@ static void test_validation_baselines(void **state)
 {
 	struct topo *t = topo_new_bigswitch(4, 1073741824ULL);
 	struct loom_err err = {{0}};
+	bool weighted = true;
 
 	(void)state;
 	for (uint32_t threads = 1; threads <= 3; threads += 2) {
@@ -412,7 +403,7 @@ static void test_validation_baselines(void **state)
 		uint32_t apart;
 
 		tiny_opts(&o, t);
-		o.episode = weighted_episode;
+		o.episode_ctx = &weighted;
 		o.threads = threads;
 		o.teacher = "cpf";
 		o.lr = 3e-3f;
